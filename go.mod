@@ -1,0 +1,3 @@
+module github.com/reasonix-ext/extension
+
+go 1.25
