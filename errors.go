@@ -1,0 +1,240 @@
+package extension
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// JSON-RPC 2.0 error codes used by the protocol. The domain reasons of the
+// frozen table all use [CodeDomain]; the others follow JSON-RPC 2.0.
+const (
+	CodeParseError     = -32700 // the line is not JSON
+	CodeInvalidRequest = -32600 // the envelope is not a valid request or response
+	CodeMethodNotFound = -32601 // the method is not registered
+	CodeInvalidParams  = -32602 // the params do not match the method's $def
+	CodeInternal       = -32603 // the handler failed
+	CodeServerBusy     = -32099 // too many inbound requests in flight
+	CodeDomain         = -32000 // every other frozen reason
+)
+
+// Reason is one of the 14 frozen error reasons of v1 (D7). It is carried in
+// the data member of every protocol error and is the only thing a receiver
+// classifies by. A Reason is itself an error, so a caller can write
+//
+//	if errors.Is(err, extension.ReasonProviderInterrupted) { ... }
+//
+// on errors built locally and on errors decoded from the peer alike.
+type Reason string
+
+// The frozen reasons, sorted as in the schema's errors array.
+const (
+	ReasonCapabilityNotDeclared Reason = "capability_not_declared"
+	ReasonContentRefExpired     Reason = "content_ref_expired"
+	ReasonFrameTooLarge         Reason = "frame_too_large"
+	ReasonInterceptTimeout      Reason = "intercept_timeout"
+	ReasonInternal              Reason = "internal"
+	ReasonInvalidParams         Reason = "invalid_params"
+	ReasonProtocolError         Reason = "protocol_error"
+	ReasonProviderFailed        Reason = "provider_failed"
+	ReasonProviderInterrupted   Reason = "provider_interrupted"
+	ReasonShutdownTimeout       Reason = "shutdown_timeout"
+	ReasonStreamCancelled       Reason = "stream_cancelled"
+	ReasonStreamGap             Reason = "stream_gap"
+	ReasonUnknownMethod         Reason = "unknown_method"
+	ReasonUnsupportedVersion    Reason = "unsupported_version"
+)
+
+// reasonInfo is one row of the frozen reason table.
+type reasonInfo struct {
+	code      int
+	retryable bool
+	message   string
+}
+
+// reasonTable returns the frozen row of r and whether r is one of the 14.
+func reasonTable(r Reason) (reasonInfo, bool) {
+	switch r {
+	case ReasonCapabilityNotDeclared:
+		return reasonInfo{CodeDomain, false, "The extension used a capability its manifest did not declare."}, true
+	case ReasonContentRefExpired:
+		return reasonInfo{CodeDomain, true, "The referenced content has expired."}, true
+	case ReasonFrameTooLarge:
+		return reasonInfo{CodeDomain, false, "The frame exceeds the frozen protocol size limit."}, true
+	case ReasonInterceptTimeout:
+		return reasonInfo{CodeDomain, true, "The extension did not answer an intercept within its timeout."}, true
+	case ReasonInternal:
+		return reasonInfo{CodeInternal, true, "An internal extension protocol error occurred."}, true
+	case ReasonInvalidParams:
+		return reasonInfo{CodeInvalidParams, false, "The params do not match the registered method schema."}, true
+	case ReasonProtocolError:
+		return reasonInfo{CodeInvalidRequest, false, "The extension protocol frame or envelope is invalid."}, true
+	case ReasonProviderFailed:
+		return reasonInfo{CodeDomain, true, "The extension provider stream failed."}, true
+	case ReasonProviderInterrupted:
+		return reasonInfo{CodeDomain, true, "The extension provider stream was interrupted."}, true
+	case ReasonShutdownTimeout:
+		return reasonInfo{CodeDomain, true, "The extension did not shut down within the requested timeout."}, true
+	case ReasonStreamCancelled:
+		return reasonInfo{CodeDomain, false, "The provider stream was cancelled."}, true
+	case ReasonStreamGap:
+		return reasonInfo{CodeDomain, true, "A provider stream chunk is missing from the ordered sequence."}, true
+	case ReasonUnknownMethod:
+		return reasonInfo{CodeMethodNotFound, false, "The method is not registered in Extension Protocol v1."}, true
+	case ReasonUnsupportedVersion:
+		return reasonInfo{CodeDomain, false, "The peer's extension protocol version is not supported."}, true
+	}
+	return reasonInfo{}, false
+}
+
+// Reasons returns the 14 frozen reasons sorted by name, as in the schema.
+func Reasons() []Reason {
+	return []Reason{
+		ReasonCapabilityNotDeclared, ReasonContentRefExpired, ReasonFrameTooLarge,
+		ReasonInterceptTimeout, ReasonInternal, ReasonInvalidParams, ReasonProtocolError,
+		ReasonProviderFailed, ReasonProviderInterrupted, ReasonShutdownTimeout,
+		ReasonStreamCancelled, ReasonStreamGap, ReasonUnknownMethod, ReasonUnsupportedVersion,
+	}
+}
+
+// Valid reports whether r is one of the 14 frozen reasons.
+func (r Reason) Valid() bool { _, ok := reasonTable(r); return ok }
+
+// Code returns the JSON-RPC error code of r, or [CodeInternal] if r is not frozen.
+func (r Reason) Code() int {
+	if info, ok := reasonTable(r); ok {
+		return info.code
+	}
+	return CodeInternal
+}
+
+// Retryable returns the frozen retryable flag of r.
+func (r Reason) Retryable() bool { info, _ := reasonTable(r); return info.retryable }
+
+// Message returns the frozen generic message of r.
+func (r Reason) Message() string { info, _ := reasonTable(r); return info.message }
+
+// Error makes a Reason usable as an errors.Is target; it returns the reason name.
+func (r Reason) Error() string { return string(r) }
+
+// Error is a JSON-RPC error: one built locally to be sent or returned, or one
+// decoded from the peer. When Reason is set the error is a protocol error of
+// the frozen table and travels with data {"reason","retryable"} (D7).
+//
+// [errors.Is] matches an *Error against a [Reason] or against another *Error
+// with the same Reason, never by message.
+type Error struct {
+	// Code is the JSON-RPC error code.
+	Code int
+	// Message is the human-readable text. Messages received from a sidecar
+	// are redacted by the host before they reach an Error.
+	Message string
+	// Reason is the frozen reason, or "" when the error carries none (a
+	// transport-level error such as -32099 "server busy", or a peer error
+	// whose data is not a valid protocol error).
+	Reason Reason
+	// Data is the raw data member of a received error whose data is not a
+	// valid {"reason","retryable"} object; nil otherwise.
+	Data json.RawMessage
+	// Err is an optional local cause; it never travels on the wire.
+	Err error
+}
+
+// NewError returns a protocol error with the frozen code of reason and the
+// given message; an empty message means the frozen one.
+func NewError(reason Reason, message string) *Error {
+	if message == "" {
+		message = reason.Message()
+	}
+	return &Error{Code: reason.Code(), Message: message, Reason: reason}
+}
+
+// Errorf is [NewError] with a formatted message. A %w verb is honoured: the
+// wrapped error becomes Err and stays reachable with errors.As.
+func Errorf(reason Reason, format string, args ...any) *Error {
+	err := fmt.Errorf(format, args...)
+	e := NewError(reason, err.Error())
+	e.Err = errUnwrap(err)
+	return e
+}
+
+func errUnwrap(err error) error {
+	if u, ok := err.(interface{ Unwrap() error }); ok {
+		return u.Unwrap()
+	}
+	if u, ok := err.(interface{ Unwrap() []error }); ok {
+		if errs := u.Unwrap(); len(errs) > 0 {
+			return errs[0]
+		}
+	}
+	return nil
+}
+
+// Error returns "<reason>: <message>" or "jsonrpc error <code>: <message>".
+func (e *Error) Error() string {
+	if e.Reason != "" {
+		return string(e.Reason) + ": " + e.Message
+	}
+	return fmt.Sprintf("jsonrpc error %d: %s", e.Code, e.Message)
+}
+
+// Retryable reports the frozen retryable flag of the error's reason.
+func (e *Error) Retryable() bool { return e.Reason.Retryable() }
+
+// Unwrap returns the local cause, if any.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Is matches target when it is a Reason equal to e.Reason, or an *Error
+// with the same non-empty Reason (or, for reason-less errors, the same Code).
+func (e *Error) Is(target error) bool {
+	switch t := target.(type) {
+	case Reason:
+		return e.Reason != "" && e.Reason == t
+	case *Error:
+		if t.Reason != "" || e.Reason != "" {
+			return t.Reason == e.Reason
+		}
+		return t.Code == e.Code
+	}
+	return false
+}
+
+// errorData is the data member of a protocol error on the wire (D7).
+type errorData struct {
+	Reason    Reason `json:"reason"`
+	Retryable bool   `json:"retryable"`
+}
+
+// wireError is the JSON-RPC error object as it is encoded.
+type wireError struct {
+	Code    int             `json:"code"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data,omitempty"`
+}
+
+// toWire encodes e as a JSON-RPC error object. A protocol error carries
+// exactly the two data members of D7.
+func (e *Error) toWire() wireError {
+	w := wireError{Code: e.Code, Message: e.Message}
+	if e.Reason != "" {
+		w.Data, _ = json.Marshal(errorData{Reason: e.Reason, Retryable: e.Reason.Retryable()})
+	} else if len(e.Data) > 0 {
+		w.Data = e.Data
+	}
+	return w
+}
+
+// asWireError converts any handler error into the *Error that is sent. A
+// protocol error travels as is; anything else becomes the frozen internal
+// error, and its text stays local (CONTRACT-NOTES §9.3).
+func asWireError(err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	var r Reason
+	if errors.As(err, &r) && r.Valid() {
+		return NewError(r, "")
+	}
+	return NewError(ReasonInternal, "")
+}
