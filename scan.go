@@ -26,7 +26,9 @@ type syntaxError struct {
 	msg    string
 }
 
-func (e *syntaxError) Error() string { return fmt.Sprintf("invalid JSON at byte %d: %s", e.offset, e.msg) }
+func (e *syntaxError) Error() string {
+	return fmt.Sprintf("invalid JSON at byte %d: %s", e.offset, e.msg)
+}
 
 func (s *scanner) fail(msg string) error { return &syntaxError{offset: s.pos, msg: msg} }
 
