@@ -190,8 +190,8 @@ func (s *scanner) enter() error {
 
 func (s *scanner) leave() { s.depth-- }
 
-// value skips one JSON value of any type and returns its raw bytes. It
-// records duplicate member names anywhere inside through dup, when non-nil.
+// value skips one JSON value of any type and returns its raw bytes. With
+// dup non-nil it also rejects repeated member names anywhere inside (D3).
 func (s *scanner) value(dup *dupState) ([]byte, error) {
 	s.skipWS()
 	start := s.pos
@@ -201,12 +201,9 @@ func (s *scanner) value(dup *dupState) ([]byte, error) {
 	var err error
 	switch c := s.data[s.pos]; {
 	case c == '{':
-		err = s.object(func(key []byte, escaped bool) error {
-			_, err := s.value(dup)
-			return err
-		}, dup)
+		err = s.skipObject(dup)
 	case c == '[':
-		err = s.array(func(int) error { _, err := s.value(dup); return err })
+		err = s.skipArray(dup)
 	case c == '"':
 		_, _, err = s.str()
 	case c == '-' || '0' <= c && c <= '9':
@@ -226,81 +223,112 @@ func (s *scanner) value(dup *dupState) ([]byte, error) {
 	return s.data[start:s.pos], nil
 }
 
-// object reads an object, calling member for every member with the
-// scanner positioned at the member's value, which member must consume.
-// With dup non-nil, repeated member names are recorded (D3).
-func (s *scanner) object(member func(key []byte, escaped bool) error, dup *dupState) error {
-	if err := s.enter(); err != nil {
-		return err
-	}
-	s.pos++ // '{'
+func (s *scanner) skipObject(dup *dupState) error {
+	more, err := s.openObject()
 	mark := dup.push()
-	if s.peek() == '}' {
-		s.pos++
-		dup.pop(mark)
-		s.leave()
-		return nil
+	for more && err == nil {
+		var key []byte
+		var escaped bool
+		keyAt := s.pos
+		if key, escaped, err = s.key(); err != nil {
+			break
+		}
+		if dup.seen(mark, key, escaped) {
+			s.pos = keyAt
+			return s.fail(fmt.Sprintf("duplicate member %q", unquote(key, escaped)))
+		}
+		if _, err = s.value(dup); err != nil {
+			break
+		}
+		more, err = s.nextMember()
 	}
-	for {
-		s.skipWS()
-		keyStart := s.pos
-		key, escaped, err := s.str()
-		if err != nil {
-			return err
-		}
-		if dup.seen(mark, key, escaped) && dup.first < 0 {
-			dup.first, dup.name = keyStart, unquote(key, escaped)
-		}
-		if s.peek() != ':' {
-			return s.fail("expected ':' after member name")
-		}
-		s.pos++
-		s.skipWS()
-		if err := member(key, escaped); err != nil {
-			return err
-		}
-		switch s.peek() {
-		case ',':
-			s.pos++
-		case '}':
-			s.pos++
-			dup.pop(mark)
-			s.leave()
-			return nil
-		default:
-			return s.fail("expected ',' or '}' in object")
-		}
-	}
+	dup.pop(mark)
+	return err
 }
 
-// array reads an array, calling elem for every element with the scanner
-// positioned at the element, which elem must consume.
-func (s *scanner) array(elem func(i int) error) error {
-	if err := s.enter(); err != nil {
-		return err
+func (s *scanner) skipArray(dup *dupState) error {
+	more, err := s.openArray()
+	for more && err == nil {
+		if _, err = s.value(dup); err != nil {
+			break
+		}
+		more, err = s.nextElement()
 	}
-	s.pos++ // '['
+	return err
+}
+
+// openObject consumes '{' and reports whether a member follows; an empty
+// object is consumed whole.
+func (s *scanner) openObject() (more bool, err error) {
+	if err := s.enter(); err != nil {
+		return false, err
+	}
+	s.pos++
+	if s.peek() == '}' {
+		s.pos++
+		s.leave()
+		return false, nil
+	}
+	return true, nil
+}
+
+// key reads a member name and the ':' after it, leaving the scanner at the
+// member's value.
+func (s *scanner) key() (raw []byte, escaped bool, err error) {
+	s.skipWS()
+	if raw, escaped, err = s.str(); err != nil {
+		return nil, false, err
+	}
+	if s.peek() != ':' {
+		return nil, false, s.fail("expected ':' after member name")
+	}
+	s.pos++
+	s.skipWS()
+	return raw, escaped, nil
+}
+
+// nextMember consumes ',' (another member follows) or '}' (the object ends).
+func (s *scanner) nextMember() (more bool, err error) {
+	switch s.peek() {
+	case ',':
+		s.pos++
+		return true, nil
+	case '}':
+		s.pos++
+		s.leave()
+		return false, nil
+	}
+	return false, s.fail("expected ',' or '}' in object")
+}
+
+// openArray consumes '[' and reports whether an element follows.
+func (s *scanner) openArray() (more bool, err error) {
+	if err := s.enter(); err != nil {
+		return false, err
+	}
+	s.pos++
 	if s.peek() == ']' {
 		s.pos++
 		s.leave()
-		return nil
+		return false, nil
 	}
-	for i := 0; ; i++ {
+	s.skipWS()
+	return true, nil
+}
+
+// nextElement consumes ',' (another element follows) or ']' (the array ends).
+func (s *scanner) nextElement() (more bool, err error) {
+	switch s.peek() {
+	case ',':
+		s.pos++
 		s.skipWS()
-		if err := elem(i); err != nil {
-			return err
-		}
-		switch s.peek() {
-		case ',':
-			s.pos++
-		case ']':
-			s.pos++
-			s.leave()
-			return nil
-		default:
-			return s.fail("expected ',' or ']' in array")
-		}
+		return true, nil
+	case ']':
+		s.pos++
+		s.leave()
+		return false, nil
 	}
+	return false, s.fail("expected ',' or ']' in array")
 }
 
 // unquote returns the decoded name of a raw string token.
@@ -312,15 +340,20 @@ func unquote(raw []byte, escaped bool) string {
 	return s
 }
 
-// dupState finds repeated member names (D3) across nested objects with one
-// reusable stack of names; a nil *dupState disables the check.
-type dupState struct {
-	names []string // decoded names of the open objects' members, innermost last
-	first int      // offset of the first duplicate, or -1
-	name  string   // the first duplicate's name
+// sameName compares two raw member names by their decoded value.
+func sameName(a []byte, aEsc bool, b []byte, bEsc bool) bool {
+	if !aEsc && !bEsc {
+		return bytes.Equal(a, b)
+	}
+	return unquote(a, aEsc) == unquote(b, bEsc)
 }
 
-func newDupState() *dupState { return &dupState{first: -1} }
+// dupState finds repeated member names (D3) across nested objects with one
+// reusable stack of raw names; a nil *dupState disables the check.
+type dupState struct {
+	names   [][]byte // raw names of the open objects' members, innermost last
+	escaped []bool
+}
 
 func (d *dupState) push() int {
 	if d == nil {
@@ -331,7 +364,7 @@ func (d *dupState) push() int {
 
 func (d *dupState) pop(mark int) {
 	if d != nil {
-		d.names = d.names[:mark]
+		d.names, d.escaped = d.names[:mark], d.escaped[:mark]
 	}
 }
 
@@ -341,26 +374,18 @@ func (d *dupState) seen(mark int, key []byte, escaped bool) bool {
 	if d == nil {
 		return false
 	}
-	var name string
-	if escaped {
-		name = unquote(key, true)
-	}
-	for _, n := range d.names[mark:] {
-		if escaped && n == name || !escaped && n == string(key[1:len(key)-1]) {
+	for i := mark; i < len(d.names); i++ {
+		if sameName(d.names[i], d.escaped[i], key, escaped) {
 			return true
 		}
 	}
-	if !escaped {
-		name = string(key[1 : len(key)-1])
-	}
-	d.names = append(d.names, name)
+	d.names, d.escaped = append(d.names, key), append(d.escaped, escaped)
 	return false
 }
 
 // envelope reads the top-level object of a frame and fills spans with the
 // raw values of the exact envelope member names.
 func (s *scanner) envelope(spans *[6][]byte) *FrameError {
-	dup := newDupState()
 	switch s.peek() {
 	case '{':
 	case '[':
@@ -376,10 +401,21 @@ func (s *scanner) envelope(spans *[6][]byte) *FrameError {
 		}
 		return &FrameError{Err: invalidRequest("a frame must be a JSON object")}
 	}
-	err := s.object(func(key []byte, escaped bool) error {
-		v, err := s.value(nil) // member values are free-form at this level
-		if err != nil {
-			return err
+	var dup dupState
+	more, err := s.openObject()
+	for more && err == nil {
+		var key []byte
+		var escaped bool
+		if key, escaped, err = s.key(); err != nil {
+			break
+		}
+		if dup.seen(0, key, escaped) {
+			// D3: a repeated member is ambiguous, whatever its name.
+			return &FrameError{Err: invalidRequest(fmt.Sprintf("duplicate member %q", unquote(key, escaped)))}
+		}
+		var v []byte
+		if v, err = s.value(nil); err != nil { // member values are free-form here
+			break
 		}
 		name := key[1 : len(key)-1]
 		if escaped {
@@ -388,16 +424,13 @@ func (s *scanner) envelope(spans *[6][]byte) *FrameError {
 		if i := memberIndex(name); i >= 0 {
 			spans[i] = v
 		}
-		return nil
-	}, dup)
+		more, err = s.nextMember()
+	}
 	if err == nil {
 		err = s.end()
 	}
 	if err != nil {
 		return parseError(err, s)
-	}
-	if dup.first >= 0 {
-		return &FrameError{Err: invalidRequest(fmt.Sprintf("duplicate member %q", dup.name))}
 	}
 	return nil
 }
