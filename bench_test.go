@@ -1,0 +1,47 @@
+package extension
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+// interceptFrame is a ~300-byte extension/intercept frame, the shape of the
+// host's most frequent request.
+var interceptFrame = []byte(`{"jsonrpc":"2.0","id":42,"method":"extension/intercept","params":{"event":"tool.before","seq":42,"payload":{"name":"bash","arguments":"{\"cmd\":\"go test ./...\",\"cwd\":\"/home/dev/project\",\"timeout\":120}","readOnly":false},"timeoutMillis":5000}}`)
+
+// BenchmarkStrictDecode measures what a peer does with every inbound
+// intercept: decode the envelope (exact member names, duplicates, id rules),
+// validate the params against InterceptParams, then unmarshal them.
+func BenchmarkStrictDecode(b *testing.B) {
+	b.SetBytes(int64(len(interceptFrame)))
+	b.ReportAllocs()
+	for b.Loop() {
+		m, fe := decodeMessage(interceptFrame)
+		if fe != nil {
+			b.Fatal(fe)
+		}
+		var p InterceptParams
+		if err := DecodeParams(m.Method, m.Params, &p); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkStrictDecodeBaseline is the same-run baseline: one plain
+// json.Unmarshal of the same frame into the same DTO inside an envelope,
+// with none of the strict rules.
+func BenchmarkStrictDecodeBaseline(b *testing.B) {
+	b.SetBytes(int64(len(interceptFrame)))
+	b.ReportAllocs()
+	for b.Loop() {
+		var env struct {
+			JSONRPC string          `json:"jsonrpc"`
+			ID      int64           `json:"id"`
+			Method  string          `json:"method"`
+			Params  InterceptParams `json:"params"`
+		}
+		if err := json.Unmarshal(interceptFrame, &env); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
