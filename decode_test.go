@@ -1,0 +1,303 @@
+package extension
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// methodFixtures reads testdata/methods.json: one valid params (and, for
+// requests, result) document per method.
+func methodFixtures(t testing.TB) map[string]map[string]json.RawMessage {
+	t.Helper()
+	b, err := os.ReadFile("testdata/methods.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f map[string]map[string]json.RawMessage
+	if err := json.Unmarshal(b, &f); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// sameJSON compares two documents as JSON values.
+func sameJSON(t *testing.T, a, b []byte) bool {
+	t.Helper()
+	var x, y any
+	if err := json.Unmarshal(a, &x); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &y); err != nil {
+		t.Fatal(err)
+	}
+	return reflect.DeepEqual(x, y)
+}
+
+func TestEveryMethodFixtureRoundTrips(t *testing.T) {
+	fixtures := methodFixtures(t)
+	for _, m := range Methods() {
+		t.Run(m.Name, func(t *testing.T) {
+			f, ok := fixtures[m.Name]
+			if !ok || f["params"] == nil || (m.Result != "") != (f["result"] != nil) {
+				t.Fatalf("testdata/methods.json lacks a complete fixture for %s", m.Name)
+			}
+			check := func(raw json.RawMessage, typ reflect.Type, decode func(string, json.RawMessage, any) error) {
+				v := reflect.New(typ)
+				if err := decode(m.Name, raw, v.Interface()); err != nil {
+					t.Fatalf("strict decode of the %s fixture: %v", typ.Name(), err)
+				}
+				out, err := json.Marshal(v.Interface())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !sameJSON(t, raw, out) {
+					t.Errorf("%s did not round-trip:\n in: %s\nout: %s", typ.Name(), raw, out)
+				}
+			}
+			check(f["params"], m.params, DecodeParams)
+			if m.result != nil {
+				check(f["result"], m.result, DecodeResult)
+			}
+		})
+	}
+}
+
+// validInstance builds a document of node n in which every property is
+// present with a valid value, so that single mutations isolate one rule.
+func validInstance(n *vnode, depth int) any {
+	switch n.kind {
+	case vObject:
+		obj := map[string]any{}
+		if n.open {
+			if n.addl != nil {
+				obj["k"] = validInstance(n.addl, depth+1)
+			} else {
+				obj["k"] = 1
+			}
+			return obj
+		}
+		for _, p := range n.props {
+			obj[p.name] = propInstance(n, p, depth)
+		}
+		return obj
+	case vArray:
+		if n.items == nil {
+			return []any{1}
+		}
+		return []any{validInstance(n.items, depth+1)}
+	case vString:
+		if n.enum != nil {
+			return n.enum[0]
+		}
+		return "x"
+	case vInteger:
+		if n.min != nil {
+			return *n.min + 1
+		}
+		return 7
+	case vNumber:
+		return 1.5
+	case vBoolean:
+		return true
+	}
+	return map[string]any{"free": []any{1, "two"}}
+}
+
+func propInstance(owner *vnode, p vprop, depth int) any {
+	switch {
+	case p.sha256:
+		return strings.Repeat("ab", 32)
+	case p.object:
+		return map[string]any{"type": "object"}
+	case owner.def == "ProviderChunk" && p.name == "type":
+		return string(ChunkError) // every member present is legal only for an error chunk
+	}
+	return validInstance(p.node, depth+1)
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// wrongType returns a value of a JSON type the node does not admit.
+func wrongType(n *vnode) any {
+	switch n.kind {
+	case vString:
+		return 12
+	case vObject, vArray:
+		return "not a container"
+	default:
+		return map[string]any{}
+	}
+}
+
+// expectRejection asserts doc fails validation against def at pointer.
+func expectRejection(t *testing.T, def string, doc []byte, pointer, msgPart string) {
+	t.Helper()
+	err := Validate(def, doc)
+	var ve *ValidationError
+	if !errors.As(err, &ve) {
+		t.Fatalf("Validate(%s, %s) = %v, want a *ValidationError", def, doc, err)
+	}
+	if ve.Pointer != pointer || !strings.Contains(ve.Msg, msgPart) {
+		t.Fatalf("Validate(%s, %s):\n got pointer %q msg %q\nwant pointer %q msg containing %q", def, doc, ve.Pointer, ve.Msg, pointer, msgPart)
+	}
+}
+
+// TestEveryDefRejectsEachViolation mutates a valid instance of each of the
+// 41 $defs once per rule: each missing required key, each unknown key,
+// each wrong JSON type and each enum violation is rejected, and the error
+// names the JSON pointer of the offending member.
+func TestEveryDefRejectsEachViolation(t *testing.T) {
+	defs := compiledSchema()
+	if len(defs) != 41 {
+		t.Fatalf("%d compiled defs, want 41", len(defs))
+	}
+	names := make([]string, 0, len(defs))
+	for name := range defs {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		n := defs[name]
+		t.Run(name, func(t *testing.T) {
+			base := validInstance(n, 0).(map[string]any)
+			if err := Validate(name, mustJSON(t, base)); err != nil {
+				t.Fatalf("the valid instance is rejected: %v", err)
+			}
+			mutate := func(f func(m map[string]any)) []byte {
+				m := map[string]any{}
+				for k, v := range base {
+					m[k] = v
+				}
+				f(m)
+				return mustJSON(t, m)
+			}
+			for i, p := range n.props {
+				if n.required&(1<<i) != 0 {
+					expectRejection(t, name, mutate(func(m map[string]any) { delete(m, p.name) }), "/"+p.name, "missing required member")
+				}
+				if p.node.kind != vAny && !p.object {
+					expectRejection(t, name, mutate(func(m map[string]any) { m[p.name] = wrongType(p.node) }), "/"+p.name, "want ")
+				}
+				if p.node.enum != nil {
+					expectRejection(t, name, mutate(func(m map[string]any) { m[p.name] = "not-a-member" }), "/"+p.name, "is not one of")
+				}
+			}
+			expectRejection(t, name, mutate(func(m map[string]any) { m["zzUnknown"] = 1 }), "/zzUnknown", "unknown member")
+		})
+	}
+}
+
+// TestStrictRulesBeyondTheSchemaD3 covers the rules of CONTRACT-NOTES §3.1
+// that the JSON Schema cannot say.
+func TestStrictRulesBeyondTheSchemaD3(t *testing.T) {
+	init := func(s string) string {
+		return `{"protocolVersion":"1","protocolId":"reasonix.extension.v1","manifest":{},` + s + `,"capabilities":{"contentRefs":true,"uiHost":"tui","protocolVersion":"1"}}`
+	}
+	sha := strings.Repeat("0f", 32)
+	cases := []struct {
+		name, def, doc, pointer, msg string
+	}{
+		{"case variant of decision (GHSA-wvj2-96wp-fq3f)", "InterceptResult", `{"decision":"continue","DECISION":"allow"}`, "/DECISION", "case-sensitive"},
+		{"Unicode folding variant", "InterceptParams", `{"event":"tool.before","seq":1,"payload":{},"timeoutMillis":0,"timeoutMilliſ":1}`, "/timeoutMilliſ", "case-sensitive"},
+		{"duplicate member", "InterceptResult", `{"decision":"continue","decision":"block"}`, "/decision", "duplicate member"},
+		{"duplicate member through an escape", "InterceptResult", `{"decision":"continue","\u0064ecision":"block"}`, "/decision", "duplicate member"},
+		{"duplicate inside a free-form payload", "InterceptResult", `{"decision":"replace","replacement":{"a":1,"a":2}}`, "/replacement", "duplicate member"},
+		{"duplicate inside a map", "UISubmitParams", `{"surfaceId":"f","sessionId":"s","generation":1,"values":{"k":1,"k":2}}`, "/values/k", "duplicate member"},
+		{"null for an optional member", "InterceptResult", `{"decision":"continue","externalized":null}`, "/externalized", "null is not allowed"},
+		{"null for a required member", "ResourcesChangedParams", `{"paths":null}`, "/paths", "null is not allowed"},
+		{"null publish payload", "UIPublishParams", `{"surfaceId":"a","sessionId":"s","generation":1,"kind":"status","payload":null}`, "/payload", "null is not allowed"},
+		{"null nextOffset", "ContentReadResult", `{"contentRef":"c","offset":0,"dataBase64":"","nextOffset":null,"totalBytes":0,"sha256":"` + sha + `","encoding":"utf8"}`, "/nextOffset", "null is not allowed"},
+		{"whitespace-only nonempty", "InitializeParams", init(`"session":{"sessionId":" \t","workspaceRoot":"/w","generation":1}`), "/session/sessionId", "blank"},
+		{"empty nonempty", "StreamCancelParams", `{"streamId":""}`, "/streamId", "must not be empty"},
+		{"uppercase sha256", "ExternalizedField", `{"jsonPointer":"/payload","contentRef":"c","totalBytes":1,"sha256":"` + strings.ToUpper(sha) + `"}`, "/sha256", "lowercase hex"},
+		{"short sha256", "ExternalizedField", `{"jsonPointer":"/payload","contentRef":"c","totalBytes":1,"sha256":"abc"}`, "/sha256", "lowercase hex"},
+		{"negative uint generation", "InitializeParams", init(`"session":{"sessionId":"s","workspaceRoot":"/w","generation":-1}`), "/session/generation", "negative"},
+		{"fractional integer", "ShutdownParams", `{"timeoutMillis":1.5}`, "/timeoutMillis", "want an integer"},
+		{"1.0 is not an integer", "ShutdownParams", `{"timeoutMillis":1.0}`, "/timeoutMillis", "want an integer"},
+		{"exponent integer", "ShutdownParams", `{"timeoutMillis":1e3}`, "/timeoutMillis", "want an integer"},
+		{"integer out of int64 range", "ShutdownParams", `{"timeoutMillis":9223372036854775808}`, "/timeoutMillis", "out of range"},
+		{"below minimum", "InterceptParams", `{"event":"tool.before","seq":0,"payload":{},"timeoutMillis":0}`, "/seq", "at least 1"},
+		{"negative minimum 0", "ContentReadParams", `{"contentRef":"c","offset":-1}`, "/offset", "at least 0"},
+		{"negative price", "ProviderDescriptor", `{"ref":"r","inputPerMillion":-0.5}`, "/inputPerMillion", "out of bounds"},
+		{"number out of float64 range", "ProviderDescriptor", `{"ref":"r","inputPerMillion":1e999}`, "/inputPerMillion", "out of range"},
+		{"trailing data", "ShutdownParams", `{"timeoutMillis":5} {}`, "", "trailing data"},
+		{"error chunk without error", "ProviderChunk", `{"type":"error"}`, "", `needs the error member`},
+		{"text chunk with error", "ProviderChunk", `{"type":"text","error":{"code":"provider_failed","message":"m"}}`, "", `only a chunk of type "error"`},
+		{"usage chunk without usage", "StreamChunkParams", `{"streamId":"s","seq":1,"chunk":{"type":"usage"}}`, "/chunk", "needs the usage member"},
+		{"non-object tool parameters", "ProviderRequest", `{"messages":[],"tools":[{"name":"t","parameters":[]}],"maxTokens":0}`, "/tools/0/parameters", "JSON object"},
+		{"null request arrays", "ProviderRequest", `{"messages":null,"tools":[],"maxTokens":0}`, "/messages", "null is not allowed"},
+		{"blank responseFormat type", "ProviderRequest", `{"messages":[],"tools":[],"maxTokens":0,"responseFormat":{"type":"  "}}`, "/responseFormat/type", "blank"},
+		{"blank stream id", "StreamOpenParams", `{"streamId":" ","providerRef":"p","request":{"messages":[],"tools":[],"maxTokens":0},"seqBase":1}`, "/streamId", "blank"},
+		{"empty enum value", "ProviderMessage", `{"role":""}`, "/role", "is not one of"},
+		{"pointer escaping", "UIActionParams", `{"actionId":"a","sessionId":"s","generation":1,"args":{"a/b~c":1}}`, "/args/a~1b~0c", "want a string"},
+		{"array index in pointer", "ResourcesChangedParams", `{"paths":["a",2]}`, "/paths/1", "want a string"},
+		{"not an object", "ShutdownParams", `[]`, "", "want an object"},
+		{"syntax error", "ShutdownParams", `{"timeoutMillis":}`, "/timeoutMillis", "unexpected character"},
+		{"control character in string", "StreamCancelParams", "{\"streamId\":\"a\x01\"}", "/streamId", "control character"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) { expectRejection(t, c.def, []byte(c.doc), c.pointer, c.msg) })
+	}
+}
+
+func TestStrictRulesAccept(t *testing.T) {
+	for _, c := range []struct{ def, doc string }{
+		{"InterceptParams", `{"event":"input.receive","seq":1,"payload":null,"timeoutMillis":0}`}, // D22 placeholder
+		{"InterceptResult", `{"decision":"replace","replacement":null}`},
+		{"ShutdownParams", " {\"timeoutMillis\":-0}\r\n"},
+		{"ProviderDescriptor", `{"ref":"r","inputPerMillion":0,"cacheHitPerMillion":2.5e-1}`},
+		{"UIRequestResult", `{"cancelled":false,"values":{"v":null}}`},
+		{"InterceptParams", `{"event":"tool.before","seq":9223372036854775807,"payload":{"a":{"a":{"a":1}}},"timeoutMillis":0}`},
+	} {
+		if err := Validate(c.def, []byte(c.doc)); err != nil {
+			t.Errorf("Validate(%s, %s) = %v, want nil", c.def, c.doc, err)
+		}
+	}
+}
+
+func TestDeepNestingIsBoundedNotRecursedD3(t *testing.T) {
+	doc := `{"decision":"replace","replacement":` + strings.Repeat("[", 100000) + strings.Repeat("]", 100000) + `}`
+	err := Validate("InterceptResult", []byte(doc))
+	if err == nil || !strings.Contains(err.Error(), "nesting deeper than") {
+		t.Fatalf("Validate of 100,000 levels = %v, want a nesting error", err)
+	}
+}
+
+func TestDecodeParamsMapsToInvalidParamsAndResultsToProtocolError(t *testing.T) {
+	var p ShutdownParams
+	err := DecodeParams(MethodShutdown, json.RawMessage(`{"timeoutMillis":"5"}`), &p)
+	var ve *ValidationError
+	if !errors.Is(err, ReasonInvalidParams) || !errors.As(err, &ve) || ve.Pointer != "/timeoutMillis" {
+		t.Fatalf("DecodeParams = %v, want invalid_params wrapping a pointer error", err)
+	}
+	var r ShutdownResult
+	if err := DecodeResult(MethodShutdown, json.RawMessage(`{}`), &r); !errors.Is(err, ReasonProtocolError) {
+		t.Fatalf("DecodeResult = %v, want protocol_error", err)
+	}
+	// D5: absent params read as {} and then validated.
+	if err := DecodeParams(MethodShutdown, nil, &p); !errors.Is(err, ReasonInvalidParams) || !strings.Contains(err.Error(), "timeoutMillis") {
+		t.Fatalf("DecodeParams(nil) = %v, want invalid_params naming timeoutMillis", err)
+	}
+	var ip InitializedParams
+	if err := DecodeParams(MethodInitialized, nil, &ip); err != nil {
+		t.Fatalf("DecodeParams(initialized, nil) = %v, want nil (D5)", err)
+	}
+	if err := DecodeParams(MethodShutdown, json.RawMessage(`{"timeoutMillis":1}`), &r); !errors.Is(err, ReasonInternal) {
+		t.Fatalf("DecodeParams into the wrong DTO = %v, want internal", err)
+	}
+	if err := DecodeParams("extension/bogus", nil, &p); !errors.Is(err, ReasonUnknownMethod) {
+		t.Fatalf("DecodeParams(bogus) = %v, want unknown_method", err)
+	}
+}
