@@ -237,36 +237,75 @@ func cloneRaw(raw []byte) json.RawMessage {
 // frozen reason with the frozen retryable flag (CONTRACT-NOTES §9.3). An
 // optional string member "action" is accepted and ignored (D7).
 func decodeWireError(raw []byte) (*Error, bool) {
-	if len(raw) == 0 || raw[0] != '{' {
+	var v [3][]byte // code, message, data
+	if !exactMembers(raw, v[:], "code", "message", "data") || v[0] == nil || v[1] == nil {
 		return nil, false
 	}
-	var w struct {
-		Code    *json.Number    `json:"code"`
-		Message *string         `json:"message"`
-		Data    json.RawMessage `json:"data"`
-	}
-	if json.Unmarshal(raw, &w) != nil || w.Code == nil || w.Message == nil {
+	n, ok := parseID(v[0])
+	msg, isString := plainString(v[1])
+	if !ok || !isString || int64(n) != int64(int(n)) {
 		return nil, false
 	}
-	code, err := strconv.Atoi(w.Code.String())
-	if err != nil {
-		return nil, false
-	}
-	e := &Error{Code: code, Message: *w.Message}
-	if len(w.Data) > 0 && string(w.Data) != "null" {
-		var d struct {
-			Reason    *Reason `json:"reason"`
-			Retryable *bool   `json:"retryable"`
-			Action    *string `json:"action"`
-		}
-		if json.Unmarshal(w.Data, &d) == nil && d.Reason != nil && d.Retryable != nil &&
-			d.Reason.Valid() && *d.Retryable == d.Reason.Retryable() {
-			e.Reason = *d.Reason
+	e := &Error{Code: int(n), Message: msg}
+	if v[2] != nil && string(v[2]) != "null" {
+		if r, ok := decodeErrorData(v[2]); ok {
+			e.Reason = r
 		} else {
-			e.Data = cloneRaw(w.Data)
+			e.Data = cloneRaw(v[2])
 		}
 	}
 	return e, true
+}
+
+// decodeErrorData accepts data as a protocol error only when it carries a
+// frozen reason with the frozen retryable flag; a string member "action" is
+// accepted and ignored, other members are ignored too (D7).
+func decodeErrorData(data []byte) (Reason, bool) {
+	var v [3][]byte // reason, retryable, action
+	if !exactMembers(data, v[:], "reason", "retryable", "action") || v[0] == nil || v[1] == nil {
+		return "", false
+	}
+	name, ok := plainString(v[0])
+	r := Reason(name)
+	if !ok || !r.Valid() || string(v[1]) != strconv.FormatBool(r.Retryable()) {
+		return "", false
+	}
+	if v[2] != nil {
+		if _, ok := plainString(v[2]); !ok {
+			return "", false
+		}
+	}
+	return r, true
+}
+
+// exactMembers scans a JSON object and stores in values[i] the raw value of
+// the member named exactly names[i]. Other members are skipped; duplicate
+// members and anything but one object make it fail (D3).
+func exactMembers(raw []byte, values [][]byte, names ...string) bool {
+	if len(raw) == 0 || raw[0] != '{' {
+		return false
+	}
+	var dup dupState
+	s := scanner{data: raw}
+	more, err := s.openObject()
+	for more && err == nil {
+		var key, v []byte
+		var escaped bool
+		if key, escaped, err = s.key(); err != nil || dup.seen(0, key, escaped) {
+			return false
+		}
+		if v, err = s.value(nil); err != nil {
+			return false
+		}
+		name := unquote(key, escaped)
+		for i, n := range names {
+			if n == name {
+				values[i] = v
+			}
+		}
+		more, err = s.nextMember()
+	}
+	return err == nil && s.end() == nil
 }
 
 // Frame encoders. Frames are compact JSON, HTML escaping disabled, followed
