@@ -1,0 +1,917 @@
+package extension
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// hangWatchdog panics with every goroutine's stack if the test is still
+// running after a minute, so that a deadlock explains itself instead of
+// waiting for the global test timeout.
+func hangWatchdog(t *testing.T) {
+	t.Helper()
+	timer := time.AfterFunc(time.Minute, func() {
+		panic(fmt.Sprintf("%s hung; goroutines:\n%s", t.Name(), allStacks()))
+	})
+	t.Cleanup(func() { timer.Stop() })
+}
+
+func allStacks() string {
+	buf := make([]byte, 1<<20)
+	return string(buf[:runtime.Stack(buf, true)])
+}
+
+// connGoroutines returns the stacks of the goroutines that run code of a
+// Conn, or that a Conn started.
+func connGoroutines() []string {
+	var found []string
+	for g := range strings.SplitSeq(allStacks(), "\n\n") {
+		if strings.Contains(g, "extension.(*Conn)") || strings.Contains(g, "extension.NewConn") {
+			found = append(found, g)
+		}
+	}
+	return found
+}
+
+// checkNoGoroutineLeft polls, for at most five seconds, until the number of
+// goroutines is back to before and no goroutine of a Conn is left. Polling
+// is fine here: Close has already joined everything, and the loop only
+// lets exiting goroutines finish their last instructions.
+func checkNoGoroutineLeft(t *testing.T, before int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		n, left := runtime.NumGoroutine(), connGoroutines()
+		if n <= before && len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("goroutines after Close: got %d (%d of a Conn), want at most %d and none of a Conn; goroutines:\n%s",
+				n, len(left), before, allStacks())
+		}
+		runtime.Gosched()
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// funcHandler is a Handler made of two optional functions.
+type funcHandler struct {
+	request      func(ctx context.Context, method string, params json.RawMessage) (any, error)
+	notification func(ctx context.Context, method string, params json.RawMessage)
+}
+
+func (h funcHandler) HandleRequest(ctx context.Context, method string, params json.RawMessage) (any, error) {
+	if h.request == nil {
+		return nil, NewError(ReasonUnknownMethod, "method not found: "+method)
+	}
+	return h.request(ctx, method, params)
+}
+
+func (h funcHandler) HandleNotification(ctx context.Context, method string, params json.RawMessage) {
+	if h.notification != nil {
+		h.notification(ctx, method, params)
+	}
+}
+
+// echoParams answers every request with its params.
+func echoParams(_ context.Context, _ string, params json.RawMessage) (any, error) { return params, nil }
+
+// wireFrame is a frame as the test peer reads it.
+type wireFrame struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Method  string          `json:"method"`
+	Params  json.RawMessage `json:"params"`
+	Result  json.RawMessage `json:"result"`
+	Error   *struct {
+		Code    int             `json:"code"`
+		Message string          `json:"message"`
+		Data    json.RawMessage `json:"data"`
+	} `json:"error"`
+}
+
+// testPeer is the raw other end of a Conn.
+type testPeer struct {
+	in  *bufio.Reader  // what the Conn wrote
+	rc  io.Closer      // the read end of the Conn's output
+	out io.WriteCloser // what the Conn reads
+}
+
+// newPipeConn connects a Conn to a testPeer through two io.Pipes.
+func newPipeConn(t *testing.T, h Handler, opts ConnOptions) (*Conn, *testPeer) {
+	t.Helper()
+	connR, peerW := io.Pipe()
+	peerR, connW := io.Pipe()
+	c := NewConn(connR, connW, h, opts)
+	t.Cleanup(func() {
+		c.Close()
+		peerR.Close()
+		peerW.Close()
+	})
+	return c, &testPeer{in: bufio.NewReaderSize(peerR, 1<<20), rc: peerR, out: peerW}
+}
+
+func (p *testPeer) send(t *testing.T, line string) {
+	t.Helper()
+	if _, err := io.WriteString(p.out, line+"\n"); err != nil {
+		t.Fatalf("peer send %.80q: %v", line, err)
+	}
+}
+
+// recv reads one frame and checks that it is exactly one JSON object.
+func (p *testPeer) recv(t *testing.T) wireFrame {
+	t.Helper()
+	line, err := p.in.ReadBytes('\n')
+	if err != nil {
+		t.Fatalf("peer recv: %v", err)
+	}
+	f, err := parseOneFrame(line)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func parseOneFrame(line []byte) (wireFrame, error) {
+	var f wireFrame
+	line = bytes.TrimSuffix(line, []byte("\n"))
+	if len(line) == 0 || line[0] != '{' || !json.Valid(line) {
+		return f, fmt.Errorf("line %.200q is not exactly one JSON object", line)
+	}
+	if err := json.Unmarshal(line, &f); err != nil {
+		return f, fmt.Errorf("line %.200q: %v", line, err)
+	}
+	if f.JSONRPC != "2.0" {
+		return f, fmt.Errorf("line %.200q: jsonrpc %q, want \"2.0\"", line, f.JSONRPC)
+	}
+	return f, nil
+}
+
+// wantError checks that f is an error response with this id, code, message
+// and reason ("" for no data).
+func wantError(t *testing.T, f wireFrame, id string, code int, message string, reason Reason) {
+	t.Helper()
+	if f.Error == nil {
+		t.Fatalf("frame: got %+v, want an error response", f)
+	}
+	if string(f.ID) != id || f.Error.Code != code || (message != "" && f.Error.Message != message) {
+		t.Errorf("error response: got id %s code %d message %q, want id %s code %d message %q",
+			f.ID, f.Error.Code, f.Error.Message, id, code, message)
+	}
+	var wantData string
+	if reason != "" {
+		wantData = fmt.Sprintf(`{"reason":%q,"retryable":%t}`, reason, reason.Retryable())
+	}
+	if string(f.Error.Data) != wantData {
+		t.Errorf("error data: got %s, want %s", f.Error.Data, wantData)
+	}
+}
+
+// blockingWriter blocks every Write until release is closed or the writer
+// is closed; entered receives one value per Write that started.
+type blockingWriter struct {
+	entered   chan struct{}
+	release   chan struct{}
+	closed    chan struct{}
+	closeOnce sync.Once
+}
+
+func newBlockingWriter() *blockingWriter {
+	return &blockingWriter{entered: make(chan struct{}, 1024), release: make(chan struct{}), closed: make(chan struct{})}
+}
+
+func (w *blockingWriter) Write(p []byte) (int, error) {
+	w.entered <- struct{}{}
+	select {
+	case <-w.release:
+		return len(p), nil
+	case <-w.closed:
+		return 0, io.ErrClosedPipe
+	}
+}
+
+func (w *blockingWriter) Close() error {
+	w.closeOnce.Do(func() { close(w.closed) })
+	return nil
+}
+
+func TestConnConcurrentCallsNeverInterleaveFrames(t *testing.T) {
+	hangWatchdog(t)
+	before := runtime.NumGoroutine()
+	connR, peerW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	peerR, connW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := NewConn(connR, connW, nil, ConnOptions{})
+
+	const callers, callsEach = 100, 5
+	// The peer checks that every line is one JSON request and echoes its
+	// params.
+	peerDone := make(chan error, 1)
+	go func() {
+		defer peerW.Close()
+		in := bufio.NewReaderSize(peerR, 1<<20)
+		seen := make(map[string]bool)
+		for {
+			line, err := in.ReadBytes('\n')
+			if err == io.EOF && len(line) == 0 {
+				peerDone <- nil
+				return
+			}
+			if err != nil {
+				peerDone <- fmt.Errorf("peer read: %v", err)
+				return
+			}
+			f, err := parseOneFrame(line)
+			if err == nil && (f.Method != "echo" || len(f.ID) == 0 || seen[string(f.ID)]) {
+				err = fmt.Errorf("frame %.200q: want an echo request with a fresh id", line)
+			}
+			if err != nil {
+				peerDone <- err
+				return
+			}
+			seen[string(f.ID)] = true
+			fmt.Fprintf(peerW, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":%s}\n", f.ID, f.Params)
+		}
+	}()
+
+	var wg sync.WaitGroup
+	for g := range callers {
+		wg.Go(func() {
+			for i := range callsEach {
+				// Every seventh payload is larger than a write chunk,
+				// so frames span several writes.
+				size := 10 + g*i
+				if (g+i)%7 == 0 {
+					size = writeChunkSize + 1000*g
+				}
+				want := fmt.Sprintf(`{"caller":%d,"call":%d,"pad":%q}`, g, i, strings.Repeat("p", size))
+				got, err := c.Call(context.Background(), "echo", json.RawMessage(want))
+				if err != nil {
+					t.Errorf("caller %d call %d: %v", g, i, err)
+					return
+				}
+				if string(got) != want {
+					t.Errorf("caller %d call %d: got a %d-byte result, want the %d-byte params back", g, i, len(got), len(want))
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if got, want := c.Stats().FramesOut, uint64(callers*callsEach); got != want {
+		t.Errorf("FramesOut: got %d, want %d", got, want)
+	}
+	if err := c.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	if err := <-peerDone; err != nil {
+		t.Error(err)
+	}
+	peerR.Close()
+	checkNoGoroutineLeft(t, before)
+}
+
+func TestConnPeerDeathFailsEveryPendingCall(t *testing.T) {
+	hangWatchdog(t)
+	before := runtime.NumGoroutine()
+	c, peer := newPipeConn(t, nil, ConnOptions{})
+
+	const callers = 100
+	errs := make(chan error, callers)
+	for range callers {
+		go func() {
+			_, err := c.Call(context.Background(), "never/answered", nil)
+			errs <- err
+		}()
+	}
+	// Once the peer has read every request, all of them are pending.
+	for range callers {
+		peer.recv(t)
+	}
+	peer.out.Close() // the peer dies
+
+	for i := range callers {
+		err := <-errs
+		if !errors.Is(err, io.EOF) {
+			t.Errorf("pending call %d: got %v, want the terminal error wrapping io.EOF", i, err)
+		}
+	}
+	<-c.Done()
+	if err := c.Err(); !errors.Is(err, io.EOF) {
+		t.Errorf("Err: got %v, want an error wrapping io.EOF", err)
+	}
+	if _, err := c.Call(context.Background(), "later", nil); err != c.Err() {
+		t.Errorf("Call after the end: got %v, want the terminal error %v", err, c.Err())
+	}
+	if err := c.Notify(context.Background(), "later", nil); err != c.Err() {
+		t.Errorf("Notify after the end: got %v, want the terminal error %v", err, c.Err())
+	}
+	if got := c.Stats().FramesOut; got != callers {
+		t.Errorf("FramesOut: got %d, want %d (nothing written after the end)", got, callers)
+	}
+	c.Close()
+	peer.rc.Close()
+	checkNoGoroutineLeft(t, before)
+}
+
+func TestConnCloseJoinsEveryGoroutineAndCancelsHandlers(t *testing.T) {
+	hangWatchdog(t)
+	before := runtime.NumGoroutine()
+	entered := make(chan struct{})
+	handlerErr := make(chan error, 1)
+	h := funcHandler{
+		request: func(ctx context.Context, _ string, _ json.RawMessage) (any, error) {
+			close(entered)
+			<-ctx.Done()
+			handlerErr <- ctx.Err()
+			return nil, ctx.Err()
+		},
+		notification: func(ctx context.Context, _ string, _ json.RawMessage) { <-ctx.Done() },
+	}
+	c, peer := newPipeConn(t, h, ConnOptions{})
+	callErr := make(chan error, 1)
+	go func() {
+		_, err := c.Call(context.Background(), "pending", nil)
+		callErr <- err
+	}()
+	peer.recv(t)
+	peer.send(t, `{"jsonrpc":"2.0","method":"held"}`)
+	peer.send(t, `{"jsonrpc":"2.0","id":1,"method":"held"}`)
+	<-entered
+
+	if err := c.Close(); err != nil {
+		t.Errorf("Close: got %v, want nil", err)
+	}
+	if err := <-handlerErr; !errors.Is(err, context.Canceled) {
+		t.Errorf("handler context: got %v, want context.Canceled", err)
+	}
+	if err := <-callErr; !errors.Is(err, ErrClosed) {
+		t.Errorf("pending call: got %v, want ErrClosed", err)
+	}
+	if err := c.Err(); !errors.Is(err, ErrClosed) {
+		t.Errorf("Err: got %v, want ErrClosed", err)
+	}
+	if err := c.Close(); err != nil {
+		t.Errorf("second Close: got %v, want nil", err)
+	}
+	peer.rc.Close()
+	peer.out.Close()
+	checkNoGoroutineLeft(t, before)
+}
+
+func TestConnWriteStallWatchdogFailsTheConnection(t *testing.T) {
+	hangWatchdog(t)
+	before := runtime.NumGoroutine()
+	connR, peerW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer peerW.Close()
+	peerR, connW, err := os.Pipe() // nobody reads peerR
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer peerR.Close()
+	c := NewConn(connR, connW, nil, ConnOptions{WriteStallTimeout: 50 * time.Millisecond})
+
+	// The frame is far larger than the pipe buffer, so the write blocks.
+	_, err = c.Call(context.Background(), "big", map[string]string{"pad": strings.Repeat("s", 1<<20)})
+	if !errors.Is(err, ErrWriteStall) {
+		t.Errorf("pending Call: got %v, want ErrWriteStall", err)
+	}
+	<-c.Done()
+	if err := c.Err(); !errors.Is(err, ErrWriteStall) {
+		t.Errorf("Err: got %v, want ErrWriteStall", err)
+	}
+	c.Close()
+	checkNoGoroutineLeft(t, before)
+}
+
+func TestConnServerBusyPastMaxHandlers(t *testing.T) {
+	hangWatchdog(t)
+	entered, release := make(chan struct{}, 2), make(chan struct{})
+	h := funcHandler{request: func(context.Context, string, json.RawMessage) (any, error) {
+		entered <- struct{}{}
+		<-release
+		return map[string]bool{"ok": true}, nil
+	}}
+	_, peer := newPipeConn(t, h, ConnOptions{MaxHandlers: 2})
+
+	peer.send(t, `{"jsonrpc":"2.0","id":1,"method":"hold"}`)
+	peer.send(t, `{"jsonrpc":"2.0","id":2,"method":"hold"}`)
+	<-entered
+	<-entered
+	peer.send(t, `{"jsonrpc":"2.0","id":3,"method":"hold"}`)
+	wantError(t, peer.recv(t), "3", CodeServerBusy, "server busy", "")
+
+	close(release)
+	for range 2 {
+		if f := peer.recv(t); f.Error != nil || string(f.Result) != `{"ok":true}` {
+			t.Errorf("held request: got %+v, want result {\"ok\":true}", f)
+		}
+	}
+}
+
+func TestConnHandlerPanicBecomesInternalErrorAndConnectionSurvives(t *testing.T) {
+	hangWatchdog(t)
+	var logged bytes.Buffer
+	var logMu sync.Mutex
+	h := funcHandler{request: func(_ context.Context, method string, params json.RawMessage) (any, error) {
+		if method == "boom" {
+			panic("secret panic text")
+		}
+		return params, nil
+	}}
+	c, peer := newPipeConn(t, h, ConnOptions{Logf: func(format string, args ...any) {
+		logMu.Lock()
+		defer logMu.Unlock()
+		fmt.Fprintf(&logged, format, args...)
+	}})
+
+	peer.send(t, `{"jsonrpc":"2.0","id":1,"method":"boom"}`)
+	f := peer.recv(t)
+	wantError(t, f, "1", CodeInternal, ReasonInternal.Message(), ReasonInternal)
+	peer.send(t, `{"jsonrpc":"2.0","id":2,"method":"echo","params":{"a":1}}`)
+	if f := peer.recv(t); string(f.ID) != "2" || string(f.Result) != `{"a":1}` {
+		t.Errorf("request after the panic: got %+v, want id 2 result {\"a\":1}", f)
+	}
+	select {
+	case <-c.Done():
+		t.Errorf("connection ended after a handler panic: %v", c.Err())
+	default:
+	}
+	logMu.Lock()
+	defer logMu.Unlock()
+	if !strings.Contains(logged.String(), "secret panic text") {
+		t.Errorf("log: got %q, want the panic value", logged.String())
+	}
+}
+
+func TestConnHandlerErrorsTravelPerD7(t *testing.T) {
+	hangWatchdog(t)
+	h := funcHandler{request: func(_ context.Context, method string, _ json.RawMessage) (any, error) {
+		switch method {
+		case "protocol":
+			return nil, NewError(ReasonInvalidParams, "field x is missing")
+		case "reason":
+			return nil, fmt.Errorf("wrapped: %w", ReasonStreamGap)
+		case "nil":
+			return nil, nil
+		case "unencodable":
+			return make(chan int), nil
+		}
+		return nil, errors.New("local detail that must not travel")
+	}}
+	_, peer := newPipeConn(t, h, ConnOptions{})
+
+	peer.send(t, `{"jsonrpc":"2.0","id":1,"method":"protocol"}`)
+	wantError(t, peer.recv(t), "1", CodeInvalidParams, "field x is missing", ReasonInvalidParams)
+	peer.send(t, `{"jsonrpc":"2.0","id":2,"method":"reason"}`)
+	wantError(t, peer.recv(t), "2", CodeDomain, ReasonStreamGap.Message(), ReasonStreamGap)
+	peer.send(t, `{"jsonrpc":"2.0","id":3,"method":"plain"}`)
+	wantError(t, peer.recv(t), "3", CodeInternal, ReasonInternal.Message(), ReasonInternal)
+	peer.send(t, `{"jsonrpc":"2.0","id":4,"method":"unencodable"}`)
+	wantError(t, peer.recv(t), "4", CodeInternal, ReasonInternal.Message(), ReasonInternal)
+	peer.send(t, `{"jsonrpc":"2.0","id":5,"method":"nil"}`)
+	if f := peer.recv(t); string(f.ID) != "5" || string(f.Result) != "{}" {
+		t.Errorf("nil result: got %+v, want id 5 result {}", f)
+	}
+}
+
+func TestConnNilHandlerAnswersUnknownMethod(t *testing.T) {
+	hangWatchdog(t)
+	_, peer := newPipeConn(t, nil, ConnOptions{})
+	peer.send(t, `{"jsonrpc":"2.0","id":7,"method":"x/y"}`)
+	wantError(t, peer.recv(t), "7", CodeMethodNotFound, "method not found: x/y", ReasonUnknownMethod)
+}
+
+func TestConnD2OversizedHandlerResponseIsReplaced(t *testing.T) {
+	hangWatchdog(t)
+	h := funcHandler{request: func(context.Context, string, json.RawMessage) (any, error) {
+		return strings.Repeat("r", FrameBytes), nil
+	}}
+	_, peer := newPipeConn(t, h, ConnOptions{})
+	peer.send(t, `{"jsonrpc":"2.0","id":1,"method":"huge"}`)
+	wantError(t, peer.recv(t), "1", CodeInternal, "response exceeds frame size limit", "")
+}
+
+func TestConnD6GateRejectionAnswersRequestsWithoutRunningHandlers(t *testing.T) {
+	hangWatchdog(t)
+	ran := make(chan string, 10)
+	h := funcHandler{
+		request: func(_ context.Context, method string, _ json.RawMessage) (any, error) {
+			ran <- method
+			return "ok", nil
+		},
+		notification: func(_ context.Context, method string, _ json.RawMessage) { ran <- method },
+	}
+	type seen struct {
+		kind  MessageKind
+		frame bool
+	}
+	gateSaw := make(chan seen, 10)
+	gate := func(m *Message, fe *FrameError) error {
+		if fe != nil {
+			gateSaw <- seen{fe.Kind, true}
+			return NewError(ReasonProtocolError, "malformed before the barrier")
+		}
+		gateSaw <- seen{m.Kind, false}
+		if m.Method == "allowed" {
+			return nil
+		}
+		return NewError(ReasonProtocolError, "not yet")
+	}
+	c, peer := newPipeConn(t, h, ConnOptions{Gate: gate})
+
+	peer.send(t, `{"jsonrpc":"2.0","method":"blocked/notification"}`)
+	peer.send(t, `{"jsonrpc":"2.0","id":77,"result":{}}`)
+	peer.send(t, `{"jsonrpc":"2.0","id":1,"method":"blocked"}`)
+	wantError(t, peer.recv(t), "1", CodeInvalidRequest, "not yet", ReasonProtocolError)
+	peer.send(t, `{"jsonrpc":"2.0","id":2,"method":"blocked","params":[1]}`) // malformed, id readable
+	wantError(t, peer.recv(t), "2", CodeInvalidRequest, "malformed before the barrier", ReasonProtocolError)
+	peer.send(t, `{"jsonrpc":"2.0","id":3,"method":"allowed"}`)
+	if f := peer.recv(t); string(f.ID) != "3" || string(f.Result) != `"ok"` {
+		t.Errorf("allowed request: got %+v, want id 3 result \"ok\"", f)
+	}
+
+	if got := <-ran; got != "allowed" {
+		t.Errorf("handler ran for %q, want only \"allowed\"", got)
+	}
+	select {
+	case got := <-ran:
+		t.Errorf("handler also ran for %q", got)
+	default:
+	}
+	want := []seen{{KindNotification, false}, {KindResponse, false}, {KindRequest, false}, {KindRequest, true}, {KindRequest, false}}
+	for i, w := range want {
+		if got := <-gateSaw; got != w {
+			t.Errorf("gate call %d: got %+v, want %+v", i, got, w)
+		}
+	}
+	if got := c.Stats().UnknownResponses; got != 0 {
+		t.Errorf("UnknownResponses: got %d, want 0 (the gated response is not dispatched)", got)
+	}
+}
+
+func TestConnD6GatePoisonWritesTheRejectionBeforeTheEnd(t *testing.T) {
+	hangWatchdog(t)
+	poison := errors.New("poisoned: request before extension/initialized")
+	var c *Conn
+	gate := func(m *Message, fe *FrameError) error {
+		c.Fail(poison)
+		return NewError(ReasonProtocolError, "request before extension/initialized")
+	}
+	handlerRan := make(chan struct{}, 1)
+	h := funcHandler{request: func(context.Context, string, json.RawMessage) (any, error) {
+		handlerRan <- struct{}{}
+		return nil, nil
+	}}
+	// A long drain timeout keeps the test independent of how fast the
+	// peer reads; the drain ends as soon as the rejection is written.
+	c, peer := newPipeConn(t, h, ConnOptions{Gate: gate, WriterDrainTimeout: time.Minute})
+
+	peer.send(t, `{"jsonrpc":"2.0","id":1,"method":"too/early"}`)
+	wantError(t, peer.recv(t), "1", CodeInvalidRequest, "request before extension/initialized", ReasonProtocolError)
+	if _, err := peer.in.ReadBytes('\n'); err != io.EOF {
+		t.Errorf("after the rejection: got %v, want io.EOF (the writer closed)", err)
+	}
+	<-c.Done()
+	if err := c.Err(); err != poison {
+		t.Errorf("Err: got %v, want the Gate's %v", err, poison)
+	}
+	select {
+	case <-handlerRan:
+		t.Error("the handler ran for a rejected request")
+	default:
+	}
+}
+
+func TestConnD2OversizedOutboundFailsOnlyThatCall(t *testing.T) {
+	hangWatchdog(t)
+	c, peer := newPipeConn(t, nil, ConnOptions{})
+	huge := map[string]string{"pad": strings.Repeat("o", FrameBytes)}
+
+	if _, err := c.Call(context.Background(), "huge", huge); !errors.Is(err, ReasonFrameTooLarge) {
+		t.Errorf("oversized Call: got %v, want reason frame_too_large", err)
+	}
+	if err := c.Notify(context.Background(), "huge", huge); !errors.Is(err, ReasonFrameTooLarge) {
+		t.Errorf("oversized Notify: got %v, want reason frame_too_large", err)
+	}
+	if err := c.TryNotify("huge", huge); !errors.Is(err, ReasonFrameTooLarge) {
+		t.Errorf("oversized TryNotify: got %v, want reason frame_too_large", err)
+	}
+
+	result := make(chan error, 1)
+	go func() {
+		_, err := c.Call(context.Background(), "small", nil)
+		result <- err
+	}()
+	f := peer.recv(t)
+	if f.Method != "small" || string(f.ID) != "2" {
+		t.Errorf("next frame: got method %q id %s, want small with id 2", f.Method, f.ID)
+	}
+	peer.send(t, `{"jsonrpc":"2.0","id":2,"result":{}}`)
+	if err := <-result; err != nil {
+		t.Errorf("Call after the oversized one: %v", err)
+	}
+	if err := c.Err(); err != nil {
+		t.Errorf("Err: got %v, want nil (connection up)", err)
+	}
+}
+
+func TestConnD2OversizedInboundFrameIsFatal(t *testing.T) {
+	hangWatchdog(t)
+	c, peer := newPipeConn(t, nil, ConnOptions{WriterDrainTimeout: time.Minute})
+	go func() {
+		// Blocks until the Conn closes its reader, which fails the
+		// rest of this write.
+		peer.out.Write(bytes.Repeat([]byte{'x'}, FrameBytes+1))
+	}()
+	wantError(t, peer.recv(t), "null", CodeDomain, "", ReasonFrameTooLarge)
+	<-c.Done()
+	var e *Error
+	if err := c.Err(); !errors.As(err, &e) || e.Reason != ReasonFrameTooLarge {
+		t.Errorf("Err: got %v, want the *Error with reason frame_too_large", err)
+	}
+}
+
+func TestConnD2ExactLimitInboundFrameAccepted(t *testing.T) {
+	hangWatchdog(t)
+	h := funcHandler{request: func(_ context.Context, _ string, params json.RawMessage) (any, error) {
+		return len(params), nil
+	}}
+	_, peer := newPipeConn(t, h, ConnOptions{})
+	head, tail := `{"jsonrpc":"2.0","id":1,"method":"size","params":{"pad":"`, `"}}`
+	pad := strings.Repeat("a", FrameBytes-1-len(head)-len(tail))
+	peer.send(t, head+pad+tail) // exactly FrameBytes with its newline
+	f := peer.recv(t)
+	if want := fmt.Sprint(len(`{"pad":""}`) + len(pad)); string(f.ID) != "1" || string(f.Result) != want {
+		t.Errorf("exact-limit request: got %+v, want id 1 result %s", f, want)
+	}
+}
+
+func TestConnMalformedFramesAnsweredAndConnectionKept(t *testing.T) {
+	hangWatchdog(t)
+	c, peer := newPipeConn(t, funcHandler{request: echoParams}, ConnOptions{})
+	tests := []struct {
+		line string
+		id   string
+		code int
+	}{
+		{`{"jsonrpc":"2.0",`, "null", CodeParseError},
+		{`[{"jsonrpc":"2.0","id":1,"method":"m"}]`, "null", CodeInvalidRequest},
+		{`{"jsonrpc":"1.0","id":5,"method":"m"}`, "5", CodeInvalidRequest},
+		{`{"jsonrpc":"2.0","id":"5","method":"m"}`, "null", CodeInvalidRequest},
+		{`{"jsonrpc":"2.0","method":"m","params":[1]}`, "null", CodeInvalidRequest},
+	}
+	for _, tt := range tests {
+		peer.send(t, tt.line)
+		wantError(t, peer.recv(t), tt.id, tt.code, "", ReasonProtocolError)
+	}
+	peer.send(t, `{"jsonrpc":"2.0","id":9,"method":"echo","params":{}}`)
+	if f := peer.recv(t); string(f.ID) != "9" || f.Error != nil {
+		t.Errorf("valid request after malformed ones: got %+v, want a result for id 9", f)
+	}
+	if got, want := c.Stats().FramesIn, uint64(len(tests)+1); got != want {
+		t.Errorf("FramesIn: got %d, want %d", got, want)
+	}
+}
+
+func TestConnD4IDsStartAtOneAndIncrement(t *testing.T) {
+	hangWatchdog(t)
+	c, peer := newPipeConn(t, nil, ConnOptions{})
+	for want := 1; want <= 3; want++ {
+		result := make(chan json.RawMessage, 1)
+		go func() {
+			r, err := c.Call(context.Background(), "m", nil)
+			if err != nil {
+				t.Errorf("Call %d: %v", want, err)
+			}
+			result <- r
+		}()
+		f := peer.recv(t)
+		if string(f.ID) != fmt.Sprint(want) || string(f.Params) != "{}" {
+			t.Errorf("request %d: got id %s params %s, want id %d params {}", want, f.ID, f.Params, want)
+		}
+		peer.send(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":{"n":%d}}`, want, want))
+		if got := <-result; string(got) != fmt.Sprintf(`{"n":%d}`, want) {
+			t.Errorf("result %d: got %s", want, got)
+		}
+	}
+}
+
+func TestConnPeerErrorResponseMatchesByReason(t *testing.T) {
+	hangWatchdog(t)
+	c, peer := newPipeConn(t, nil, ConnOptions{})
+	result := make(chan error, 1)
+	go func() {
+		_, err := c.Call(context.Background(), "m", nil)
+		result <- err
+	}()
+	peer.recv(t)
+	peer.send(t, `{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"gone","data":{"reason":"content_ref_expired","retryable":true}}}`)
+	if err := <-result; !errors.Is(err, ReasonContentRefExpired) {
+		t.Errorf("Call: got %v, want reason content_ref_expired", err)
+	}
+}
+
+func TestConnD4UnknownResponseDroppedAndCounted(t *testing.T) {
+	hangWatchdog(t)
+	c, peer := newPipeConn(t, funcHandler{request: echoParams}, ConnOptions{})
+	peer.send(t, `{"jsonrpc":"2.0","id":99,"result":{}}`)
+	peer.send(t, `{"jsonrpc":"2.0","id":98,"error":{"code":-32603,"message":"x"}}`)
+	// The reader handles frames in order: once this is answered, both
+	// responses have been dispatched.
+	peer.send(t, `{"jsonrpc":"2.0","id":1,"method":"sync","params":{}}`)
+	peer.recv(t)
+	if got := c.Stats().UnknownResponses; got != 2 {
+		t.Errorf("UnknownResponses: got %d, want 2", got)
+	}
+	if err := c.Err(); err != nil {
+		t.Errorf("Err: got %v, want nil (connection up)", err)
+	}
+}
+
+func TestConnCallCancelSkipsUnstartedFramesAndFinishesStartedOnes(t *testing.T) {
+	hangWatchdog(t)
+	synctest.Test(t, func(t *testing.T) {
+		c, peer := newPipeConn(t, nil, ConnOptions{})
+
+		// Call a: its frame spans several write chunks and the peer
+		// reads only the first, so the writer is inside a's frame.
+		ctxA, cancelA := context.WithCancel(context.Background())
+		errA := make(chan error, 1)
+		go func() {
+			_, err := c.Call(ctxA, "a", map[string]string{"pad": strings.Repeat("a", 3*writeChunkSize)})
+			errA <- err
+		}()
+		first := make([]byte, 10)
+		if _, err := io.ReadFull(peer.in, first); err != nil {
+			t.Fatal(err)
+		}
+		// Call b is queued behind a.
+		ctxB, cancelB := context.WithCancel(context.Background())
+		errB := make(chan error, 1)
+		go func() {
+			_, err := c.Call(ctxB, "b", nil)
+			errB <- err
+		}()
+		synctest.Wait()
+		if !c.isPending(1) || !c.isPending(2) {
+			t.Fatalf("isPending(1), isPending(2): got %v, %v; want both true", c.isPending(1), c.isPending(2))
+		}
+		cancelA()
+		cancelB()
+		if err := <-errA; !errors.Is(err, context.Canceled) {
+			t.Errorf("cancelled call a: got %v, want context.Canceled", err)
+		}
+		if err := <-errB; !errors.Is(err, context.Canceled) {
+			t.Errorf("cancelled call b: got %v, want context.Canceled", err)
+		}
+		if c.isPending(1) || c.isPending(2) {
+			t.Error("cancelled calls are still pending")
+		}
+		if err := c.Notify(context.Background(), "c", nil); err != nil {
+			t.Fatal(err)
+		}
+
+		rest, err := peer.in.ReadBytes('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f, err := parseOneFrame(append(first, rest...)); err != nil || f.Method != "a" {
+			t.Errorf("started frame: got method %q, %v; want the complete frame of a", f.Method, err)
+		}
+		if f := peer.recv(t); f.Method != "c" {
+			t.Errorf("frame after a: got method %q, want c (b was skipped)", f.Method)
+		}
+	})
+}
+
+func TestConnTryNotifyPastEventBudgetReturnsErrQueueFullAtOnce(t *testing.T) {
+	hangWatchdog(t)
+	synctest.Test(t, func(t *testing.T) {
+		connR, peerW := io.Pipe()
+		w := newBlockingWriter()
+		c := NewConn(connR, w, nil, ConnOptions{})
+		defer peerW.Close()
+		defer c.Close()
+
+		for i := range 16 {
+			if err := c.TryNotify("event", map[string]int{"i": i}); err != nil {
+				t.Fatalf("TryNotify %d within the budget: %v", i, err)
+			}
+		}
+		start := time.Now()
+		err := c.TryNotify("event", map[string]int{"i": 16})
+		if !errors.Is(err, ErrQueueFull) {
+			t.Errorf("17th TryNotify: got %v, want ErrQueueFull", err)
+		}
+		if d := time.Since(start); d != 0 {
+			t.Errorf("17th TryNotify took %v of bubble time, want 0 (it must not block)", d)
+		}
+		if got := c.Stats().DroppedEvents; got != 1 {
+			t.Errorf("DroppedEvents: got %d, want 1", got)
+		}
+
+		// Once the writer has written the events, the budget is free.
+		close(w.release)
+		synctest.Wait()
+		if got := c.Stats().FramesOut; got != 16 {
+			t.Errorf("FramesOut: got %d, want 16", got)
+		}
+		if err := c.TryNotify("event", nil); err != nil {
+			t.Errorf("TryNotify after the queue drained: %v", err)
+		}
+	})
+}
+
+func TestConnNotifyBlocksOnAFullQueueUntilContextDone(t *testing.T) {
+	hangWatchdog(t)
+	synctest.Test(t, func(t *testing.T) {
+		connR, peerW := io.Pipe()
+		w := newBlockingWriter()
+		c := NewConn(connR, w, nil, ConnOptions{WriteQueue: 1})
+		defer peerW.Close()
+		defer c.Close()
+
+		if err := c.Notify(context.Background(), "n1", nil); err != nil {
+			t.Fatal(err)
+		}
+		<-w.entered // the writer holds n1
+		if err := c.Notify(context.Background(), "n2", nil); err != nil {
+			t.Fatal(err) // n2 fills the queue
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		result := make(chan error, 1)
+		go func() { result <- c.Notify(ctx, "n3", nil) }()
+		synctest.Wait()
+		select {
+		case err := <-result:
+			t.Fatalf("Notify on a full queue returned %v, want it to block", err)
+		default:
+		}
+		cancel()
+		if err := <-result; !errors.Is(err, context.Canceled) {
+			t.Errorf("Notify after cancel: got %v, want context.Canceled", err)
+		}
+	})
+}
+
+func TestConnNotificationsHandledOneAtATimeInOrder(t *testing.T) {
+	hangWatchdog(t)
+	const n = 50
+	got := make(chan string, n)
+	var running sync.Mutex
+	h := funcHandler{notification: func(_ context.Context, method string, _ json.RawMessage) {
+		if !running.TryLock() {
+			t.Errorf("notification %s ran while another was running", method)
+			return
+		}
+		defer running.Unlock()
+		got <- method
+	}}
+	_, peer := newPipeConn(t, h, ConnOptions{})
+	for i := range n {
+		peer.send(t, fmt.Sprintf(`{"jsonrpc":"2.0","method":"n%d"}`, i))
+	}
+	for i := range n {
+		if m, want := <-got, fmt.Sprintf("n%d", i); m != want {
+			t.Errorf("notification %d: got %s, want %s", i, m, want)
+		}
+	}
+}
+
+func TestConnNotificationQueueOverflowFailsTheConnection(t *testing.T) {
+	hangWatchdog(t)
+	entered := make(chan struct{}, 1)
+	h := funcHandler{notification: func(ctx context.Context, _ string, _ json.RawMessage) {
+		entered <- struct{}{}
+		<-ctx.Done()
+	}}
+	c, peer := newPipeConn(t, h, ConnOptions{NotificationQueue: 1})
+	peer.send(t, `{"jsonrpc":"2.0","method":"n0"}`)
+	<-entered // the worker holds n0, so n1 fills the queue and n2 overflows it
+	peer.send(t, `{"jsonrpc":"2.0","method":"n1"}`)
+	peer.send(t, `{"jsonrpc":"2.0","method":"n2"}`)
+	<-c.Done()
+	if err := c.Err(); err == nil || !strings.Contains(err.Error(), "notification queue overflow") {
+		t.Errorf("Err: got %v, want a notification queue overflow", err)
+	}
+}
