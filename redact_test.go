@@ -1,0 +1,348 @@
+package extension
+
+import (
+	"bytes"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// redactSecretCase is one record of testdata/redact/secrets.txt.
+type redactSecretCase struct {
+	name, rule string
+	secrets    []string // parts of which no 8-byte run may survive
+	text       string
+}
+
+// redactTestEnv is the environment of the corpus Redactor; the env-value
+// cases of the corpus use these (fake) values.
+var redactTestEnv = []string{
+	"HOME=/home/dev",
+	"PWD=/home/dev/src/extension",
+	"ACME_DB_PASSWORD=Zq8vFAKEenvPw7731",
+	"UPSTREAM_TOKEN=tkn.FAKE.93jd83hd8f2k",
+	"PLUGIN_SECRET=Ex4mpleFAKEvalue_99",
+	"SHORT_TOKEN=abc123",
+	"GOOGLE_APPLICATION_CREDENTIALS=/home/dev/.config/gcloud/fake-creds.json",
+	"LANG=en_US.UTF-8",
+}
+
+func newTestRedactor() *Redactor {
+	return &Redactor{Environ: func() []string { return redactTestEnv }}
+}
+
+func loadSecretCorpus(tb testing.TB) []redactSecretCase {
+	tb.Helper()
+	data, err := os.ReadFile("testdata/redact/secrets.txt")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var cases []redactSecretCase
+	for _, chunk := range strings.Split("\n"+string(data), "\n=== ")[1:] {
+		head, text, ok := strings.Cut(chunk, "\n---\n")
+		if !ok {
+			tb.Fatalf("secrets.txt: case without ---: %.40q", chunk)
+		}
+		lines := strings.Split(head, "\n")
+		name, rule, _ := strings.Cut(lines[0], " ")
+		c := redactSecretCase{name: name, rule: rule, text: strings.TrimSuffix(text, "\n")}
+		for _, l := range lines[1:] {
+			if s, ok := strings.CutPrefix(l, "secret: "); ok {
+				c.secrets = append(c.secrets, s)
+			}
+		}
+		if len(c.secrets) == 0 || rule == "" {
+			tb.Fatalf("secrets.txt: case %q needs a rule and a secret", name)
+		}
+		cases = append(cases, c)
+	}
+	return cases
+}
+
+func loadHarmlessCorpus(tb testing.TB) []string {
+	tb.Helper()
+	data, err := os.ReadFile("testdata/redact/harmless.txt")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var out []string
+	for _, l := range strings.Split(string(data), "\n") {
+		if l != "" && !strings.HasPrefix(l, "#") {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// redactLeak returns the first run of 8 bytes of secret found in out, or "".
+func redactLeak(out, secret string) string {
+	const run = 8
+	if len(secret) < run {
+		if strings.Contains(out, secret) {
+			return secret
+		}
+		return ""
+	}
+	for i := 0; i+run <= len(secret); i++ {
+		if strings.Contains(out, secret[i:i+run]) {
+			return secret[i : i+run]
+		}
+	}
+	return ""
+}
+
+func TestRedactCorpusRemovesEverySecret(t *testing.T) {
+	r := newTestRedactor()
+	cases := loadSecretCorpus(t)
+	if len(cases) < 100 {
+		t.Fatalf("corpus has %d secrets, want at least 100", len(cases))
+	}
+	redacted := 0
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			out := r.Redact(c.text)
+			clean := true
+			for _, s := range c.secrets {
+				if leak := redactLeak(out, s); leak != "" {
+					clean = false
+					t.Errorf("Redact left %q of the secret in\n%s", leak, out)
+				}
+			}
+			if clean {
+				redacted++
+			}
+			if !strings.Contains(out, RedactedMarker) {
+				t.Errorf("Redact output has no %s marker:\n%s", RedactedMarker, out)
+			}
+			var fired []string
+			for _, f := range r.Findings(c.text) {
+				fired = append(fired, f.Rule)
+				for _, s := range c.secrets {
+					i := strings.Index(c.text, s)
+					if f.Rule == c.rule && f.Start < i+len(s) && i < f.End {
+						return
+					}
+				}
+			}
+			t.Errorf("rule %q did not fire on the secret; fired: %v", c.rule, fired)
+		})
+	}
+	t.Logf("secrets redacted: %d of %d (%.1f%%)", redacted, len(cases), 100*float64(redacted)/float64(len(cases)))
+}
+
+// TestRedactD25NoCatchAll proves D25's "no catch-all": UUIDs, hashes, content
+// and stream refs, base64 of ordinary text, identifiers, dated model names,
+// paths and stack traces come through unchanged (at most 1% may change).
+func TestRedactD25NoCatchAll(t *testing.T) {
+	r := newTestRedactor()
+	lines := loadHarmlessCorpus(t)
+	if len(lines) < 300 {
+		t.Fatalf("corpus has %d harmless strings, want at least 300", len(lines))
+	}
+	altered := 0
+	for _, l := range lines {
+		if got := r.Redact(l); got != l {
+			altered++
+			t.Logf("altered: %q\n      -> %q", l, got)
+		}
+	}
+	pct := 100 * float64(altered) / float64(len(lines))
+	t.Logf("harmless strings altered: %d of %d (%.2f%%)", altered, len(lines), pct)
+	if pct > 1 {
+		t.Errorf("%.2f%% of harmless strings altered, want at most 1%%", pct)
+	}
+}
+
+// TestRedactCorpusCoversEveryRule keeps the corpus honest: each named rule
+// has at least one secret that it is expected to catch.
+func TestRedactCorpusCoversEveryRule(t *testing.T) {
+	want := map[string]bool{"env-value": true, "authorization-header": true, "cookie-header": true}
+	for _, rule := range redactRules() {
+		want[rule.name] = true
+	}
+	for _, c := range loadSecretCorpus(t) {
+		delete(want, c.rule)
+	}
+	for name := range want {
+		t.Errorf("no corpus case expects rule %q", name)
+	}
+}
+
+func TestRedactKeepsContext(t *testing.T) {
+	tests := []struct{ name, in, want string }{
+		{"provider error keeps the key name", "provider rejected api_key=sk-proj-AbCdEfGh0123456789IjKlMnOp", "provider rejected api_key=[redacted]"},
+		{"json value", `{"user":"bob","password":"hunter2!x"}`, `{"user":"bob","password":"[redacted]"}`},
+		{"json-escaped quotes", `"{\"password\": \"hunter2!x\", \"n\": 1}"`, `"{\"password\": \"[redacted]\", \"n\": 1}"`},
+		{"yaml", "db:\n  password: hunter2!x\n  host: db", "db:\n  password: [redacted]\n  host: db"},
+		{"url userinfo keeps scheme and host", "postgres://app:s3cret-pw@db.internal:5432/x", "postgres://[redacted]@db.internal:5432/x"},
+		{"authorization drops the scheme too", `curl -H "Authorization: Basic ZGVwbG95OnMzY3JldA==" https://x`, `curl -H "Authorization: [redacted]" https://x`},
+		{"cookie", "Set-Cookie: sid=abc123xyz; Path=/; HttpOnly", "Set-Cookie: [redacted]"},
+		{"pem keeps BEGIN and END", "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIFAKE0K3y\nbm90IGEga2V5\n-----END EC PRIVATE KEY-----\nnext", "-----BEGIN EC PRIVATE KEY-----[redacted]-----END EC PRIVATE KEY-----\nnext"},
+		{"command-line flag", "mysql --password Sup3rFAKEpw -h db", "mysql --password [redacted] -h db"},
+		{"prose key with two words", "The API key: FAKEabcd1234 was revoked", "The API key: [redacted] was revoked"},
+		{"env value without context", "dialing with Zq8vFAKEenvPw7731 now", "dialing with [redacted] now"},
+		{"vendor token glued after a JSON escape", `"line one\nghp_FAKEabcdefghijklmnopqrstuvwxyz012345"`, `"line one\n[redacted]"`},
+	}
+	r := newTestRedactor()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := r.Redact(tt.in); got != tt.want {
+				t.Errorf("Redact(%q)\n got %q\nwant %q", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestRedactLeavesNonSecretsAlone(t *testing.T) {
+	tests := []struct{ name, in string }{
+		{"token counts", `{"max_tokens":4096,"usage":{"input_tokens":10,"output_tokens":3}}`},
+		{"token type", "token_type=Bearer"},
+		{"placeholder", "password=${DB_PASSWORD}"},
+		{"null", `"secret": null`},
+		{"marker", "password=[redacted] token: [redacted]"},
+		{"glued vendor prefix", "xghp_FAKEabcdefghijklmnopqrstuvwxyz012345"},
+		{"hyphenated words after sk-", "sk-learn-compatible-estimator-wrapper"},
+		{"certificate", "-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIU\n-----END CERTIFICATE-----"},
+		{"short env value", "abc123 is too short to redact literally"},
+		{"env path value", "read /home/dev/.config/gcloud/fake-creds.json"},
+		{"url without password", "https://github.com/reasonix-ext/extension"},
+		{"directory in PWD", "PWD=/home/dev/src"},
+	}
+	r := newTestRedactor()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := r.Redact(tt.in); got != tt.in {
+				t.Errorf("Redact(%q) = %q, want it unchanged", tt.in, got)
+			}
+		})
+	}
+}
+
+func TestRedactIsIdempotent(t *testing.T) {
+	r := newTestRedactor()
+	inputs := loadHarmlessCorpus(t)
+	for _, c := range loadSecretCorpus(t) {
+		inputs = append(inputs, c.text)
+	}
+	for _, in := range inputs {
+		once := r.Redact(in)
+		if twice := r.Redact(once); twice != once {
+			t.Errorf("Redact not idempotent on %q:\n once %q\ntwice %q", in, once, twice)
+		}
+	}
+}
+
+func TestRedactMarkerMatchesNoRule(t *testing.T) {
+	r := &Redactor{Environ: func() []string { return []string{"X_TOKEN=redacted", "Y_TOKEN=[redacted]"} }}
+	for _, in := range []string{RedactedMarker, "password=" + RedactedMarker, "Authorization: " + RedactedMarker} {
+		if f := r.Findings(in); len(f) != 0 {
+			t.Errorf("Findings(%q) = %v, want none", in, f)
+		}
+	}
+}
+
+func TestRedactFindingsNameRuleAndSpan(t *testing.T) {
+	in := "a AKIAFAKE0123456789AB b"
+	got := newTestRedactor().Findings(in)
+	want := []Finding{{Rule: "aws-access-key-id", Start: 2, End: 22}}
+	if !slices.Equal(got, want) {
+		t.Errorf("Findings(%q) = %v, want %v", in, got, want)
+	}
+}
+
+func TestRedactBytesReturnsInputWhenClean(t *testing.T) {
+	r := newTestRedactor()
+	clean := []byte("nothing to see here")
+	if got := r.RedactBytes(clean); &got[0] != &clean[0] {
+		t.Errorf("RedactBytes of clean input returned a copy, want the input")
+	}
+	dirty := []byte("token=FAKEabcdef123456")
+	if got, want := r.RedactBytes(dirty), []byte("token=[redacted]"); !bytes.Equal(got, want) {
+		t.Errorf("RedactBytes = %q, want %q", got, want)
+	}
+}
+
+func TestRedactPackageDefaultUsesZeroRedactor(t *testing.T) {
+	in := "export OPENAI_API_KEY=sk-FAKEaaaaBBBBcccc1111dddd2222"
+	if got, want := Redact(in), "export OPENAI_API_KEY=[redacted]"; got != want {
+		t.Errorf("Redact(%q) = %q, want %q", in, got, want)
+	}
+	var zero Redactor
+	if got := zero.Redact(in); got != Redact(in) {
+		t.Errorf("zero Redactor = %q, package Redact = %q", got, Redact(in))
+	}
+}
+
+func TestRedactEnvironmentValues(t *testing.T) {
+	tests := []struct {
+		name string
+		r    Redactor
+		in   string
+		want string
+	}{
+		{"secret name, long value", Redactor{}, "x FAKEvalue99 y", "x [redacted] y"},
+		{"value below the minimum", Redactor{MinEnvValueLen: 20}, "x FAKEvalue99 y", "x FAKEvalue99 y"},
+		{"custom name rule", Redactor{SecretEnvName: func(string) bool { return false }}, "x FAKEvalue99 y", "x FAKEvalue99 y"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.r.Environ = func() []string { return []string{"SERVICE_TOKEN=FAKEvalue99"} }
+			if got := tt.r.Redact(tt.in); got != tt.want {
+				t.Errorf("Redact(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestRedactSecretEnvName(t *testing.T) {
+	tests := []struct {
+		name string
+		want bool
+	}{
+		{"GITHUB_TOKEN", true}, {"OPENAI_API_KEY", true}, {"DB_PASSWORD", true}, {"AWS_SECRET_ACCESS_KEY", true},
+		{"MYSQL_PWD", true}, {"GPG_PASSPHRASE", true}, {"BASIC_AUTH", true}, {"GOOGLE_APPLICATION_CREDENTIALS", true},
+		{"PWD", false}, {"OLDPWD", false}, {"HOME", false}, {"PATH", false}, {"GIT_AUTHOR_NAME", false}, {"KEYMAP", false},
+	}
+	for _, tt := range tests {
+		if got := redactSecretEnvName(tt.name); got != tt.want {
+			t.Errorf("redactSecretEnvName(%q) = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+// FuzzRedact checks that Redact never panics, is idempotent, and that a
+// corpus secret inserted on its own lines into arbitrary text never
+// survives. A secret glued to the surrounding text without a token boundary
+// is out of scope (see Redactor).
+func FuzzRedact(f *testing.F) {
+	cases := loadSecretCorpus(f)
+	for i, c := range cases {
+		f.Add(c.text, uint(i+1), uint(len(c.text)/2))
+	}
+	for i, l := range loadHarmlessCorpus(f) {
+		f.Add(l, uint(i), uint(i))
+	}
+	r := newTestRedactor()
+	f.Fuzz(func(t *testing.T, text string, idx, pos uint) {
+		once := r.Redact(text)
+		if twice := r.Redact(once); twice != once {
+			t.Fatalf("not idempotent on %q:\n once %q\ntwice %q", text, once, twice)
+		}
+		c := cases[idx%uint(len(cases))]
+		p := int(pos % uint(len(text)+1))
+		in := text[:p] + "\n" + c.text + "\n" + text[p:]
+		out := r.Redact(in)
+		for _, s := range c.secrets {
+			if redactLeak(text, s) != "" {
+				continue // the surrounding text holds part of it already
+			}
+			if leak := redactLeak(out, s); leak != "" {
+				t.Fatalf("secret of case %s survived as %q in\n%q", c.name, leak, out)
+			}
+		}
+		if again := r.Redact(out); again != out {
+			t.Fatalf("not idempotent on %q:\n once %q\ntwice %q", in, out, again)
+		}
+	})
+}
