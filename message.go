@@ -337,18 +337,24 @@ func encodeFrame(v any) ([]byte, error) {
 
 // encodeRequest encodes a request frame, or a notification when id is nil.
 func encodeRequest(id *ID, method string, params any) ([]byte, error) {
-	if params == nil {
-		params = struct{}{}
-	}
+	params = orEmptyObject(params) // D5: params, when sent, is an object
+
 	return encodeFrame(requestFrame{JSONRPC: "2.0", ID: id, Method: method, Params: params})
 }
 
 // encodeResult encodes a successful response. A nil result is sent as {}.
 func encodeResult(id ID, result any) ([]byte, error) {
-	if result == nil {
-		result = struct{}{}
-	}
+	result = orEmptyObject(result)
 	return encodeFrame(responseFrame{JSONRPC: "2.0", ID: &id, Result: result})
+}
+
+// orEmptyObject replaces a nil value, including a nil json.RawMessage
+// (which would encode as null), with an empty object.
+func orEmptyObject(v any) any {
+	if raw, ok := v.(json.RawMessage); v == nil || ok && len(raw) == 0 {
+		return struct{}{}
+	}
+	return v
 }
 
 // encodeError encodes an error response; a nil id is sent as null.

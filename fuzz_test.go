@@ -1,0 +1,150 @@
+package extension
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"testing"
+)
+
+// seedFrames returns every line of testdata/frames/*.ndjson.
+func seedFrames(f *testing.F) [][]byte {
+	paths, err := filepath.Glob("testdata/frames/*.ndjson")
+	if err != nil || len(paths) == 0 {
+		f.Fatalf("no seed frames in testdata/frames: %v", err)
+	}
+	var frames [][]byte
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		sc := bufio.NewScanner(bytes.NewReader(b))
+		sc.Buffer(nil, FrameBytes)
+		for sc.Scan() {
+			frames = append(frames, bytes.Clone(sc.Bytes()))
+		}
+	}
+	return frames
+}
+
+// FuzzDecodeMessage: decodeMessage never panics, accepts only valid JSON,
+// and what it accepts re-encodes to a frame that decodes to the same message.
+func FuzzDecodeMessage(f *testing.F) {
+	for _, fr := range seedFrames(f) {
+		f.Add(fr)
+	}
+	for _, c := range adversarialFrames() {
+		if len(c.frame) < 4096 {
+			f.Add([]byte(c.frame))
+		}
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		m, fe := decodeMessage(line)
+		if fe != nil {
+			if fe.Err == nil || fe.Err.Reason != ReasonProtocolError {
+				t.Fatalf("a rejected frame must answer protocol_error, got %v", fe.Err)
+			}
+			return
+		}
+		if !json.Valid(line) {
+			t.Fatalf("decodeMessage accepted invalid JSON %q", line)
+		}
+		var again []byte
+		var err error
+		switch m.Kind {
+		case KindRequest:
+			id := m.ID
+			again, err = encodeRequest(&id, m.Method, m.Params)
+		case KindNotification:
+			again, err = encodeRequest(nil, m.Method, m.Params)
+		case KindResponse:
+			if m.Error != nil {
+				again = encodeError(&m.ID, m.Error)
+			} else {
+				again, err = encodeResult(m.ID, m.Result)
+			}
+		default:
+			t.Fatalf("accepted a message of kind %v", m.Kind)
+		}
+		if err != nil {
+			t.Fatalf("re-encoding %+v: %v", m, err)
+		}
+		m2, fe := decodeMessage(bytes.TrimSuffix(again, []byte("\n")))
+		if fe != nil {
+			t.Fatalf("re-encoded frame %q rejected: %v", again, fe)
+		}
+		if m.Kind != m2.Kind || m.ID != m2.ID || m.Method != m2.Method || (m.Error == nil) != (m2.Error == nil) {
+			t.Fatalf("round trip changed the message:\n%+v\n%+v", m, m2)
+		}
+		if m.Params == nil && m.Kind != KindResponse {
+			m.Params = json.RawMessage("{}") // encodeRequest sends {} for absent params
+		}
+		if !jsonEqual(m.Params, m2.Params) || !jsonEqual(m.Result, m2.Result) {
+			t.Fatalf("round trip changed params or result:\n%+v\n%+v", m, m2)
+		}
+	})
+}
+
+func jsonEqual(a, b []byte) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	return reflect.DeepEqual(x, y)
+}
+
+// FuzzValidate: Validate never panics; what it accepts encoding/json can
+// decode into the DTO; and the DTO re-encodes to a document that is valid
+// again.
+func FuzzValidate(f *testing.F) {
+	defs := compiledSchema()
+	types := dtoTypes()
+	names := make([]string, 0, len(defs))
+	for n := range defs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	index := map[string]uint8{}
+	for i, n := range names {
+		index[n] = uint8(i)
+	}
+	b, err := os.ReadFile("testdata/methods.json")
+	if err != nil {
+		f.Fatal(err)
+	}
+	var fixtures map[string]map[string]json.RawMessage
+	if err := json.Unmarshal(b, &fixtures); err != nil {
+		f.Fatal(err)
+	}
+	for _, m := range Methods() {
+		f.Add(index[m.Params], []byte(fixtures[m.Name]["params"]))
+		if m.Result != "" {
+			f.Add(index[m.Result], []byte(fixtures[m.Name]["result"]))
+		}
+	}
+	f.Fuzz(func(t *testing.T, def uint8, doc []byte) {
+		name := names[int(def)%len(names)]
+		if Validate(name, doc) != nil {
+			return
+		}
+		v := reflect.New(types[name])
+		if err := json.Unmarshal(doc, v.Interface()); err != nil {
+			t.Fatalf("Validate accepted %s %q but json.Unmarshal failed: %v", name, doc, err)
+		}
+		out, err := json.Marshal(v.Interface())
+		if err != nil {
+			t.Fatalf("re-encoding %s: %v", name, err)
+		}
+		if err := Validate(name, out); err != nil {
+			t.Fatalf("re-encoded %s %s is invalid: %v (from %q)", name, out, err, doc)
+		}
+	})
+}
