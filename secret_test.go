@@ -1,0 +1,133 @@
+package extension
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+)
+
+const secretTestValue = "sk-FAKEsecretValue0123456789"
+
+// secretLeaks reports whether out shows the test value, raw or hex-encoded.
+func secretLeaks(out string) bool {
+	return strings.Contains(out, secretTestValue) || strings.Contains(out, "FAKE") ||
+		strings.Contains(strings.ToLower(out), fmt.Sprintf("%x", "FAKE"))
+}
+
+func TestSecretRevealReturnsTheValue(t *testing.T) {
+	if got := Secret(secretTestValue).Reveal(); got != secretTestValue {
+		t.Errorf("Reveal() = %q, want %q", got, secretTestValue)
+	}
+}
+
+func TestSecretFormatNeverRevealsTheValue(t *testing.T) {
+	s := Secret(secretTestValue)
+	tests := []struct {
+		format string
+		arg    any
+		want   string
+	}{
+		{"%v", s, "[redacted]"},
+		{"%+v", s, "[redacted]"},
+		{"%#v", s, `extension.Secret("[redacted]")`},
+		{"%s", s, "[redacted]"},
+		{"%q", s, `"[redacted]"`},
+		{"%x", s, "[redacted]"},
+		{"%X", s, "[redacted]"},
+		{"% x", s, "[redacted]"},
+		{"%d", s, "[redacted]"},
+		{"%10s", s, "[redacted]"},
+		{"%v", []Secret{s, s}, "[[redacted] [redacted]]"},
+		{"%+v", struct{ Key Secret }{s}, "{Key:[redacted]}"},
+		{"%#v", struct{ Key Secret }{s}, `struct { Key extension.Secret }{Key:extension.Secret("[redacted]")}`},
+		{"%v", map[string]Secret{"k": s}, "map[k:[redacted]]"},
+		{"%v", &s, ""}, // a pointer prints as an address; checked for leaks only
+	}
+	for _, tt := range tests {
+		t.Run(tt.format, func(t *testing.T) {
+			got := fmt.Sprintf(tt.format, tt.arg)
+			if secretLeaks(got) {
+				t.Fatalf("Sprintf(%q) = %q reveals the secret", tt.format, got)
+			}
+			if tt.want != "" && got != tt.want {
+				t.Errorf("Sprintf(%q) = %q, want %q", tt.format, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestSecretStringAndGoString(t *testing.T) {
+	s := Secret(secretTestValue)
+	if got := s.String(); got != RedactedMarker {
+		t.Errorf("String() = %q, want %q", got, RedactedMarker)
+	}
+	if got, want := s.GoString(), `extension.Secret("[redacted]")`; got != want {
+		t.Errorf("GoString() = %q, want %q", got, want)
+	}
+	if got := fmt.Sprint(s) + fmt.Sprintln(s) + errors.New(fmt.Sprint("auth: ", s)).Error(); secretLeaks(got) {
+		t.Errorf("Sprint/Sprintln reveal the secret: %q", got)
+	}
+}
+
+func TestSecretLogValueNeverRevealsTheValue(t *testing.T) {
+	for _, h := range []struct {
+		name string
+		new  func(*bytes.Buffer) slog.Handler
+	}{
+		{"text", func(b *bytes.Buffer) slog.Handler { return slog.NewTextHandler(b, nil) }},
+		{"json", func(b *bytes.Buffer) slog.Handler { return slog.NewJSONHandler(b, nil) }},
+	} {
+		t.Run(h.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			slog.New(h.new(&buf)).Info("calling provider", "key", Secret(secretTestValue), slog.Any("group", struct{ K Secret }{Secret(secretTestValue)}))
+			if got := buf.String(); secretLeaks(got) || !strings.Contains(got, RedactedMarker) {
+				t.Errorf("log line = %q, want the marker and not the secret", got)
+			}
+		})
+	}
+	if got := Secret(secretTestValue).LogValue(); got.String() != RedactedMarker {
+		t.Errorf("LogValue() = %q, want %q", got.String(), RedactedMarker)
+	}
+}
+
+func TestSecretMarshalNeverRevealsTheValue(t *testing.T) {
+	type config struct {
+		Key  Secret  `json:"key" xml:"key"`
+		Ptr  *Secret `json:"ptr" xml:"ptr"`
+		List []Secret
+	}
+	s := Secret(secretTestValue)
+	c := config{Key: s, Ptr: &s, List: []Secret{s}}
+	j, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := string(j), `{"key":"[redacted]","ptr":"[redacted]","List":["[redacted]"]}`; got != want {
+		t.Errorf("json.Marshal = %s, want %s", got, want)
+	}
+	x, err := xml.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if secretLeaks(string(x)) {
+		t.Errorf("xml.Marshal = %s reveals the secret", x)
+	}
+	if b, _ := s.MarshalText(); string(b) != RedactedMarker {
+		t.Errorf("MarshalText() = %q, want %q", b, RedactedMarker)
+	}
+}
+
+func TestSecretUnmarshalsFromJSON(t *testing.T) {
+	var c struct{ Key Secret }
+	if err := json.Unmarshal([]byte(`{"Key":"`+secretTestValue+`"}`), &c); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Key.Reveal(); got != secretTestValue {
+		t.Errorf("decoded Reveal() = %q, want %q", got, secretTestValue)
+	}
+}
