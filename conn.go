@@ -53,7 +53,8 @@ type ConnOptions struct {
 
 	// WriteStallTimeout fails the connection with [ErrWriteStall] when a
 	// write makes no byte progress for this long; the watchdog checks
-	// every WriteStallTimeout/2. Zero means 10s.
+	// every WriteStallTimeout/2, but not more often than every millisecond.
+	// Zero means 10s.
 	WriteStallTimeout time.Duration
 
 	// WriterDrainTimeout bounds how long, once the connection has ended,
@@ -686,7 +687,7 @@ func (c *Conn) write(f *outFrame) bool {
 // r, which stops the reader, gives the writer WriterDrainTimeout to flush
 // the answers still queued, then closes w, which unblocks a stuck write.
 func (c *Conn) superviseLoop() {
-	tick := time.NewTicker(c.opts.WriteStallTimeout / 2)
+	tick := time.NewTicker(max(c.opts.WriteStallTimeout/2, time.Millisecond))
 	defer tick.Stop()
 watch:
 	for {

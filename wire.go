@@ -134,7 +134,7 @@ func (fr *frameReader) readLine() ([]byte, error) {
 func (fr *frameReader) appendBounded(chunk []byte) []byte {
 	need := len(fr.line) + len(chunk)
 	if need > cap(fr.line) {
-		c := max(4*cap(fr.line), need, readBufferSize)
+		c := max(4*cap(fr.line), need, fr.br.Size())
 		c = min(c, fr.limit)
 		grown := make([]byte, len(fr.line), c)
 		copy(grown, fr.line)
