@@ -71,8 +71,10 @@ type ConnOptions struct {
 	// converted as a handler's error is, and anything else is dropped.
 	// To end the connection as well, the Gate calls [Conn.Fail] before it
 	// returns; its answer is still flushed within WriterDrainTimeout. The
-	// handshake uses this to enforce the barrier (D6). Nil means every
-	// frame passes.
+	// handshake uses this to enforce the barrier (D6). A frame can arrive
+	// before NewConn has returned, so a Gate that needs its Conn must get
+	// it through something synchronised, such as a channel. Nil means
+	// every frame passes.
 	Gate func(m *Message, fe *FrameError) error
 
 	// Logf receives diagnostics: handler panics, dropped responses, the
@@ -252,6 +254,9 @@ func NewConn(r io.ReadCloser, w io.WriteCloser, h Handler, opts ConnOptions) *Co
 // frame_too_large and the connection stays up. Every call takes the next id
 // (D4), even one that fails locally.
 func (c *Conn) Call(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("extension: call %s: %w", method, err)
+	}
 	c.mu.Lock()
 	if c.err != nil {
 		err := c.err
@@ -325,6 +330,9 @@ func (c *Conn) isPending(id ID) bool {
 // connection's terminal error, or ctx's error (wrapped). An oversized
 // notification fails locally with reason frame_too_large (D2).
 func (c *Conn) Notify(ctx context.Context, method string, params any) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("extension: notify %s: %w", method, err)
+	}
 	f, err := c.newNotification(method, params)
 	if err != nil {
 		return err
@@ -602,6 +610,11 @@ func (c *Conn) notifyLoop() {
 	for {
 		select {
 		case m := <-c.notifq:
+			select {
+			case <-c.done:
+				return // the connection ended while m was queued
+			default:
+			}
 			c.handleNotification(m)
 		case <-c.done:
 			return

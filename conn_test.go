@@ -804,6 +804,22 @@ func TestConnCallCancelSkipsUnstartedFramesAndFinishesStartedOnes(t *testing.T) 
 	})
 }
 
+func TestConnCallWithADoneContextSendsNothing(t *testing.T) {
+	hangWatchdog(t)
+	c, _ := newPipeConn(t, nil, ConnOptions{})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := c.Call(ctx, "m", nil); !errors.Is(err, context.Canceled) {
+		t.Errorf("Call: got %v, want context.Canceled", err)
+	}
+	if err := c.Notify(ctx, "n", nil); !errors.Is(err, context.Canceled) {
+		t.Errorf("Notify: got %v, want context.Canceled", err)
+	}
+	if got := c.Stats().FramesOut; got != 0 {
+		t.Errorf("FramesOut: got %d, want 0", got)
+	}
+}
+
 func TestConnTryNotifyPastEventBudgetReturnsErrQueueFullAtOnce(t *testing.T) {
 	hangWatchdog(t)
 	synctest.Test(t, func(t *testing.T) {
