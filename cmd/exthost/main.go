@@ -1,0 +1,134 @@
+// Command exthost is the reference host for Reasonix Extension Protocol v1.
+//
+// Usage:
+//
+//	exthost <command> [flags] [arguments]
+//
+// The commands are:
+//
+//	redact   copy standard input to standard output with credentials removed
+//	help     print this usage, or a command's with "exthost help <command>"
+//
+// Exit status is 0 on success, 1 when a command fails and 2 for a usage
+// error (no command, an unknown command or a bad flag).
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+)
+
+// command is one entry of the command table: a new subcommand is one more
+// entry in commands.
+type command struct {
+	name    string
+	summary string                                // one line, for the command list
+	flags   func(fs *flag.FlagSet) func(*env) int // declares the flags, returns the action
+}
+
+// env is what a command runs with: its arguments after the flags and the
+// standard streams.
+type env struct {
+	args           []string
+	stdin          io.Reader
+	stdout, stderr io.Writer
+}
+
+// commands is the command table, in the order help lists it.
+func commands() []command {
+	return []command{
+		{name: "redact", summary: "copy standard input to standard output with credentials removed", flags: redactCommand},
+		{name: "help", summary: "print this usage, or a command's with \"exthost help <command>\"", flags: helpCommand},
+	}
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// run is exthost with its arguments (without the program name) and streams;
+// it returns the exit status.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return 2
+	}
+	name := args[0]
+	switch name {
+	case "-h", "-help", "--help":
+		name = "help"
+	}
+	c, ok := lookup(name)
+	if !ok {
+		fmt.Fprintf(stderr, "exthost: unknown command %q\n\n", name)
+		usage(stderr)
+		return 2
+	}
+	fs := newFlagSet(c, stderr)
+	action := c.flags(fs)
+	if err := fs.Parse(args[1:]); err != nil {
+		if err == flag.ErrHelp {
+			return 0
+		}
+		return 2
+	}
+	return action(&env{args: fs.Args(), stdin: stdin, stdout: stdout, stderr: stderr})
+}
+
+func lookup(name string) (command, bool) {
+	for _, c := range commands() {
+		if c.name == name {
+			return c, true
+		}
+	}
+	return command{}, false
+}
+
+func newFlagSet(c command, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("exthost "+c.name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: exthost %s [flags]\n\n%s\n", c.name, c.summary)
+		if hasFlags(fs) {
+			fmt.Fprintf(stderr, "\nflags:\n")
+			fs.PrintDefaults()
+		}
+	}
+	return fs
+}
+
+func hasFlags(fs *flag.FlagSet) bool {
+	n := 0
+	fs.VisitAll(func(*flag.Flag) { n++ })
+	return n > 0
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintf(w, "usage: exthost <command> [flags] [arguments]\n\ncommands:\n")
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintf(w, "\nRun \"exthost help <command>\" for a command's flags.\n")
+}
+
+// helpCommand prints the usage, or one command's.
+func helpCommand(fs *flag.FlagSet) func(*env) int {
+	return func(e *env) int {
+		if len(e.args) == 0 {
+			usage(e.stderr)
+			return 0
+		}
+		c, ok := lookup(e.args[0])
+		if !ok {
+			fmt.Fprintf(e.stderr, "exthost help: unknown command %q\n\n", e.args[0])
+			usage(e.stderr)
+			return 2
+		}
+		sub := newFlagSet(c, e.stderr)
+		c.flags(sub)
+		sub.Usage()
+		return 0
+	}
+}
