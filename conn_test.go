@@ -306,15 +306,15 @@ func TestConnPeerDeathFailsEveryPendingCall(t *testing.T) {
 	}
 	peer.out.Close() // the peer dies
 
-	for i := range callers {
-		err := <-errs
-		if !errors.Is(err, io.EOF) {
-			t.Errorf("pending call %d: got %v, want the terminal error wrapping io.EOF", i, err)
-		}
-	}
 	<-c.Done()
-	if err := c.Err(); !errors.Is(err, io.EOF) {
-		t.Errorf("Err: got %v, want an error wrapping io.EOF", err)
+	terminal := c.Err()
+	if !errors.Is(terminal, io.EOF) {
+		t.Errorf("Err: got %v, want an error wrapping io.EOF", terminal)
+	}
+	for i := range callers {
+		if err := <-errs; err != terminal {
+			t.Errorf("pending call %d: got %v, want the terminal error %v", i, err, terminal)
+		}
 	}
 	if _, err := c.Call(context.Background(), "later", nil); err != c.Err() {
 		t.Errorf("Call after the end: got %v, want the terminal error %v", err, c.Err())
@@ -638,16 +638,21 @@ func TestConnD2OversizedOutboundFailsOnlyThatCall(t *testing.T) {
 func TestConnD2OversizedInboundFrameIsFatal(t *testing.T) {
 	hangWatchdog(t)
 	c, peer := newPipeConn(t, nil, ConnOptions{WriterDrainTimeout: time.Minute})
+	written := make(chan error, 1)
 	go func() {
 		// Blocks until the Conn closes its reader, which fails the
 		// rest of this write.
-		peer.out.Write(bytes.Repeat([]byte{'x'}, FrameBytes+1))
+		_, err := peer.out.Write(bytes.Repeat([]byte{'x'}, FrameBytes+1))
+		written <- err
 	}()
 	wantError(t, peer.recv(t), "null", CodeDomain, "", ReasonFrameTooLarge)
 	<-c.Done()
 	var e *Error
 	if err := c.Err(); !errors.As(err, &e) || e.Reason != ReasonFrameTooLarge {
 		t.Errorf("Err: got %v, want the *Error with reason frame_too_large", err)
+	}
+	if err := <-written; !errors.Is(err, io.ErrClosedPipe) {
+		t.Errorf("peer write of the oversized line: got %v, want io.ErrClosedPipe (the Conn stopped reading)", err)
 	}
 }
 
