@@ -187,3 +187,118 @@ func (fw *frameWriter) stalledFor() time.Duration {
 	}
 	return time.Since(fw.epoch) - time.Duration(p-1)
 }
+
+// The writer side of a Conn: the one goroutine that writes frames, and the
+// supervisor that watches it for stalls and tears the connection down.
+
+// outFrame is one encoded frame in the write queue.
+type outFrame struct {
+	data  []byte
+	state atomic.Int32 // frameQueued, then frameWriting or frameSkipped
+	event bool         // sent by TryNotify: counts against EventBudget
+	final bool         // an answer: still flushed after the connection ended
+}
+
+const (
+	frameQueued int32 = iota
+	frameWriting
+	frameSkipped
+)
+
+// writeLoop is the writer goroutine, the only one that writes to w (D2:
+// frames never interleave). Once the connection has ended it only flushes
+// answers, until the reader has stopped and the queue is empty, or the
+// supervisor ends the drain.
+func (c *Conn) writeLoop() {
+	defer close(c.writerDone)
+	for {
+		select {
+		case f := <-c.writeq:
+			if !c.write(f) {
+				return
+			}
+		case <-c.done:
+			c.drain()
+			return
+		}
+	}
+}
+
+// drain is the writer once the connection has ended. Only answers are
+// still written (a Gate's rejection, the frame_too_large error frame, late
+// handler responses); requests and notifications no caller waits for any
+// more are dropped.
+func (c *Conn) drain() {
+	for {
+		select {
+		case f := <-c.writeq:
+			if f.final && !c.write(f) {
+				return
+			}
+		case <-c.readerDone:
+			// Nothing more is coming from the reader: flush what is
+			// queued and stop.
+			for {
+				select {
+				case f := <-c.writeq:
+					if f.final && !c.write(f) {
+						return
+					}
+				default:
+					return
+				}
+			}
+		case <-c.drainStop:
+			return
+		}
+	}
+}
+
+// write writes one frame unless its caller gave up before it started. It
+// reports whether the writer may go on.
+func (c *Conn) write(f *outFrame) bool {
+	if f.event {
+		defer c.events.Add(-1)
+	}
+	if !f.state.CompareAndSwap(frameQueued, frameWriting) {
+		return true // skipped: the caller gave up before the write began
+	}
+	if err := c.fw.writeFrame(f.data); err != nil {
+		c.fail(fmt.Errorf("extension: write frame: %w", err))
+		return false
+	}
+	c.framesOut.Add(1)
+	return true
+}
+
+// superviseLoop is the supervisor goroutine. While the connection lives it
+// is the write-stall watchdog; once it has ended, it tears down: it closes
+// r, which stops the reader, gives the writer WriterDrainTimeout to flush
+// the answers still queued, then closes w, which unblocks a stuck write.
+func (c *Conn) superviseLoop() {
+	tick := time.NewTicker(max(c.opts.WriteStallTimeout/2, time.Millisecond))
+	defer tick.Stop()
+watch:
+	for {
+		select {
+		case <-tick.C:
+			if d := c.fw.stalledFor(); d >= c.opts.WriteStallTimeout {
+				// CONTRACT-NOTES §1.3: no write progress for the
+				// timeout fails the connection.
+				c.fail(fmt.Errorf("%w: no byte progress for %v", ErrWriteStall, d.Round(time.Millisecond)))
+				c.closeWriter()
+			}
+		case <-c.done:
+			break watch
+		}
+	}
+	c.closeReader()
+	drain := time.NewTimer(c.opts.WriterDrainTimeout)
+	defer drain.Stop()
+	select {
+	case <-c.writerDone:
+	case <-drain.C:
+		close(c.drainStop)
+	}
+	c.closeWriter()
+}
