@@ -8,12 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"runtime"
 	"strings"
 	"sync"
 	"testing"
-	"testing/synctest"
 	"time"
 )
 
@@ -179,114 +177,6 @@ func wantError(t *testing.T, f wireFrame, id string, code int, message string, r
 	}
 }
 
-// blockingWriter blocks every Write until release is closed or the writer
-// is closed; entered receives one value per Write that started.
-type blockingWriter struct {
-	entered   chan struct{}
-	release   chan struct{}
-	closed    chan struct{}
-	closeOnce sync.Once
-}
-
-func newBlockingWriter() *blockingWriter {
-	return &blockingWriter{entered: make(chan struct{}, 1024), release: make(chan struct{}), closed: make(chan struct{})}
-}
-
-func (w *blockingWriter) Write(p []byte) (int, error) {
-	w.entered <- struct{}{}
-	select {
-	case <-w.release:
-		return len(p), nil
-	case <-w.closed:
-		return 0, io.ErrClosedPipe
-	}
-}
-
-func (w *blockingWriter) Close() error {
-	w.closeOnce.Do(func() { close(w.closed) })
-	return nil
-}
-
-func TestConnConcurrentCallsNeverInterleaveFrames(t *testing.T) {
-	hangWatchdog(t)
-	before := runtime.NumGoroutine()
-	connR, peerW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	peerR, connW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := NewConn(connR, connW, nil, ConnOptions{})
-
-	const callers, callsEach = 100, 5
-	// The peer checks that every line is one JSON request and echoes its
-	// params.
-	peerDone := make(chan error, 1)
-	go func() {
-		defer peerW.Close()
-		in := bufio.NewReaderSize(peerR, 1<<20)
-		seen := make(map[string]bool)
-		for {
-			line, err := in.ReadBytes('\n')
-			if err == io.EOF && len(line) == 0 {
-				peerDone <- nil
-				return
-			}
-			if err != nil {
-				peerDone <- fmt.Errorf("peer read: %v", err)
-				return
-			}
-			f, err := parseOneFrame(line)
-			if err == nil && (f.Method != "echo" || len(f.ID) == 0 || seen[string(f.ID)]) {
-				err = fmt.Errorf("frame %.200q: want an echo request with a fresh id", line)
-			}
-			if err != nil {
-				peerDone <- err
-				return
-			}
-			seen[string(f.ID)] = true
-			fmt.Fprintf(peerW, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":%s}\n", f.ID, f.Params)
-		}
-	}()
-
-	var wg sync.WaitGroup
-	for g := range callers {
-		wg.Go(func() {
-			for i := range callsEach {
-				// Every seventh payload is larger than a write chunk,
-				// so frames span several writes.
-				size := 10 + g*i
-				if (g+i)%7 == 0 {
-					size = writeChunkSize + 1000*g
-				}
-				want := fmt.Sprintf(`{"caller":%d,"call":%d,"pad":%q}`, g, i, strings.Repeat("p", size))
-				got, err := c.Call(context.Background(), "echo", json.RawMessage(want))
-				if err != nil {
-					t.Errorf("caller %d call %d: %v", g, i, err)
-					return
-				}
-				if string(got) != want {
-					t.Errorf("caller %d call %d: got a %d-byte result, want the %d-byte params back", g, i, len(got), len(want))
-				}
-			}
-		})
-	}
-	wg.Wait()
-	if got, want := c.Stats().FramesOut, uint64(callers*callsEach); got != want {
-		t.Errorf("FramesOut: got %d, want %d", got, want)
-	}
-	if err := c.Close(); err != nil {
-		t.Errorf("Close: %v", err)
-	}
-	if err := <-peerDone; err != nil {
-		t.Error(err)
-	}
-	peerR.Close()
-	checkNoGoroutineLeft(t, before)
-}
-
 func TestConnPeerDeathFailsEveryPendingCall(t *testing.T) {
 	hangWatchdog(t)
 	before := runtime.NumGoroutine()
@@ -372,34 +262,6 @@ func TestConnCloseJoinsEveryGoroutineAndCancelsHandlers(t *testing.T) {
 	}
 	peer.rc.Close()
 	peer.out.Close()
-	checkNoGoroutineLeft(t, before)
-}
-
-func TestConnWriteStallWatchdogFailsTheConnection(t *testing.T) {
-	hangWatchdog(t)
-	before := runtime.NumGoroutine()
-	connR, peerW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer peerW.Close()
-	peerR, connW, err := os.Pipe() // nobody reads peerR
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer peerR.Close()
-	c := NewConn(connR, connW, nil, ConnOptions{WriteStallTimeout: 50 * time.Millisecond})
-
-	// The frame is far larger than the pipe buffer, so the write blocks.
-	_, err = c.Call(context.Background(), "big", map[string]string{"pad": strings.Repeat("s", 1<<20)})
-	if !errors.Is(err, ErrWriteStall) {
-		t.Errorf("pending Call: got %v, want ErrWriteStall", err)
-	}
-	<-c.Done()
-	if err := c.Err(); !errors.Is(err, ErrWriteStall) {
-		t.Errorf("Err: got %v, want ErrWriteStall", err)
-	}
-	c.Close()
 	checkNoGoroutineLeft(t, before)
 }
 
@@ -753,62 +615,6 @@ func TestConnD4UnknownResponseDroppedAndCounted(t *testing.T) {
 	}
 }
 
-func TestConnCallCancelSkipsUnstartedFramesAndFinishesStartedOnes(t *testing.T) {
-	hangWatchdog(t)
-	synctest.Test(t, func(t *testing.T) {
-		c, peer := newPipeConn(t, nil, ConnOptions{})
-
-		// Call a: its frame spans several write chunks and the peer
-		// reads only the first, so the writer is inside a's frame.
-		ctxA, cancelA := context.WithCancel(context.Background())
-		errA := make(chan error, 1)
-		go func() {
-			_, err := c.Call(ctxA, "a", map[string]string{"pad": strings.Repeat("a", 3*writeChunkSize)})
-			errA <- err
-		}()
-		first := make([]byte, 10)
-		if _, err := io.ReadFull(peer.in, first); err != nil {
-			t.Fatal(err)
-		}
-		// Call b is queued behind a.
-		ctxB, cancelB := context.WithCancel(context.Background())
-		errB := make(chan error, 1)
-		go func() {
-			_, err := c.Call(ctxB, "b", nil)
-			errB <- err
-		}()
-		synctest.Wait()
-		if !c.isPending(1) || !c.isPending(2) {
-			t.Fatalf("isPending(1), isPending(2): got %v, %v; want both true", c.isPending(1), c.isPending(2))
-		}
-		cancelA()
-		cancelB()
-		if err := <-errA; !errors.Is(err, context.Canceled) {
-			t.Errorf("cancelled call a: got %v, want context.Canceled", err)
-		}
-		if err := <-errB; !errors.Is(err, context.Canceled) {
-			t.Errorf("cancelled call b: got %v, want context.Canceled", err)
-		}
-		if c.isPending(1) || c.isPending(2) {
-			t.Error("cancelled calls are still pending")
-		}
-		if err := c.Notify(context.Background(), "c", nil); err != nil {
-			t.Fatal(err)
-		}
-
-		rest, err := peer.in.ReadBytes('\n')
-		if err != nil {
-			t.Fatal(err)
-		}
-		if f, err := parseOneFrame(append(first, rest...)); err != nil || f.Method != "a" {
-			t.Errorf("started frame: got method %q, %v; want the complete frame of a", f.Method, err)
-		}
-		if f := peer.recv(t); f.Method != "c" {
-			t.Errorf("frame after a: got method %q, want c (b was skipped)", f.Method)
-		}
-	})
-}
-
 func TestConnCallWithADoneContextSendsNothing(t *testing.T) {
 	hangWatchdog(t)
 	c, _ := newPipeConn(t, nil, ConnOptions{})
@@ -823,76 +629,6 @@ func TestConnCallWithADoneContextSendsNothing(t *testing.T) {
 	if got := c.Stats().FramesOut; got != 0 {
 		t.Errorf("FramesOut: got %d, want 0", got)
 	}
-}
-
-func TestConnTryNotifyPastEventBudgetReturnsErrQueueFullAtOnce(t *testing.T) {
-	hangWatchdog(t)
-	synctest.Test(t, func(t *testing.T) {
-		connR, peerW := io.Pipe()
-		w := newBlockingWriter()
-		c := NewConn(connR, w, nil, ConnOptions{})
-		defer peerW.Close()
-		defer c.Close()
-
-		for i := range 16 {
-			if err := c.TryNotify("event", map[string]int{"i": i}); err != nil {
-				t.Fatalf("TryNotify %d within the budget: %v", i, err)
-			}
-		}
-		start := time.Now()
-		err := c.TryNotify("event", map[string]int{"i": 16})
-		if !errors.Is(err, ErrQueueFull) {
-			t.Errorf("17th TryNotify: got %v, want ErrQueueFull", err)
-		}
-		if d := time.Since(start); d != 0 {
-			t.Errorf("17th TryNotify took %v of bubble time, want 0 (it must not block)", d)
-		}
-		if got := c.Stats().DroppedEvents; got != 1 {
-			t.Errorf("DroppedEvents: got %d, want 1", got)
-		}
-
-		// Once the writer has written the events, the budget is free.
-		close(w.release)
-		synctest.Wait()
-		if got := c.Stats().FramesOut; got != 16 {
-			t.Errorf("FramesOut: got %d, want 16", got)
-		}
-		if err := c.TryNotify("event", nil); err != nil {
-			t.Errorf("TryNotify after the queue drained: %v", err)
-		}
-	})
-}
-
-func TestConnNotifyBlocksOnAFullQueueUntilContextDone(t *testing.T) {
-	hangWatchdog(t)
-	synctest.Test(t, func(t *testing.T) {
-		connR, peerW := io.Pipe()
-		w := newBlockingWriter()
-		c := NewConn(connR, w, nil, ConnOptions{WriteQueue: 1})
-		defer peerW.Close()
-		defer c.Close()
-
-		if err := c.Notify(context.Background(), "n1", nil); err != nil {
-			t.Fatal(err)
-		}
-		<-w.entered // the writer holds n1
-		if err := c.Notify(context.Background(), "n2", nil); err != nil {
-			t.Fatal(err) // n2 fills the queue
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		result := make(chan error, 1)
-		go func() { result <- c.Notify(ctx, "n3", nil) }()
-		synctest.Wait()
-		select {
-		case err := <-result:
-			t.Fatalf("Notify on a full queue returned %v, want it to block", err)
-		default:
-		}
-		cancel()
-		if err := <-result; !errors.Is(err, context.Canceled) {
-			t.Errorf("Notify after cancel: got %v, want context.Canceled", err)
-		}
-	})
 }
 
 func TestConnNotificationsHandledOneAtATimeInOrder(t *testing.T) {
