@@ -152,6 +152,13 @@ type ConnStats struct {
 //   - the supervisor (superviseLoop): the write-stall watchdog, and the
 //     teardown once the connection has ended;
 //   - one goroutine per inbound request being handled.
+//
+// The connection ends at the first terminal error: the peer's EOF, a read or
+// write error, an oversized inbound frame, a write stall, [Conn.Fail] or
+// [Conn.Close]. At that moment every pending call fails with it and the
+// handlers' context is cancelled; then r is closed, the answers already
+// queued get up to [ConnOptions.WriterDrainTimeout] to be flushed, and w is
+// closed.
 type Conn struct {
 	r    io.ReadCloser
 	w    io.WriteCloser
