@@ -42,8 +42,8 @@ type Redactor struct {
 	// SecretEnvName reports whether an environment variable's name says it
 	// holds a secret. Nil means the default: the name, upper-cased with '_'
 	// and '-' removed, contains TOKEN, SECRET, PASSWORD, PASSWD, PASSPHRASE,
-	// APIKEY, ACCESSKEY, PRIVATEKEY, CREDENTIAL or AUTH (but not AUTHOR), or
-	// the name ends in _KEY or _PWD.
+	// APIKEY, ACCESSKEY, PRIVATEKEY or CREDENTIAL, or the name ends in AUTH,
+	// _KEY or _PWD. (PWD and OLDPWD hold directories and do not match.)
 	SecretEnvName func(name string) bool
 
 	// MinEnvValueLen is the length below which an environment value is not
@@ -59,7 +59,17 @@ type Redactor struct {
 // Finding is one credential a [Redactor] found: the rule that fired and the
 // byte span of the removed text in the input.
 type Finding struct {
-	Rule       string
+	// Rule names the rule: a vendor format (openai-key, anthropic-key,
+	// openrouter-key, github-token, gitlab-token, slack-token,
+	// slack-webhook, aws-access-key-id, google-api-key, stripe-key,
+	// sendgrid-key, npm-token, pypi-token, huggingface-token, groq-key,
+	// xai-key, vault-token, shopify-token, linear-key, doppler-token,
+	// telegram-bot-token, azure-storage-key), a structure (jwt,
+	// pem-private-key, url-userinfo, authorization-header, cookie-header,
+	// bearer-token, secret-key-value) or env-value.
+	Rule string
+
+	// Start and End are the byte offsets of the removed text.
 	Start, End int
 }
 
@@ -236,7 +246,7 @@ func redactEnvValues(r *Redactor) []string {
 // redactSecretEnvName is the default Redactor.SecretEnvName.
 func redactSecretEnvName(name string) bool {
 	u := strings.ToUpper(name)
-	if strings.HasSuffix(u, "_KEY") || strings.HasSuffix(u, "_PWD") {
+	if strings.HasSuffix(u, "_KEY") || strings.HasSuffix(u, "_PWD") || strings.HasSuffix(u, "AUTH") {
 		return true
 	}
 	n := strings.NewReplacer("_", "", "-", "").Replace(u)
@@ -245,7 +255,7 @@ func redactSecretEnvName(name string) bool {
 			return true
 		}
 	}
-	return strings.Contains(n, "AUTH") && !strings.Contains(n, "AUTHOR")
+	return false
 }
 
 // redactScan is the state of one pass over one input.
@@ -323,7 +333,7 @@ type redactTokenRule struct {
 	window   int      // bytes after the prefix examined; zero means 512
 	alnumEnd bool     // the token must not run on into a letter or digit
 	mixed    bool     // the token must contain upper case, lower case and a digit
-	defer_   []string // prefixes that belong to a more specific rule
+	yieldTo  []string // prefixes that belong to a more specific rule
 }
 
 // redactRules is the rule set of D25. Order matters only for the rule name a
@@ -332,7 +342,7 @@ func redactRules() []redactRule {
 	tokens := []redactTokenRule{
 		{name: "anthropic-key", prefixes: []string{"sk-ant-"}, re: `^sk-ant-[a-z]+[0-9]*-[A-Za-z0-9_-]{20,}`},
 		{name: "openrouter-key", prefixes: []string{"sk-or-v1-"}, re: `^sk-or-v1-[A-Za-z0-9]{32,}`},
-		{name: "openai-key", prefixes: []string{"sk-"}, re: `^sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}`, mixed: true, defer_: []string{"sk-ant-", "sk-or-"}},
+		{name: "openai-key", prefixes: []string{"sk-"}, re: `^sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}`, mixed: true, yieldTo: []string{"sk-ant-", "sk-or-"}},
 		{name: "github-token", prefixes: []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_"}, re: `^gh[pousr]_[A-Za-z0-9]{30,}`},
 		{name: "github-token", prefixes: []string{"github_pat_"}, re: `^github_pat_[A-Za-z0-9_]{30,}`},
 		{name: "gitlab-token", prefixes: []string{"glpat-", "gldt-", "glrt-", "glptt-"}, re: `^gl(?:pat|dt|rt|ptt)-[A-Za-z0-9_-]{20,}`},
@@ -387,7 +397,7 @@ func (t redactTokenRule) rule() redactRule {
 		if !redactBoundary(s, p) {
 			return
 		}
-		for _, d := range t.defer_ {
+		for _, d := range t.yieldTo {
 			if strings.HasPrefix(s[p:], d) {
 				return
 			}

@@ -277,13 +277,13 @@ func TestRedactPackageDefaultUsesZeroRedactor(t *testing.T) {
 func TestRedactEnvironmentValues(t *testing.T) {
 	tests := []struct {
 		name string
-		r    Redactor
+		r    *Redactor
 		in   string
 		want string
 	}{
-		{"secret name, long value", Redactor{}, "x FAKEvalue99 y", "x [redacted] y"},
-		{"value below the minimum", Redactor{MinEnvValueLen: 20}, "x FAKEvalue99 y", "x FAKEvalue99 y"},
-		{"custom name rule", Redactor{SecretEnvName: func(string) bool { return false }}, "x FAKEvalue99 y", "x FAKEvalue99 y"},
+		{"secret name, long value", &Redactor{}, "x FAKEvalue99 y", "x [redacted] y"},
+		{"value below the minimum", &Redactor{MinEnvValueLen: 20}, "x FAKEvalue99 y", "x FAKEvalue99 y"},
+		{"custom name rule", &Redactor{SecretEnvName: func(string) bool { return false }}, "x FAKEvalue99 y", "x FAKEvalue99 y"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -302,7 +302,7 @@ func TestRedactSecretEnvName(t *testing.T) {
 	}{
 		{"GITHUB_TOKEN", true}, {"OPENAI_API_KEY", true}, {"DB_PASSWORD", true}, {"AWS_SECRET_ACCESS_KEY", true},
 		{"MYSQL_PWD", true}, {"GPG_PASSPHRASE", true}, {"BASIC_AUTH", true}, {"GOOGLE_APPLICATION_CREDENTIALS", true},
-		{"PWD", false}, {"OLDPWD", false}, {"HOME", false}, {"PATH", false}, {"GIT_AUTHOR_NAME", false}, {"KEYMAP", false},
+		{"PWD", false}, {"OLDPWD", false}, {"AUTH_MODE", false}, {"SSH_AUTH_SOCK", false}, {"NPM_AUTH", true}, {"HOME", false}, {"PATH", false}, {"GIT_AUTHOR_NAME", false}, {"KEYMAP", false},
 	}
 	for _, tt := range tests {
 		if got := redactSecretEnvName(tt.name); got != tt.want {
