@@ -704,10 +704,14 @@ func redactKeyKind(prev, key string) int {
 	k := buf[:n]
 	has := func(w string) bool { return bytes.Contains(k, []byte(w)) }
 	ends := func(w string) bool { return bytes.HasSuffix(k, []byte(w)) }
+	lk := strings.ToLower(key)
+	header := func(name string) bool { // Cookie, Set-Cookie, HTTP_COOKIE; not fCookie
+		return string(k) == name || strings.HasSuffix(lk, "_"+name) || strings.HasSuffix(lk, "-"+name)
+	}
 	switch {
-	case ends("authorization"):
+	case header("authorization") || string(k) == "proxyauthorization":
 		return redactKeyAuthorization
-	case ends("cookie") && !ends("setcookie") || ends("setcookie"):
+	case header("cookie") || string(k) == "setcookie":
 		return redactKeyCookie
 	}
 	// Counters, limits, names and pointers to secrets are not secrets:
@@ -733,7 +737,6 @@ func redactKeyKind(prev, key string) int {
 			return redactKeySecret
 		}
 	}
-	lk := strings.ToLower(key)
 	switch {
 	case string(k) == "auth" || ends("auth") && string(k) != "oauth",
 		string(k) == "sig", string(k) == "pwd", string(k) == "pass",
@@ -798,8 +801,8 @@ func redactKeyValue(st *redactScan, p int) {
 	i = redactBlank(s, i)
 	vs, ve := redactValue(s, i, ks, kind)
 	v := s[vs:ve]
-	if s[i-1] == ':' && strings.Trim(v, "0123456789") == "" { // file.go:118, host:443
-		return
+	if digits := strings.Trim(v, "0123456789") == ""; digits && (len(v) < 6 || s[i-1] == ':') {
+		return // a count (pass: 12, secrets: 3) or a line or port (File.java:118, host:443)
 	}
 	if redactPlaceholder(v) || kind == redactKeySecret && strings.EqualFold(s[ks:ke], "pwd") && strings.HasPrefix(v, "/") {
 		return
@@ -848,8 +851,11 @@ func redactValue(s string, i, ks, kind int) (vs, ve int) {
 	}
 	k := i
 	if kind == redactKeySecret {
-		for k < len(s) && s[k] > ' ' && strings.IndexByte("\"'\\,;&)]}<>|`", s[k]) < 0 {
+		for k < len(s) && s[k] > ' ' && strings.IndexByte("\"'\\,;&()[]{}<>|`", s[k]) < 0 {
 			k++
+		}
+		if k < len(s) && s[k] == '(' { // a call, as in sig := b.uint32()
+			return i, i
 		}
 		return i, k
 	}
@@ -893,6 +899,9 @@ func redactPlaceholder(v string) bool {
 	switch strings.ToLower(v) {
 	case "null", "nil", "none", "true", "false", "undefined", "redacted":
 		return true
+	}
+	if len(v) > 2 && v[0] == '0' && (v[1] == 'x' || v[1] == 'X') && strings.Trim(v[2:], "0123456789abcdefABCDEF") == "" {
+		return true // a hex constant
 	}
 	switch v[0] {
 	case '$', '%', '{', '[', '(':
