@@ -1,0 +1,474 @@
+package extension
+
+import (
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// starterManifest is the upstream SDK starter's manifest, exactly as
+// CONTRACT-NOTES §12.1 constructs it.
+const starterManifest = `{"apiVersion":"reasonix.io/plugin/v1","name":"starter-extension","version":"0.1.0","contributes":{},
+ "runtime":{"command":"${REASONIX_PLUGIN_ROOT}/bin/starter-extension.exe","args":[],"env":{},"required":false,
+            "priority":0,"intercepts":["input.receive"],"replaces":[],"capabilities":["interceptors"]}}`
+
+// v1 wraps a runtime block's members into a v1 manifest.
+func v1(runtimeMembers string) string {
+	return `{"apiVersion":"reasonix.io/plugin/v1","name":"p","runtime":{"command":"/opt/p/bin/p"` + runtimeMembers + `}}`
+}
+
+// wantManifestError checks that err is a *ManifestError for field whose
+// message contains msg.
+func wantManifestError(t *testing.T, err error, field, msg string) {
+	t.Helper()
+	var me *ManifestError
+	if !errors.As(err, &me) {
+		t.Fatalf("err = %v (%T), want *ManifestError", err, err)
+	}
+	if me.Field != field {
+		t.Errorf("Field = %q, want %q (err: %v)", me.Field, field, err)
+	}
+	if !strings.Contains(me.Msg, msg) {
+		t.Errorf("Msg = %q, want it to contain %q", me.Msg, msg)
+	}
+}
+
+func TestParseManifestD8StarterManifest(t *testing.T) {
+	fixture, err := os.ReadFile(filepath.Join("testdata", "manifests", "starter", ManifestFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.TrimSpace(string(fixture)) != starterManifest {
+		t.Fatalf("testdata starter manifest drifted from the CONTRACT-NOTES §12.1 example")
+	}
+	m, err := ParseManifest([]byte(starterManifest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &Manifest{
+		APIVersion:  ManifestAPIVersion,
+		Name:        "starter-extension",
+		Version:     "0.1.0",
+		Contributes: json.RawMessage(`{}`),
+		Runtime: &RuntimeSpec{
+			Command:      "${REASONIX_PLUGIN_ROOT}/bin/starter-extension.exe",
+			Args:         []string{},
+			Env:          map[string]string{},
+			Intercepts:   []Point{InputReceive},
+			Replaces:     []string{},
+			Capabilities: []string{"interceptors"},
+		},
+	}
+	if !reflect.DeepEqual(m, want) {
+		t.Errorf("got  %+v\nwant %+v", m, want)
+		t.Errorf("runtime got %+v\nwant %+v", m.Runtime, want.Runtime)
+	}
+}
+
+func TestParseManifestD3RejectsUnknownAndCaseVariantFields(t *testing.T) {
+	tests := []struct {
+		name, doc, field, msg string
+	}{
+		{"root", `{"apiVersion":"reasonix.io/plugin/v1","name":"p","homepage":"x"}`, "homepage", "unknown field"},
+		{"root case variant", `{"apiVersion":"reasonix.io/plugin/v1","Name":"p"}`, "Name", `did you mean "name"?`},
+		{"runtime typo", v1(`,"timeoutMilis":5`), "runtime.timeoutMilis", "unknown field"},
+		{"runtime case variant", `{"apiVersion":"reasonix.io/plugin/v1","name":"p","runtime":{"Command":"/x"}}`, "runtime.Command", `did you mean "command"?`},
+		{"runtime case variant beside the real one", v1(`,"Command":"/bin/sh"`), "runtime.Command", `did you mean "command"?`},
+		{"runtime unicode fold", v1(`,"ﬁeld":1`), "runtime.ﬁeld", "unknown field"},
+		{"escaped name is the same name", v1(`,"\u0043ommand":"/bin/sh"`), "runtime.Command", `did you mean "command"?`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m, err := ParseManifest([]byte(tt.doc))
+			if m != nil {
+				t.Errorf("got a manifest, want none")
+			}
+			wantManifestError(t, err, tt.field, tt.msg)
+		})
+	}
+}
+
+func TestParseManifestD3RejectsDuplicateMembers(t *testing.T) {
+	tests := []struct {
+		name, doc, field string
+	}{
+		{"root", `{"apiVersion":"reasonix.io/plugin/v1","name":"p","name":"q"}`, "name"},
+		{"runtime", v1(`,"command":"/bin/sh"`), "runtime.command"},
+		{"escaped duplicate", v1(`,"comm\u0061nd":"/bin/sh"`), "runtime.command"},
+		{"env key", v1(`,"env":{"A":"1","A":"2"}`), "runtime.env.A"},
+		{"inside contributes", `{"apiVersion":"reasonix.io/plugin/v1","name":"p","contributes":{"a":{"b":1,"b":2}}}`, "contributes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseManifest([]byte(tt.doc))
+			wantManifestError(t, err, tt.field, "duplicate member")
+		})
+	}
+}
+
+func TestParseManifestD15PriorityBounds(t *testing.T) {
+	tests := []struct {
+		raw  string
+		want int
+		msg  string // "" when accepted
+	}{
+		{"-1000", -1000, ""},
+		{"1000", 1000, ""},
+		{"0", 0, ""},
+		{"-7", -7, ""},
+		{"-1001", 0, "out of range; use -1000..1000"},
+		{"1001", 0, "out of range; use -1000..1000"},
+		{"99999999999999999999", 0, "out of range"},
+		{"1.5", 0, "not an integer"},
+		{"1e2", 0, "not an integer"},
+		{`"5"`, 0, "must be an integer, not a string"},
+		{"null", 0, "null is not allowed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.raw, func(t *testing.T) {
+			m, err := ParseManifest([]byte(v1(`,"priority":` + tt.raw)))
+			if tt.msg != "" {
+				wantManifestError(t, err, "runtime.priority", tt.msg)
+				return
+			}
+			if err != nil {
+				t.Fatalf("err = %v, want nil", err)
+			}
+			if m.Runtime.Priority != tt.want {
+				t.Errorf("Priority = %d, want %d", m.Runtime.Priority, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseManifestD9RuntimeFieldRules(t *testing.T) {
+	tests := []struct {
+		name, members, field, msg string
+	}{
+		{"invalid intercept", `,"intercepts":["input.recieve"]`, "runtime.intercepts[0]", `"input.recieve" is not a hook point`},
+		{"intercept wrong case", `,"intercepts":["tool.before","Tool.After"]`, "runtime.intercepts[1]", "is not a hook point"},
+		{"intercept listed twice", `,"intercepts":["tool.before","tool.before"]`, "runtime.intercepts[1]", "listed twice"},
+		{"intercept not a string", `,"intercepts":[1]`, "runtime.intercepts[0]", "must be a string, not a number"},
+		{"intercepts not an array", `,"intercepts":"tool.before"`, "runtime.intercepts", "must be an array of strings"},
+		{"invalid slot", `,"replaces":["system-prompt"]`, "runtime.replaces[0]", "is not a slot"},
+		{"invalid capability", `,"capabilities":["interceptors","network"]`, "runtime.capabilities[1]", `"network" is not a capability`},
+		{"negative timeout", `,"timeoutMillis":-1`, "runtime.timeoutMillis", "negative"},
+		{"fractional timeout", `,"timeoutMillis":1.0`, "runtime.timeoutMillis", "not an integer"},
+		{"blank arg", `,"args":["--ok","  "]`, "runtime.args[1]", "blank argument"},
+		{"empty arg", `,"args":[""]`, "runtime.args[0]", "blank argument"},
+		{"required not bool", `,"required":"yes"`, "runtime.required", "must be true or false"},
+		{"blank env key", `,"env":{" ":"x"}`, `runtime.env[" "]`, "not a usable variable name"},
+		{"env key with =", `,"env":{"A=B":"x"}`, `runtime.env["A=B"]`, "not a usable variable name"},
+		{"env value not string", `,"env":{"A":1}`, `runtime.env["A"]`, "must be a string"},
+		{"env not object", `,"env":["A=1"]`, "runtime.env", "must be an object, not an array"},
+		{"bad provider ref", `,"capabilities":["providers"],"providers":["plugin/p/only-three"]`, "runtime.providers[0]", "not a provider ref"},
+		{"providers without capability", `,"providers":["plugin/p/acme/m1"]`, "runtime.providers", `without the "providers" capability`},
+		{"ui actions without capability", `,"uiActions":["go"]`, "runtime.uiActions", `without the "ui" capability`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseManifest([]byte(v1(tt.members)))
+			wantManifestError(t, err, tt.field, tt.msg)
+		})
+	}
+}
+
+func TestParseManifestD8CommandRules(t *testing.T) {
+	tests := []struct {
+		name, doc, msg string
+	}{
+		{"missing", `{"apiVersion":"reasonix.io/plugin/v1","name":"p","runtime":{}}`, "missing"},
+		{"blank", `{"apiVersion":"reasonix.io/plugin/v1","name":"p","runtime":{"command":" \t"}}`, "blank"},
+		{"null", `{"apiVersion":"reasonix.io/plugin/v1","name":"p","runtime":{"command":null}}`, "null is not allowed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseManifest([]byte(tt.doc))
+			wantManifestError(t, err, "runtime.command", tt.msg)
+		})
+	}
+}
+
+func TestParseManifestD9UIActionIDs(t *testing.T) {
+	tests := []struct {
+		id string
+		ok bool
+	}{
+		{"ok-action1", true},
+		{"a", true},
+		{"9lives", true},
+		{"", false},
+		{"Upper", false},
+		{"has space", false},
+		{"under_score", false},
+		{"slash/", false},
+		{"-leading", false},
+		{"ünicode", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.id, func(t *testing.T) {
+			if got := ValidActionID(tt.id); got != tt.ok {
+				t.Errorf("ValidActionID(%q) = %v, want %v", tt.id, got, tt.ok)
+			}
+			quoted, _ := json.Marshal(tt.id)
+			_, err := ParseManifest([]byte(v1(`,"capabilities":["ui"],"uiActions":[` + string(quoted) + `]`)))
+			if tt.ok && err != nil {
+				t.Errorf("ParseManifest: %v, want nil", err)
+			}
+			if !tt.ok {
+				wantManifestError(t, err, "runtime.uiActions[0]", "is not an action ID")
+			}
+		})
+	}
+}
+
+func TestValidSlotD17(t *testing.T) {
+	tests := []struct {
+		slot string
+		ok   bool
+	}{
+		{"system_prompt", true},
+		{"context", true},
+		{"provider_request", true},
+		{"provider_response", true},
+		{"compaction", true},
+		{"session_policy", true},
+		{"permission", true},
+		{"frontend_events", true},
+		{"tool:read_file", true},
+		{"tool:mcp.server/tool", true},
+		{"provider:openai/gpt-4o", true},
+		{"provider:plugin/acme/local/llama-3", true},
+		{"provider:plugin/x/plugin/m", true},
+		{"", false},
+		{"System_Prompt", false},
+		{"system-prompt", false},
+		{"tool", false},
+		{"tool:", false},
+		{"tool:read file", false},
+		{"tool:read\tfile", false},
+		{"tool:read\nfile", false},
+		{"provider:", false},
+		{"provider:openai", false},
+		{"provider:openai/", false},
+		{"provider:/gpt", false},
+		{"provider:a/b/c", false},
+		{"provider:plugin/acme/local", false},
+		{"provider:plugin//local/m", false},
+		{"provider:plugin/ac me/local/m", false},
+		{"provider:plugin/acme/local/m/extra", false},
+		{"provider:notplugin/acme/local/m", false},
+		{"tools:x", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.slot, func(t *testing.T) {
+			if got := ValidSlot(tt.slot); got != tt.ok {
+				t.Errorf("ValidSlot(%q) = %v, want %v", tt.slot, got, tt.ok)
+			}
+			quoted, _ := json.Marshal(tt.slot)
+			m, err := ParseManifest([]byte(v1(`,"replaces":[` + string(quoted) + `]`)))
+			if tt.ok {
+				if err != nil {
+					t.Fatalf("ParseManifest: %v, want nil", err)
+				}
+				if got := m.Runtime.Replaces; len(got) != 1 || got[0] != tt.slot {
+					t.Errorf("Replaces = %q, want [%q]", got, tt.slot)
+				}
+				return
+			}
+			wantManifestError(t, err, "runtime.replaces[0]", "is not a slot")
+		})
+	}
+}
+
+func TestParseManifestD9EveryPointAndCapability(t *testing.T) {
+	var points []string
+	for _, p := range Points() {
+		points = append(points, string(p))
+	}
+	caps := []string{"interceptors", "strategies", "providers", "ui"}
+	doc, _ := json.Marshal(map[string]any{
+		"apiVersion": ManifestAPIVersion,
+		"name":       "p",
+		"runtime": map[string]any{
+			"command": "/opt/p", "intercepts": points, "capabilities": caps,
+			"providers": []string{"plugin/p/acme/m1"}, "uiActions": []string{"go"},
+			"timeoutMillis": 0, "required": true,
+		},
+	})
+	m, err := ParseManifest(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(m.Runtime.Intercepts); got != 17 {
+		t.Errorf("len(Intercepts) = %d, want 17", got)
+	}
+	if !reflect.DeepEqual(m.Runtime.Capabilities, caps) {
+		t.Errorf("Capabilities = %q, want %q", m.Runtime.Capabilities, caps)
+	}
+	if !m.Runtime.Required {
+		t.Errorf("Required = false, want true")
+	}
+}
+
+func TestParseManifestD8APIVersion(t *testing.T) {
+	tests := []struct {
+		api string
+		msg string // "" when accepted
+	}{
+		{`"reasonix.io/plugin/v1"`, ""},
+		{`"reasonix.io/plugin/v1.1"`, ""},
+		{`"reasonix.io/plugin/v1.20"`, ""},
+		{`"reasonix.io/plugin/v2"`, `unsupported major version "2"`},
+		{`"reasonix.io/plugin/v0"`, `unsupported major version "0"`},
+		{`"reasonix.io/plugin/v01"`, `unsupported major version "01"`},
+		{`"reasonix.io/plugin/V1"`, "is not a plugin API version"},
+		{`"reasonix.io/plugin/v1."`, "is not a plugin API version"},
+		{`"reasonix.io/plugin/v1.x"`, "is not a plugin API version"},
+		{`"reasonix.io/plugin/v1beta"`, "is not a plugin API version"},
+		{`""`, "is not a plugin API version"},
+		{`1`, "must be a string, not a number"},
+		{`null`, "null is not allowed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.api, func(t *testing.T) {
+			m, err := ParseManifest([]byte(`{"apiVersion":` + tt.api + `,"name":"p","runtime":{"command":"/x"}}`))
+			if tt.msg != "" {
+				wantManifestError(t, err, "apiVersion", tt.msg)
+				return
+			}
+			if err != nil {
+				t.Fatalf("err = %v, want nil", err)
+			}
+			if m.Runtime == nil || m.Runtime.Command != "/x" {
+				t.Errorf("Runtime = %+v, want the runtime block", m.Runtime)
+			}
+		})
+	}
+}
+
+func TestParseManifestD8LegacyFormat(t *testing.T) {
+	t.Run("lenient", func(t *testing.T) {
+		m, err := ParseManifest([]byte(`{"name":"old","version":"2.0","description":"d","homepage":1,"contributes":{"x":1},"engines":{}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := &Manifest{Name: "old", Version: "2.0", Description: "d", Contributes: json.RawMessage(`{"x":1}`)}
+		if !reflect.DeepEqual(m, want) {
+			t.Errorf("got %+v, want %+v", m, want)
+		}
+	})
+	t.Run("runtime needs apiVersion", func(t *testing.T) {
+		_, err := ParseManifest([]byte(`{"name":"old","runtime":{"command":"/x"}}`))
+		wantManifestError(t, err, "runtime", `needs "apiVersion": "reasonix.io/plugin/v1"`)
+	})
+	t.Run("case-variant apiVersion", func(t *testing.T) {
+		_, err := ParseManifest([]byte(`{"apiversion":"reasonix.io/plugin/v1","name":"old","runtime":{"command":"/x"}}`))
+		wantManifestError(t, err, "apiversion", `did you mean "apiVersion"?`)
+	})
+	t.Run("case-variant runtime", func(t *testing.T) {
+		_, err := ParseManifest([]byte(`{"name":"old","Runtime":{"command":"/x"}}`))
+		wantManifestError(t, err, "Runtime", `did you mean "runtime"?`)
+	})
+	t.Run("name required", func(t *testing.T) {
+		_, err := ParseManifest([]byte(`{"version":"1"}`))
+		wantManifestError(t, err, "name", "missing or blank")
+	})
+	t.Run("duplicate member", func(t *testing.T) {
+		_, err := ParseManifest([]byte(`{"name":"a","name":"b"}`))
+		wantManifestError(t, err, "name", "duplicate member")
+	})
+}
+
+func TestParseManifestRejectsMalformedDocuments(t *testing.T) {
+	tests := []struct {
+		name, doc, field, msg string
+	}{
+		{"empty", ``, "", "one JSON object"},
+		{"array", `[]`, "", "one JSON object"},
+		{"garbage", `{"name":`, "", "not valid JSON"},
+		{"trailing data", `{"name":"p"} {}`, "", "trailing data"},
+		{"invalid UTF-8", "{\"name\":\"\xff\"}", "", "invalid UTF-8"},
+		{"v1 without name", `{"apiVersion":"reasonix.io/plugin/v1"}`, "name", "missing or blank"},
+		{"v1 blank name", `{"apiVersion":"reasonix.io/plugin/v1","name":"  "}`, "name", "missing or blank"},
+		{"v1 name not string", `{"apiVersion":"reasonix.io/plugin/v1","name":7}`, "name", "must be a string"},
+		{"runtime null", `{"apiVersion":"reasonix.io/plugin/v1","name":"p","runtime":null}`, "runtime", "null is not allowed"},
+		{"runtime array", `{"apiVersion":"reasonix.io/plugin/v1","name":"p","runtime":[]}`, "runtime", "must be an object, not an array"},
+		{"contributes array", `{"apiVersion":"reasonix.io/plugin/v1","name":"p","contributes":[]}`, "contributes", "must be an object"},
+		{"too large", `{"name":"` + strings.Repeat("x", maxManifestBytes) + `"}`, "", "larger than"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseManifest([]byte(tt.doc))
+			wantManifestError(t, err, tt.field, tt.msg)
+		})
+	}
+}
+
+func TestParseManifestNeverPanicsOnPrefixes(t *testing.T) {
+	doc := []byte(`{"apiVersion":"reasonix.io/plugin/v1.1","name":"p","version":"1","description":"d","contributes":{"a":[1,{"b":null}]},` +
+		`"runtime":{"command":"/x","args":["a"],"env":{"K":"v"},"required":true,"priority":-3,"intercepts":["tool.before"],` +
+		`"replaces":["tool:x"],"capabilities":["ui","providers"],"timeoutMillis":9,"providers":["plugin/p/a/b"],"uiActions":["go"]}}`)
+	if _, err := ParseManifest(doc); err != nil {
+		t.Fatalf("full document: %v", err)
+	}
+	for i := range doc {
+		if _, err := ParseManifest(doc[:i]); err == nil {
+			t.Fatalf("prefix of %d bytes parsed without error", i)
+		}
+	}
+}
+
+func TestRuntimeExpectationD9(t *testing.T) {
+	tests := []struct {
+		name, members, want string
+	}{
+		{"only the declared lists", `,"intercepts":["input.receive"],"replaces":[],"capabilities":["interceptors"]`,
+			`{"intercepts":["input.receive"],"capabilities":["interceptors"]}`},
+		{"providers and actions when listed", `,"replaces":["system_prompt"],"capabilities":["providers","ui"],"providers":["plugin/p/a/m"],"uiActions":["go","stop"]`,
+			`{"replaces":["system_prompt"],"providers":["plugin/p/a/m"],"uiActions":["go","stop"],"capabilities":["providers","ui"]}`},
+		{"nothing", ``, `{}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m, err := ParseManifest([]byte(v1(tt.members)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := json.Marshal(m.Runtime.Expectation())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != tt.want {
+				t.Errorf("Expectation = %s, want %s", got, tt.want)
+			}
+		})
+	}
+	var nilSpec *RuntimeSpec
+	if got := nilSpec.Expectation(); !reflect.DeepEqual(got, ManifestExpectation{}) {
+		t.Errorf("nil RuntimeSpec Expectation = %+v, want zero", got)
+	}
+}
+
+func TestLoadManifestErrorNamesFileAndField(t *testing.T) {
+	dir := t.TempDir()
+	_, err := LoadManifest(dir)
+	var me *ManifestError
+	if !errors.As(err, &me) || !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("missing manifest: err = %v, want *ManifestError wrapping fs.ErrNotExist", err)
+	}
+	path := filepath.Join(dir, ManifestFile)
+	if err := os.WriteFile(path, []byte(v1(`,"timeoutMilis":5`)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = LoadManifest(dir)
+	wantManifestError(t, err, "runtime.timeoutMilis", "unknown field")
+	if want := path + ": runtime.timeoutMilis: unknown field"; !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("Error() = %q, want prefix %q", err, want)
+	}
+}
