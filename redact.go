@@ -1,7 +1,6 @@
 package extension
 
 import (
-	"bytes"
 	"os"
 	"regexp"
 	"slices"
@@ -701,18 +700,31 @@ func redactKeyKind(prev, key string) int {
 			n++
 		}
 	}
-	k := buf[:n]
-	has := func(w string) bool { return bytes.Contains(k, []byte(w)) }
-	ends := func(w string) bool { return bytes.HasSuffix(k, []byte(w)) }
-	lk := strings.ToLower(key)
-	header := func(name string) bool { // Cookie, Set-Cookie, HTTP_COOKIE; not fCookie
-		return string(k) == name || strings.HasSuffix(lk, "_"+name) || strings.HasSuffix(lk, "-"+name)
+	k := string(buf[:n]) // does not escape: the compiler keeps it on the stack
+	// suffix reports whether key ends in _word or -word, as HTTP_COOKIE does.
+	suffix := func(word string) bool {
+		i := len(key) - len(word) - 1
+		return i >= 0 && (key[i] == '_' || key[i] == '-') && strings.EqualFold(key[i+1:], word)
 	}
 	switch {
-	case header("authorization") || string(k) == "proxyauthorization":
+	case k == "authorization" || k == "proxyauthorization" || suffix("authorization"):
 		return redactKeyAuthorization
-	case header("cookie") || string(k) == "setcookie":
+	case k == "cookie" || k == "setcookie" || suffix("cookie"): // not fCookie
 		return redactKeyCookie
+	}
+	secret := k == "auth" || k == "sig" || k == "pwd" || k == "pass" ||
+		strings.HasSuffix(k, "auth") && k != "oauth" ||
+		suffix("pwd") || suffix("pass")
+	for _, w := range [...]string{"password", "passwd", "passphrase", "secret", "token", "apikey",
+		"accesskey", "privatekey", "accountkey", "signingkey", "sessionkey", "encryptionkey",
+		"masterkey", "authkey", "credential", "signature"} {
+		if secret {
+			break
+		}
+		secret = strings.Contains(k, w)
+	}
+	if !secret {
+		return redactKeyNone
 	}
 	// Counters, limits, names and pointers to secrets are not secrets:
 	// max_tokens, token_type, secret_name, password_file, TokenExpiredError.
@@ -722,29 +734,17 @@ func redactKeyKind(prev, key string) int {
 		"enabled", "required", "policy", "mode", "method", "format", "provider", "store", "usage",
 		"index", "hint", "kind", "source", "budget", "details", "detail", "exception", "error",
 		"failed", "invalid", "expired", "missing", "id"} {
-		if ends(w) && !(w == "id" && (ends("secretid") || ends("tokenid"))) {
+		if strings.HasSuffix(k, w) && !(w == "id" && (strings.HasSuffix(k, "secretid") || strings.HasSuffix(k, "tokenid"))) {
 			return redactKeyNone
 		}
 	}
-	if has("tokeniz") || has("pagetoken") || has("nexttoken") || has("continuationtoken") ||
-		has("stoptoken") || has("eostoken") || has("bostoken") || has("padtoken") || has("unktoken") {
-		return redactKeyNone
-	}
-	for _, w := range [...]string{"password", "passwd", "passphrase", "secret", "token", "apikey",
-		"accesskey", "privatekey", "accountkey", "signingkey", "sessionkey", "encryptionkey",
-		"masterkey", "authkey", "credential", "signature"} {
-		if has(w) {
-			return redactKeySecret
+	for _, w := range [...]string{"tokeniz", "pagetoken", "nexttoken", "continuationtoken",
+		"stoptoken", "eostoken", "bostoken", "padtoken", "unktoken"} {
+		if strings.Contains(k, w) {
+			return redactKeyNone
 		}
 	}
-	switch {
-	case string(k) == "auth" || ends("auth") && string(k) != "oauth",
-		string(k) == "sig", string(k) == "pwd", string(k) == "pass",
-		strings.HasSuffix(lk, "_pwd") || strings.HasSuffix(lk, "-pwd"),
-		strings.HasSuffix(lk, "_pass") || strings.HasSuffix(lk, "-pass"):
-		return redactKeySecret
-	}
-	return redactKeyNone
+	return redactKeySecret
 }
 
 // redactKeyValue removes the value of a key=value, key: value, key := value,
@@ -765,15 +765,7 @@ func redactKeyValue(st *redactScan, p int) {
 		ke++
 	}
 	st.kvEnd = ke
-	kind := redactKeyKind("", s[ks:ke])
-	if kind == redactKeyNone && ks >= 2 && s[ks-1] == ' ' { // "API key", "access token"
-		ps := ks - 1
-		for ps > 0 && ks-1-ps < 32 && redactKeyChar(s[ps-1]) {
-			ps--
-		}
-		kind = redactKeyKind(s[ps:ks-1], s[ks:ke])
-	}
-	if kind == redactKeyNone || ks > 0 && (s[ks-1] == '/' || s[ks-1] == ':') { // not a key; a URL path or ARN segment
+	if ks > 0 && (s[ks-1] == '/' || s[ks-1] == ':') { // a URL path or ARN segment
 		return
 	}
 	i := ke
@@ -796,6 +788,17 @@ func redactKeyValue(st *redactScan, p int) {
 		i++
 	case strings.HasPrefix(s[ks:], "--") && i > ke && i < len(s): // --password value
 	default:
+		return
+	}
+	kind := redactKeyKind("", s[ks:ke])
+	if kind == redactKeyNone && ks >= 2 && s[ks-1] == ' ' { // "API key", "access token"
+		ps := ks - 1
+		for ps > 0 && ks-1-ps < 32 && redactKeyChar(s[ps-1]) {
+			ps--
+		}
+		kind = redactKeyKind(s[ps:ks-1], s[ks:ke])
+	}
+	if kind == redactKeyNone {
 		return
 	}
 	i = redactBlank(s, i)
