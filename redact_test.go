@@ -2,6 +2,7 @@ package extension
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -345,4 +346,24 @@ func FuzzRedact(f *testing.F) {
 			t.Fatalf("not idempotent on %q:\n once %q\ntwice %q", in, out, again)
 		}
 	})
+}
+
+func ExampleRedactor_Redact() {
+	r := &Redactor{Environ: func() []string { return nil }}
+	fmt.Println(r.Redact("provider rejected api_key=sk-proj-FAKEa1b2C3d4E5f6G7h8I9j0 (status 401)"))
+	fmt.Println(r.Redact(`curl -H "Authorization: Bearer FAKEtok3nFAKEtok3n" https://api.example.invalid`))
+	fmt.Println(r.Redact("commit 3f786850e387550fdab836ed7e6dc881de23001b, request 123e4567-e89b-42d3-a456-426614174000"))
+	// Output:
+	// provider rejected api_key=[redacted] (status 401)
+	// curl -H "Authorization: [redacted]" https://api.example.invalid
+	// commit 3f786850e387550fdab836ed7e6dc881de23001b, request 123e4567-e89b-42d3-a456-426614174000
+}
+
+func ExampleRedactor_Findings() {
+	r := &Redactor{Environ: func() []string { return nil }}
+	for _, f := range r.Findings("dial postgres://app:FAKEpassw0rd@db.internal:5432/orders") {
+		fmt.Println(f.Rule, f.Start, f.End)
+	}
+	// Output:
+	// url-userinfo 16 32
 }

@@ -131,3 +131,19 @@ func TestSecretUnmarshalsFromJSON(t *testing.T) {
 		t.Errorf("decoded Reveal() = %q, want %q", got, secretTestValue)
 	}
 }
+
+func ExampleSecret() {
+	type config struct {
+		Endpoint string
+		APIKey   Secret
+	}
+	c := config{Endpoint: "https://api.example.invalid", APIKey: Secret("sk-FAKEexample0123456789")}
+	fmt.Printf("%+v\n", c)
+	j, _ := json.Marshal(c)
+	fmt.Println(string(j))
+	fmt.Println(len(c.APIKey.Reveal()))
+	// Output:
+	// {Endpoint:https://api.example.invalid APIKey:[redacted]}
+	// {"Endpoint":"https://api.example.invalid","APIKey":"[redacted]"}
+	// 24
+}

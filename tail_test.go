@@ -198,3 +198,14 @@ func TestTailConcurrentWriteAndRead(t *testing.T) {
 		t.Errorf("Written()=%d, kept %d bytes, want 1024 kept", got, want)
 	}
 }
+
+func ExampleTail() {
+	tl := &Tail{Size: 64, Redactor: &Redactor{Environ: func() []string { return nil }}}
+	fmt.Fprintln(tl, "starting sidecar with token=FAKEtok3nFAKEtok3n and a long first line")
+	fmt.Fprintln(tl, "error: handshake failed: password=FAKEpassw0rd rejected")
+	fmt.Println(tl.Truncated())
+	fmt.Println(tl.Redacted())
+	// Output:
+	// true
+	// error: handshake failed: password=[redacted] rejected
+}
