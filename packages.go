@@ -1,0 +1,657 @@
+package extension
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// PackagesFile is the name of the trust and launch record inside the
+// Reasonix home directory (CONTRACT-NOTES §12.2).
+//
+// The file is one JSON object, written with two-space indentation and a
+// trailing newline:
+//
+//	{
+//	  "version": 1,
+//	  "packages": [
+//	    {
+//	      "name": "acme",
+//	      "root": "plugins/acme",
+//	      "version": "0.1.0",
+//	      "enabled": true,
+//	      "scope": "user"
+//	    }
+//	  ]
+//	}
+//
+// "version" is 1. "packages" is an array, so the installed order is
+// deterministic; runtime startup follows it (D10). In an entry, "name"
+// (the installed name, which is the plugin ID), "root" and "enabled" are
+// required; "root" is relative to the home directory (slash-separated)
+// or absolute; "version" is the installed version; "scope" is "user"
+// (the default) or "project"; "linked" is true when root is the plugin's
+// own directory rather than a copy under <home>/plugins/; "source" is the
+// directory it was installed from. The file is read strictly (D3): an
+// unknown or repeated member, a wrong type or a repeated name makes it
+// corrupt, never silently empty.
+const PackagesFile = "plugin-packages.json"
+
+// maxPackagesBytes bounds the plugin-packages.json [LoadPackages] reads (8 MiB).
+const maxPackagesBytes = 8 << 20
+
+// projectConfigDir is the directory of a workspace that holds project
+// configuration; a package root inside it is project-level (D8).
+const projectConfigDir = ".reasonix"
+
+// Scope says who recorded a package.
+type Scope string
+
+// The scopes. A project-level package can never launch a runtime (D8).
+const (
+	ScopeUser    Scope = "user"
+	ScopeProject Scope = "project"
+)
+
+// Sentinel errors of the packages record and the launch gate, matched with
+// [errors.Is]. They arrive wrapped in a [*PluginError], a [*LaunchError]
+// or a [*PackagesError] that names the plugin or the file.
+var (
+	// ErrNotInstalled: the plugin has no entry in plugin-packages.json.
+	ErrNotInstalled = errors.New("plugin is not installed")
+	// ErrDisabled: the plugin's entry is disabled.
+	ErrDisabled = errors.New("plugin is disabled")
+	// ErrNoRuntime: the plugin's manifest declares no runtime.
+	ErrNoRuntime = errors.New("manifest declares no runtime")
+	// ErrRelativeCommand: the resolved runtime command is a relative path.
+	ErrRelativeCommand = errors.New("runtime command is a relative path")
+	// ErrBareCommand: the runtime command is a bare name with no directory.
+	ErrBareCommand = errors.New("runtime command is a bare name")
+	// ErrShellCommand: the runtime command is a shell.
+	ErrShellCommand = errors.New("runtime command is a shell")
+	// ErrProjectRuntime: a project-level package declares a runtime.
+	ErrProjectRuntime = errors.New("project configuration cannot declare a runtime")
+	// ErrInvalidPluginName: an installed name that is not a valid plugin ID.
+	ErrInvalidPluginName = errors.New("invalid plugin name")
+	// ErrUnsafeFile: the plugin directory holds a symlink that leaves it,
+	// or a file that is neither regular, a directory nor a symlink.
+	ErrUnsafeFile = errors.New("unsafe file in plugin directory")
+	// ErrCorruptPackages: plugin-packages.json exists but cannot be used.
+	ErrCorruptPackages = errors.New("corrupt plugin-packages.json")
+)
+
+// PackageEntry is one installed package.
+type PackageEntry struct {
+	// Name is the installed name: the plugin ID (CONTRACT-NOTES §4.1).
+	Name string `json:"name"`
+	// Root is the package directory, relative to the home directory
+	// (slash-separated) or absolute.
+	Root string `json:"root"`
+	// Version is the installed version; empty means the manifest's.
+	Version string `json:"version,omitempty"`
+	// Enabled is false for a package that must not launch.
+	Enabled bool `json:"enabled"`
+	// Scope is ScopeUser or ScopeProject; empty reads as ScopeUser.
+	Scope Scope `json:"scope,omitempty"`
+	// Linked is true when Root is the plugin's own directory, not a copy.
+	Linked bool `json:"linked,omitempty"`
+	// Source is the directory the package was installed from.
+	Source string `json:"source,omitempty"`
+}
+
+// RootPath returns the absolute package root for the given home.
+func (e *PackageEntry) RootPath(home string) string {
+	root := filepath.FromSlash(e.Root)
+	if !filepath.IsAbs(root) {
+		root = filepath.Join(home, root)
+	}
+	if abs, err := filepath.Abs(root); err == nil {
+		return abs
+	}
+	return filepath.Clean(root)
+}
+
+// Packages is the content of plugin-packages.json: the installed packages
+// in installed order.
+type Packages struct {
+	// Entries are the packages in installed order; names are unique.
+	Entries []PackageEntry
+}
+
+// Entry returns the entry installed as name, or nil.
+func (p *Packages) Entry(name string) *PackageEntry {
+	for i := range p.Entries {
+		if p.Entries[i].Name == name {
+			return &p.Entries[i]
+		}
+	}
+	return nil
+}
+
+// PackagesError reports a plugin-packages.json that cannot be read or
+// written. Err is [ErrCorruptPackages] for unusable content, or the I/O
+// error.
+type PackagesError struct {
+	// Path is the file.
+	Path string
+	// Field is the offending member, such as "packages[2].scope"; may be empty.
+	Field string
+	// Msg says what is wrong.
+	Msg string
+	// Err is the cause.
+	Err error
+}
+
+// Error returns "<file>: <field>: <message>".
+func (e *PackagesError) Error() string {
+	if e.Field == "" {
+		return e.Path + ": " + e.Msg
+	}
+	return e.Path + ": " + e.Field + ": " + e.Msg
+}
+
+// Unwrap returns the cause.
+func (e *PackagesError) Unwrap() error { return e.Err }
+
+// PluginError reports a failed operation on one installed plugin.
+type PluginError struct {
+	// Plugin is the installed name.
+	Plugin string
+	// Op is the operation: install, enable, disable or remove.
+	Op string
+	// Err is the cause, often one of the sentinel errors.
+	Err error
+}
+
+// Error returns "<op> plugin "<name>": <cause>".
+func (e *PluginError) Error() string {
+	return fmt.Sprintf("%s plugin %q: %v", e.Op, e.Plugin, e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *PluginError) Unwrap() error { return e.Err }
+
+// ValidPluginName reports whether name can be an installed name: 1 to 128
+// ASCII letters, digits, '.', '_' and '-', starting with a letter or digit.
+// Such a name is safe as a directory name, in a provider ref
+// plugin/<name>/... and in a slash action /<name>:<action>.
+func ValidPluginName(name string) bool {
+	if name == "" || len(name) > 128 {
+		return false
+	}
+	for i, c := range []byte(name) {
+		alnum := 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+		if !alnum && (i == 0 || c != '.' && c != '_' && c != '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// LoadPackages reads <home>/plugin-packages.json. A missing file is an
+// empty set; anything else that cannot be used is a [*PackagesError],
+// never an empty set.
+func LoadPackages(home string) (*Packages, error) {
+	path := filepath.Join(home, PackagesFile)
+	data, err := readBounded(path, maxPackagesBytes)
+	if errors.Is(err, fs.ErrNotExist) {
+		return &Packages{}, nil
+	}
+	if err != nil {
+		return nil, &PackagesError{Path: path, Msg: "cannot read: " + err.Error(), Err: err}
+	}
+	p, err := parsePackages(data)
+	if err != nil {
+		var me *ManifestError
+		if errors.As(err, &me) {
+			return nil, &PackagesError{Path: path, Field: me.Field, Msg: me.Msg + "; fix or reinstall", Err: ErrCorruptPackages}
+		}
+		return nil, err
+	}
+	return p, nil
+}
+
+// parsePackages reads the file strictly with the manifest's strict walk;
+// its errors are *ManifestError values that LoadPackages relabels.
+func parsePackages(data []byte) (*Packages, error) {
+	s := scanner{data: data}
+	if s.peek() != '{' {
+		return nil, &ManifestError{Msg: "must be one JSON object"}
+	}
+	if _, err := s.value(nil); err != nil {
+		return nil, &ManifestError{Msg: "not valid JSON: " + err.Error()}
+	}
+	if err := s.end(); err != nil {
+		return nil, &ManifestError{Msg: "not valid JSON: " + err.Error()}
+	}
+	root, err := objectMembers(data, "")
+	if err != nil {
+		return nil, err
+	}
+	p := &Packages{}
+	var version []byte
+	for _, m := range root {
+		switch m.name {
+		case "version":
+			version = m.raw
+		case "packages":
+			if p.Entries, err = parseEntries(m.raw); err != nil {
+				return nil, err
+			}
+		default:
+			return nil, unknownField(m.name, m.name, []string{"version", "packages"})
+		}
+	}
+	if version == nil {
+		return nil, &ManifestError{Field: "version", Msg: "missing"}
+	}
+	if v, err := intValue(version, "version"); err != nil {
+		return nil, err
+	} else if v != 1 {
+		return nil, &ManifestError{Field: "version", Msg: fmt.Sprintf("unsupported version %d; this host reads version 1", v)}
+	}
+	return p, nil
+}
+
+func parseEntries(raw []byte) ([]PackageEntry, error) {
+	s := scanner{data: raw}
+	if s.peek() != '[' {
+		return nil, typeError(raw, "packages", "an array")
+	}
+	var out []PackageEntry
+	more, err := s.openArray()
+	for i := 0; more && err == nil; i++ {
+		var v []byte
+		if v, err = s.value(nil); err != nil {
+			break
+		}
+		e, perr := parseEntry(v, fmt.Sprintf("packages[%d]", i))
+		if perr != nil {
+			return nil, perr
+		}
+		for _, prev := range out {
+			if prev.Name == e.Name {
+				return nil, &ManifestError{Field: fmt.Sprintf("packages[%d].name", i), Msg: fmt.Sprintf("%q is installed twice", e.Name)}
+			}
+		}
+		out = append(out, e)
+		more, err = s.nextElement()
+	}
+	if err != nil {
+		return nil, &ManifestError{Field: "packages", Msg: "not valid JSON: " + err.Error()}
+	}
+	return out, nil
+}
+
+var entryFields = []string{"name", "root", "version", "enabled", "scope", "linked", "source"}
+
+func parseEntry(raw []byte, field string) (PackageEntry, error) {
+	var e PackageEntry
+	mems, err := objectMembers(raw, field)
+	if err != nil {
+		return e, err
+	}
+	var hasEnabled bool
+	for _, m := range mems {
+		f := field + "." + m.name
+		switch m.name {
+		case "name":
+			if e.Name, err = stringValue(m.raw, f); err == nil && !ValidPluginName(e.Name) {
+				err = &ManifestError{Field: f, Msg: fmt.Sprintf("%q is not a valid plugin name", e.Name)}
+			}
+		case "root":
+			e.Root, err = stringValue(m.raw, f)
+		case "version":
+			e.Version, err = stringValue(m.raw, f)
+		case "enabled":
+			hasEnabled = true
+			e.Enabled, err = boolValue(m.raw, f)
+		case "scope":
+			var sc string
+			if sc, err = stringValue(m.raw, f); err == nil && sc != string(ScopeUser) && sc != string(ScopeProject) {
+				err = &ManifestError{Field: f, Msg: fmt.Sprintf("%q is not a scope; use user or project", sc)}
+			}
+			e.Scope = Scope(sc)
+		case "linked":
+			e.Linked, err = boolValue(m.raw, f)
+		case "source":
+			e.Source, err = stringValue(m.raw, f)
+		default:
+			err = unknownField(f, m.name, entryFields)
+		}
+		if err != nil {
+			return e, err
+		}
+	}
+	switch {
+	case e.Name == "":
+		return e, &ManifestError{Field: field + ".name", Msg: "missing"}
+	case strings.TrimSpace(e.Root) == "":
+		return e, &ManifestError{Field: field + ".root", Msg: "missing or blank"}
+	case !hasEnabled:
+		return e, &ManifestError{Field: field + ".enabled", Msg: "missing"}
+	}
+	return e, nil
+}
+
+// Save writes p to <home>/plugin-packages.json atomically: the content
+// goes to a temporary file in the same directory, is synced, and replaces
+// the file by rename, so a reader sees the old or the new record, never a
+// mix. It creates home when missing. Concurrent writers are not
+// coordinated: the last rename wins.
+func (p *Packages) Save(home string) error {
+	path := filepath.Join(home, PackagesFile)
+	type fileFormat struct {
+		Version  int            `json:"version"`
+		Packages []PackageEntry `json:"packages"`
+	}
+	entries := p.Entries
+	if entries == nil {
+		entries = []PackageEntry{}
+	}
+	data, err := json.MarshalIndent(fileFormat{Version: 1, Packages: entries}, "", "  ")
+	if err != nil {
+		return &PackagesError{Path: path, Msg: "cannot encode: " + err.Error(), Err: err}
+	}
+	data = append(data, '\n')
+	// Never write what LoadPackages would reject.
+	if _, err := parsePackages(data); err != nil {
+		return &PackagesError{Path: path, Msg: "refusing to write an invalid record: " + err.Error(), Err: ErrCorruptPackages}
+	}
+	if err := writeFileAtomic(path, data); err != nil {
+		return &PackagesError{Path: path, Msg: "cannot write: " + err.Error(), Err: err}
+	}
+	return nil
+}
+
+// writeFileAtomic writes data to path through a synced temporary file in
+// the same directory and a rename.
+func writeFileAtomic(path string, data []byte) (err error) {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	if _, err = tmp.Write(data); err != nil {
+		return err
+	}
+	if err = tmp.Chmod(0o644); err != nil {
+		return err
+	}
+	if err = tmp.Sync(); err != nil {
+		return err
+	}
+	if err = tmp.Close(); err != nil {
+		return err
+	}
+	if err = os.Rename(tmp.Name(), path); err != nil {
+		return err
+	}
+	// Make the rename durable where directories can be synced; elsewhere
+	// (Windows) opening a directory fails and the rename stands as is.
+	if d, derr := os.Open(dir); derr == nil {
+		d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+// InstallOptions configure [Install].
+type InstallOptions struct {
+	// Name is the installed name, which becomes the plugin ID; empty means
+	// the manifest's name. It must satisfy [ValidPluginName].
+	Name string
+	// Link records the plugin directory in place instead of copying it to
+	// <home>/plugins/<name>/.
+	Link bool
+	// Version is the installed version; empty means the manifest's.
+	Version string
+	// Scope is ScopeUser (the zero value) or ScopeProject.
+	Scope Scope
+}
+
+// Install records the plugin in pluginDir as installed and enabled in
+// <home>/plugin-packages.json; installing is the consent to run its
+// runtime (CONTRACT-NOTES §12.2). The manifest must parse. Unless
+// opts.Link, the directory is copied to <home>/plugins/<name>/: regular
+// files keep their permission bits, symlinks are copied as symlinks only
+// when their target is relative and stays inside the directory, and
+// anything else (an escaping symlink, a device, a pipe) fails the install
+// with [ErrUnsafeFile]. Installing a name that exists replaces the
+// package in its place in the installed order and enables it.
+func Install(home, pluginDir string, opts InstallOptions) (*PackageEntry, error) {
+	m, err := LoadManifest(pluginDir)
+	if err != nil {
+		return nil, &PluginError{Plugin: opts.Name, Op: "install", Err: err}
+	}
+	name := opts.Name
+	if name == "" {
+		name = m.Name
+	}
+	fail := func(err error) (*PackageEntry, error) {
+		return nil, &PluginError{Plugin: name, Op: "install", Err: err}
+	}
+	if !ValidPluginName(name) {
+		return fail(fmt.Errorf("%w %q: use letters, digits, '.', '_' and '-' (InstallOptions.Name overrides the manifest name)", ErrInvalidPluginName, name))
+	}
+	scope := opts.Scope
+	switch scope {
+	case "":
+		scope = ScopeUser
+	case ScopeUser, ScopeProject:
+	default:
+		return fail(fmt.Errorf("scope %q: use user or project", scope))
+	}
+	src, err := filepath.Abs(pluginDir)
+	if err != nil {
+		return fail(err)
+	}
+	pkgs, err := LoadPackages(home)
+	if err != nil {
+		return fail(err)
+	}
+	e := PackageEntry{Name: name, Version: opts.Version, Enabled: true, Scope: scope, Linked: opts.Link, Source: src}
+	if e.Version == "" {
+		e.Version = m.Version
+	}
+	if opts.Link {
+		e.Root = src
+	} else {
+		if err := copyInto(home, src, name); err != nil {
+			return fail(err)
+		}
+		e.Root = "plugins/" + name
+	}
+	if old := pkgs.Entry(name); old != nil {
+		*old = e
+	} else {
+		pkgs.Entries = append(pkgs.Entries, e)
+	}
+	if err := pkgs.Save(home); err != nil {
+		return fail(err)
+	}
+	return &e, nil
+}
+
+// copyInto copies src to <home>/plugins/<name> through a temporary
+// sibling directory, so a failed copy leaves any previous install intact.
+func copyInto(home, src, name string) error {
+	if real, err := filepath.EvalSymlinks(src); err == nil {
+		src = real
+	}
+	plugins, err := filepath.Abs(filepath.Join(home, "plugins"))
+	if err != nil {
+		return err
+	}
+	if rel, err := filepath.Rel(src, plugins); err == nil && filepath.IsLocal(rel) {
+		return fmt.Errorf("the home directory %s is inside the plugin directory %s; install with Link or from elsewhere", home, src)
+	}
+	if err := os.MkdirAll(plugins, 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp(plugins, "."+name+".*.install")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	if err := copyTree(src, tmp); err != nil {
+		return err
+	}
+	dst := filepath.Join(plugins, name)
+	old := tmp + ".old"
+	if err := os.Rename(dst, old); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if err := os.Rename(tmp, dst); err != nil {
+		os.Rename(old, dst)
+		return err
+	}
+	return os.RemoveAll(old)
+}
+
+// copyTree copies the directory src into the existing directory dst.
+func copyTree(src, dst string) error {
+	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, path)
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dst, rel)
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		switch mode := info.Mode(); {
+		case mode.IsDir():
+			if rel == "." {
+				return os.Chmod(dst, mode.Perm()|0o700)
+			}
+			return os.Mkdir(target, mode.Perm()|0o700)
+		case mode.IsRegular():
+			return copyFile(path, target, mode.Perm())
+		case mode&fs.ModeSymlink != 0:
+			link, err := os.Readlink(path)
+			if err != nil {
+				return err
+			}
+			if filepath.IsAbs(link) || !filepath.IsLocal(filepath.Join(filepath.Dir(rel), link)) {
+				return fmt.Errorf("%w: symlink %s points outside the plugin directory (%s)", ErrUnsafeFile, rel, link)
+			}
+			return os.Symlink(link, target)
+		default:
+			return fmt.Errorf("%w: %s is a %s, not a regular file", ErrUnsafeFile, rel, mode.Type())
+		}
+	})
+}
+
+func copyFile(src, dst string, perm fs.FileMode) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	if err := out.Chmod(perm); err != nil { // the umask may have narrowed it
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// Enable marks the installed plugin name as enabled.
+func Enable(home, name string) error { return setEnabled(home, name, true, "enable") }
+
+// Disable marks the installed plugin name as disabled; a disabled plugin
+// never launches.
+func Disable(home, name string) error { return setEnabled(home, name, false, "disable") }
+
+func setEnabled(home, name string, enabled bool, op string) error {
+	pkgs, err := LoadPackages(home)
+	if err != nil {
+		return &PluginError{Plugin: name, Op: op, Err: err}
+	}
+	e := pkgs.Entry(name)
+	if e == nil {
+		return &PluginError{Plugin: name, Op: op, Err: ErrNotInstalled}
+	}
+	e.Enabled = enabled
+	if err := pkgs.Save(home); err != nil {
+		return &PluginError{Plugin: name, Op: op, Err: err}
+	}
+	return nil
+}
+
+// Remove deletes the installed plugin name from the record and then, when
+// the package is a copy at <home>/plugins/<name>/, deletes that copy. A
+// linked directory is left alone.
+func Remove(home, name string) error {
+	fail := func(err error) error { return &PluginError{Plugin: name, Op: "remove", Err: err} }
+	pkgs, err := LoadPackages(home)
+	if err != nil {
+		return fail(err)
+	}
+	e := pkgs.Entry(name)
+	if e == nil {
+		return fail(ErrNotInstalled)
+	}
+	removed := *e
+	kept := pkgs.Entries[:0]
+	for _, x := range pkgs.Entries {
+		if x.Name != name {
+			kept = append(kept, x)
+		}
+	}
+	pkgs.Entries = kept
+	if err := pkgs.Save(home); err != nil {
+		return fail(err)
+	}
+	if !removed.Linked && filepath.ToSlash(removed.Root) == "plugins/"+name {
+		if err := os.RemoveAll(removed.RootPath(home)); err != nil {
+			return fail(err)
+		}
+	}
+	return nil
+}
+
+// InstallTemp installs pluginDir into a new temporary home, for tools such
+// as a conformance checker that must run one plugin directory: the launch
+// gate has no call that takes a command line (D8). opts.Link is forced on,
+// so the plugin runs in place; cleanup removes the temporary home and
+// never the plugin directory.
+func InstallTemp(pluginDir string, opts InstallOptions) (home string, cleanup func() error, err error) {
+	home, err = os.MkdirTemp("", "reasonix-home-*")
+	if err != nil {
+		return "", nil, err
+	}
+	cleanup = func() error { return os.RemoveAll(home) }
+	opts.Link = true
+	if _, err := Install(home, pluginDir, opts); err != nil {
+		cleanup()
+		return "", nil, err
+	}
+	return home, cleanup, nil
+}

@@ -1,0 +1,502 @@
+package extension
+
+import (
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// writePlugin creates a plugin directory holding manifest and returns it.
+func writePlugin(t *testing.T, dir, manifest string) string {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ManifestFile), []byte(manifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// runtimeManifest is a v1 manifest named name whose runtime runs command.
+func runtimeManifest(name, command string) string {
+	return `{"apiVersion":"reasonix.io/plugin/v1","name":"` + name + `","version":"0.1.0","runtime":{"command":` + jsonString(command) + `}}`
+}
+
+func jsonString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+func entryNames(p *Packages) []string {
+	var names []string
+	for _, e := range p.Entries {
+		names = append(names, e.Name)
+	}
+	return names
+}
+
+func TestPackagesD8InstallEnableDisableRemoveRoundTrip(t *testing.T) {
+	home := t.TempDir()
+	src := writePlugin(t, filepath.Join(t.TempDir(), "acme-src"), runtimeManifest("acme", "${REASONIX_PLUGIN_ROOT}/bin/acme"))
+
+	e, err := Install(home, src, InstallOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := PackageEntry{Name: "acme", Root: "plugins/acme", Version: "0.1.0", Enabled: true, Scope: ScopeUser, Source: src}
+	if !reflect.DeepEqual(*e, want) {
+		t.Fatalf("Install = %+v, want %+v", *e, want)
+	}
+	load := func() *Packages {
+		t.Helper()
+		p, err := LoadPackages(home)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	if got := load().Entries; !reflect.DeepEqual(got, []PackageEntry{want}) {
+		t.Fatalf("after install: %+v, want %+v", got, want)
+	}
+	if _, err := os.Stat(filepath.Join(home, "plugins", "acme", ManifestFile)); err != nil {
+		t.Fatalf("installed copy: %v", err)
+	}
+
+	if err := Disable(home, "acme"); err != nil {
+		t.Fatal(err)
+	}
+	if load().Entry("acme").Enabled {
+		t.Fatalf("after Disable: Enabled = true, want false")
+	}
+	if err := Enable(home, "acme"); err != nil {
+		t.Fatal(err)
+	}
+	if !load().Entry("acme").Enabled {
+		t.Fatalf("after Enable: Enabled = false, want true")
+	}
+	if err := Remove(home, "acme"); err != nil {
+		t.Fatal(err)
+	}
+	if got := load().Entries; len(got) != 0 {
+		t.Fatalf("after Remove: %+v, want none", got)
+	}
+	if _, err := os.Stat(filepath.Join(home, "plugins", "acme")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("installed copy after Remove: stat err = %v, want not exist", err)
+	}
+	if _, err := os.Stat(src); err != nil {
+		t.Fatalf("source after Remove: %v", err)
+	}
+}
+
+func TestPackagesD8OperationsOnUnknownPlugin(t *testing.T) {
+	home := t.TempDir()
+	ops := []struct {
+		op string
+		fn func(home, name string) error
+	}{
+		{"enable", Enable},
+		{"disable", Disable},
+		{"remove", Remove},
+	}
+	for _, tt := range ops {
+		t.Run(tt.op, func(t *testing.T) {
+			err := tt.fn(home, "ghost")
+			var pe *PluginError
+			if !errors.As(err, &pe) || !errors.Is(err, ErrNotInstalled) {
+				t.Fatalf("err = %v, want *PluginError wrapping ErrNotInstalled", err)
+			}
+			if pe.Plugin != "ghost" || pe.Op != tt.op {
+				t.Errorf("PluginError = {%q, %q}, want {%q, %q}", pe.Plugin, pe.Op, "ghost", tt.op)
+			}
+			if !strings.Contains(err.Error(), `"ghost"`) {
+				t.Errorf("Error() = %q, want it to name the plugin", err)
+			}
+		})
+	}
+	if _, err := os.Stat(filepath.Join(home, PackagesFile)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a failed operation wrote %s (stat err %v)", PackagesFile, err)
+	}
+}
+
+func TestPackagesSaveIsAtomicAndLeavesNoTempFiles(t *testing.T) {
+	home := t.TempDir()
+	base := t.TempDir()
+	for _, name := range []string{"one", "two", "three"} {
+		src := writePlugin(t, filepath.Join(base, name), runtimeManifest(name, "/opt/"+name))
+		if _, err := Install(home, src, InstallOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := Disable(home, "two"); err != nil {
+		t.Fatal(err)
+	}
+	if err := Remove(home, "three"); err != nil {
+		t.Fatal(err)
+	}
+	var leftovers []string
+	filepath.WalkDir(home, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && strings.HasPrefix(d.Name(), ".") {
+			leftovers = append(leftovers, path)
+		}
+		return err
+	})
+	if len(leftovers) > 0 {
+		t.Errorf("temporary files left behind: %q", leftovers)
+	}
+	data, err := os.ReadFile(filepath.Join(home, PackagesFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{
+  "version": 1,
+  "packages": [
+    {
+      "name": "one",
+      "root": "plugins/one",
+      "version": "0.1.0",
+      "enabled": true,
+      "scope": "user",
+      "source": ` + jsonString(filepath.Join(base, "one")) + `
+    },
+    {
+      "name": "two",
+      "root": "plugins/two",
+      "version": "0.1.0",
+      "enabled": false,
+      "scope": "user",
+      "source": ` + jsonString(filepath.Join(base, "two")) + `
+    }
+  ]
+}
+`
+	if string(data) != want {
+		t.Errorf("file =\n%s\nwant\n%s", data, want)
+	}
+}
+
+func TestPackagesSaveEmptyAndReload(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "not", "yet")
+	if err := (&Packages{}).Save(home); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(home, PackagesFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "{\n  \"version\": 1,\n  \"packages\": []\n}\n"; string(data) != want {
+		t.Errorf("file = %q, want %q", data, want)
+	}
+	p, err := LoadPackages(home)
+	if err != nil || len(p.Entries) != 0 {
+		t.Errorf("LoadPackages = %+v, %v; want empty, nil", p, err)
+	}
+}
+
+func TestPackagesSaveRefusesInvalidRecord(t *testing.T) {
+	home := t.TempDir()
+	p := &Packages{Entries: []PackageEntry{{Name: "a", Root: "r", Enabled: true}, {Name: "a", Root: "r"}}}
+	err := p.Save(home)
+	if !errors.Is(err, ErrCorruptPackages) {
+		t.Fatalf("Save with a repeated name: err = %v, want ErrCorruptPackages", err)
+	}
+	if _, err := os.Stat(filepath.Join(home, PackagesFile)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("an invalid record was written (stat err %v)", err)
+	}
+}
+
+func TestLoadPackagesMissingFileIsEmpty(t *testing.T) {
+	p, err := LoadPackages(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Entries) != 0 {
+		t.Errorf("Entries = %+v, want none", p.Entries)
+	}
+}
+
+func TestLoadPackagesD3CorruptFileIsTypedError(t *testing.T) {
+	entry := `{"name":"a","root":"plugins/a","enabled":true}`
+	tests := []struct {
+		name, doc, field, msg string
+	}{
+		{"empty file", ``, "", "one JSON object"},
+		{"garbage", `not json`, "", "one JSON object"},
+		{"truncated", `{"version":1,"packages":[` + entry, "", "not valid JSON"},
+		{"trailing data", `{"version":1,"packages":[]}]`, "", "trailing data"},
+		{"unknown root member", `{"version":1,"packages":[],"extra":1}`, "extra", "unknown field"},
+		{"case-variant root member", `{"Version":1,"packages":[]}`, "Version", `did you mean "version"?`},
+		{"duplicate root member", `{"version":1,"version":1,"packages":[]}`, "version", "duplicate member"},
+		{"missing version", `{"packages":[]}`, "version", "missing"},
+		{"version 2", `{"version":2,"packages":[]}`, "version", "unsupported version 2"},
+		{"packages object", `{"version":1,"packages":{}}`, "packages", "must be an array"},
+		{"entry unknown member", `{"version":1,"packages":[{"name":"a","root":"r","enabled":true,"trusted":true}]}`, "packages[0].trusted", "unknown field"},
+		{"entry case variant", `{"version":1,"packages":[{"name":"a","root":"r","Enabled":true}]}`, "packages[0].Enabled", `did you mean "enabled"?`},
+		{"entry duplicate", `{"version":1,"packages":[{"name":"a","root":"r","enabled":false,"enabled":true}]}`, "packages[0].enabled", "duplicate member"},
+		{"entry enabled string", `{"version":1,"packages":[{"name":"a","root":"r","enabled":"true"}]}`, "packages[0].enabled", "must be true or false"},
+		{"entry without enabled", `{"version":1,"packages":[{"name":"a","root":"r"}]}`, "packages[0].enabled", "missing"},
+		{"entry without root", `{"version":1,"packages":[{"name":"a","enabled":true}]}`, "packages[0].root", "missing"},
+		{"entry without name", `{"version":1,"packages":[{"root":"r","enabled":true}]}`, "packages[0].name", "missing"},
+		{"entry bad name", `{"version":1,"packages":[{"name":"../x","root":"r","enabled":true}]}`, "packages[0].name", "not a valid plugin name"},
+		{"entry bad scope", `{"version":1,"packages":[{"name":"a","root":"r","enabled":true,"scope":"global"}]}`, "packages[0].scope", "not a scope"},
+		{"repeated name", `{"version":1,"packages":[` + entry + `,` + entry + `]}`, "packages[1].name", "installed twice"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			home := t.TempDir()
+			path := filepath.Join(home, PackagesFile)
+			if err := os.WriteFile(path, []byte(tt.doc), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			p, err := LoadPackages(home)
+			if p != nil {
+				t.Errorf("got %+v, want nil", p)
+			}
+			var pe *PackagesError
+			if !errors.As(err, &pe) || !errors.Is(err, ErrCorruptPackages) {
+				t.Fatalf("err = %v, want *PackagesError wrapping ErrCorruptPackages", err)
+			}
+			if pe.Path != path || pe.Field != tt.field || !strings.Contains(pe.Msg, tt.msg) {
+				t.Errorf("got {Path %q, Field %q, Msg %q}, want {%q, %q, containing %q}", pe.Path, pe.Field, pe.Msg, path, tt.field, tt.msg)
+			}
+			// D8: a corrupt record is never read as "nothing installed".
+			if _, err := Install(home, writePlugin(t, filepath.Join(t.TempDir(), "p"), runtimeManifest("p", "/x")), InstallOptions{}); !errors.Is(err, ErrCorruptPackages) {
+				t.Errorf("Install over a corrupt record: err = %v, want ErrCorruptPackages", err)
+			}
+			if got, _ := os.ReadFile(path); string(got) != tt.doc {
+				t.Errorf("the corrupt record was overwritten")
+			}
+		})
+	}
+}
+
+func TestPackagesD10InstalledOrderPreserved(t *testing.T) {
+	home := t.TempDir()
+	base := t.TempDir()
+	for _, name := range []string{"charlie", "alpha", "bravo"} {
+		src := writePlugin(t, filepath.Join(base, name), runtimeManifest(name, "/opt/"+name))
+		if _, err := Install(home, src, InstallOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Reinstalling keeps the package's place.
+	if _, err := Install(home, filepath.Join(base, "alpha"), InstallOptions{Version: "2"}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := LoadPackages(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := entryNames(p), []string{"charlie", "alpha", "bravo"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("order = %q, want %q", got, want)
+	}
+	if v := p.Entry("alpha").Version; v != "2" {
+		t.Errorf("reinstalled version = %q, want %q", v, "2")
+	}
+}
+
+func TestInstallReplacesExistingNameAndReenables(t *testing.T) {
+	home := t.TempDir()
+	src := writePlugin(t, filepath.Join(t.TempDir(), "p"), runtimeManifest("p", "/opt/p"))
+	if err := os.WriteFile(filepath.Join(src, "old.txt"), []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Install(home, src, InstallOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := Disable(home, "p"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(src, "old.txt")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(src, "new.txt"), []byte("new"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Install(home, src, InstallOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(home, "plugins", "p")
+	if _, err := os.Stat(filepath.Join(dst, "old.txt")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("old.txt survived the reinstall (stat err %v)", err)
+	}
+	if _, err := os.Stat(filepath.Join(dst, "new.txt")); err != nil {
+		t.Errorf("new.txt: %v", err)
+	}
+	p, err := LoadPackages(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.Entry("p").Enabled {
+		t.Errorf("reinstall left the package disabled; installing is the consent")
+	}
+}
+
+func TestInstallCopiesModesAndSafeSymlinks(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Log("permission bits and symlinks are not portable to Windows; checking the copy only")
+	}
+	home := t.TempDir()
+	src := writePlugin(t, filepath.Join(t.TempDir(), "p"), runtimeManifest("p", "${REASONIX_PLUGIN_ROOT}/bin/p"))
+	if err := os.MkdirAll(filepath.Join(src, "bin", "lib"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(src, "bin", "p"), []byte("#!binary"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(src, "bin", "lib", "data"), []byte("data"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	symlinks := runtime.GOOS != "windows" && os.Symlink(filepath.Join("lib", "data"), filepath.Join(src, "bin", "link")) == nil
+	if _, err := Install(home, src, InstallOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(home, "plugins", "p")
+	data, err := os.ReadFile(filepath.Join(dst, "bin", "lib", "data"))
+	if err != nil || string(data) != "data" {
+		t.Fatalf("copied file = %q, %v; want %q", data, err, "data")
+	}
+	if runtime.GOOS == "windows" {
+		return
+	}
+	for path, want := range map[string]fs.FileMode{"bin/p": 0o755, "bin/lib/data": 0o600} {
+		fi, err := os.Stat(filepath.Join(dst, filepath.FromSlash(path)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fi.Mode().Perm(); got != want {
+			t.Errorf("%s mode = %v, want %v", path, got, want)
+		}
+	}
+	if symlinks {
+		link, err := os.Readlink(filepath.Join(dst, "bin", "link"))
+		if err != nil || link != filepath.Join("lib", "data") {
+			t.Errorf("copied symlink = %q, %v; want %q", link, err, filepath.Join("lib", "data"))
+		}
+	}
+}
+
+func TestInstallRejectsEscapingSymlinks(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Log("creating symlinks needs privileges on Windows; the rule is the same")
+		return
+	}
+	tests := []struct{ name, target string }{
+		{"absolute", "/etc/passwd"},
+		{"parent", "../../outside"},
+		{"sneaky", "sub/../../outside"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			home := t.TempDir()
+			src := writePlugin(t, filepath.Join(t.TempDir(), "p"), runtimeManifest("p", "/opt/p"))
+			if err := os.Symlink(tt.target, filepath.Join(src, "link")); err != nil {
+				t.Fatal(err)
+			}
+			_, err := Install(home, src, InstallOptions{})
+			var pe *PluginError
+			if !errors.As(err, &pe) || !errors.Is(err, ErrUnsafeFile) {
+				t.Fatalf("err = %v, want *PluginError wrapping ErrUnsafeFile", err)
+			}
+			if _, err := os.Stat(filepath.Join(home, "plugins", "p")); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("a refused install left a copy (stat err %v)", err)
+			}
+			if p, err := LoadPackages(home); err != nil || len(p.Entries) != 0 {
+				t.Errorf("a refused install was recorded: %+v, %v", p, err)
+			}
+		})
+	}
+}
+
+func TestInstallRejectsInvalidNames(t *testing.T) {
+	src := writePlugin(t, filepath.Join(t.TempDir(), "p"), runtimeManifest("p", "/opt/p"))
+	for _, name := range []string{"..", ".hidden", "a/b", `a\b`, "has space", "a:b", strings.Repeat("x", 129), "-dash"} {
+		t.Run(name, func(t *testing.T) {
+			_, err := Install(t.TempDir(), src, InstallOptions{Name: name})
+			if !errors.Is(err, ErrInvalidPluginName) {
+				t.Errorf("err = %v, want ErrInvalidPluginName", err)
+			}
+		})
+	}
+	for _, name := range []string{"a", "A1", "my_plugin.v2", "x-y", strings.Repeat("x", 128)} {
+		if !ValidPluginName(name) {
+			t.Errorf("ValidPluginName(%q) = false, want true", name)
+		}
+	}
+}
+
+func TestInstallRejectsBadManifestAndScope(t *testing.T) {
+	home := t.TempDir()
+	bad := writePlugin(t, filepath.Join(t.TempDir(), "bad"), `{"apiVersion":"reasonix.io/plugin/v1","name":"bad","runtime":{"command":"/x","priority":5000}}`)
+	_, err := Install(home, bad, InstallOptions{})
+	var me *ManifestError
+	if !errors.As(err, &me) || me.Field != "runtime.priority" {
+		t.Errorf("bad manifest: err = %v, want *ManifestError for runtime.priority", err)
+	}
+	good := writePlugin(t, filepath.Join(t.TempDir(), "good"), runtimeManifest("good", "/x"))
+	if _, err := Install(home, good, InstallOptions{Scope: "global"}); err == nil || !strings.Contains(err.Error(), `scope "global"`) {
+		t.Errorf("bad scope: err = %v, want a scope error", err)
+	}
+}
+
+func TestInstallRefusesHomeInsidePluginDir(t *testing.T) {
+	src := writePlugin(t, filepath.Join(t.TempDir(), "p"), runtimeManifest("p", "/x"))
+	_, err := Install(filepath.Join(src, "home"), src, InstallOptions{})
+	if err == nil || !strings.Contains(err.Error(), "inside the plugin directory") {
+		t.Fatalf("err = %v, want a refusal to copy a directory into itself", err)
+	}
+}
+
+func TestInstallLinkAndRemoveKeepsDirectory(t *testing.T) {
+	home := t.TempDir()
+	src := writePlugin(t, filepath.Join(t.TempDir(), "linked"), runtimeManifest("linked", "/x"))
+	e, err := Install(home, src, InstallOptions{Link: true, Name: "other-name"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !e.Linked || e.Root != src || e.Name != "other-name" {
+		t.Errorf("entry = %+v, want linked at %s as other-name", e, src)
+	}
+	if _, err := os.Stat(filepath.Join(home, "plugins")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a linked install copied files (stat err %v)", err)
+	}
+	if got := e.RootPath(home); got != src {
+		t.Errorf("RootPath = %q, want %q", got, src)
+	}
+	if err := Remove(home, "other-name"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(src, ManifestFile)); err != nil {
+		t.Errorf("Remove deleted the linked directory: %v", err)
+	}
+}
+
+func TestInstallTempD8(t *testing.T) {
+	src := writePlugin(t, filepath.Join(t.TempDir(), "p"), runtimeManifest("p", "${REASONIX_PLUGIN_ROOT}/bin/p"))
+	home, cleanup, err := InstallTemp(src, InstallOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := ResolveLaunch(home, "p", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(src, "bin", "p"); spec.Command != want {
+		t.Errorf("Command = %q, want %q", spec.Command, want)
+	}
+	if err := cleanup(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(home); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("cleanup left the temporary home (stat err %v)", err)
+	}
+	if _, err := os.Stat(filepath.Join(src, ManifestFile)); err != nil {
+		t.Errorf("cleanup touched the plugin directory: %v", err)
+	}
+}

@@ -1,0 +1,523 @@
+package extension
+
+import (
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// updateGolden rewrites the golden files under testdata/ instead of
+// comparing against them: go test -run Golden -update.
+var updateGolden = flag.Bool("update", false, "rewrite golden files under testdata/")
+
+// installRuntime writes a plugin whose runtime runs command, installs it
+// into home (linked) as name and returns its directory.
+func installRuntime(t *testing.T, home, name, command string, opts InstallOptions) string {
+	t.Helper()
+	dir := writePlugin(t, filepath.Join(t.TempDir(), name), runtimeManifest(name, command))
+	opts.Link = true
+	if _, err := Install(home, dir, opts); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// wantRefusal checks a launch-gate refusal: no spec, a *LaunchError for
+// plugin wrapping sentinel, and a message naming the plugin.
+func wantRefusal(t *testing.T, spec *LaunchSpec, err error, plugin string, sentinel error) {
+	t.Helper()
+	if spec != nil {
+		t.Errorf("spec = %+v, want nil: a refused plugin must not reach the process layer", spec)
+	}
+	var le *LaunchError
+	if !errors.As(err, &le) {
+		t.Fatalf("err = %v (%T), want *LaunchError", err, err)
+	}
+	if le.Plugin != plugin {
+		t.Errorf("LaunchError.Plugin = %q, want %q", le.Plugin, plugin)
+	}
+	if !errors.Is(err, sentinel) {
+		t.Errorf("err = %v, want errors.Is(err, %v)", err, sentinel)
+	}
+	if msg := err.Error(); !strings.Contains(msg, `"`+plugin+`"`) || !strings.Contains(msg, sentinel.Error()) {
+		t.Errorf("Error() = %q, want it to name %q and the cause %q", msg, plugin, sentinel)
+	}
+}
+
+func TestLaunchGateD8RefusesUninstalledPlugin(t *testing.T) {
+	home := t.TempDir()
+	spec, err := ResolveLaunch(home, "ghost", "")
+	wantRefusal(t, spec, err, "ghost", ErrNotInstalled)
+
+	installRuntime(t, home, "present", "/opt/present", InstallOptions{})
+	spec, err = ResolveLaunch(home, "ghost", "")
+	wantRefusal(t, spec, err, "ghost", ErrNotInstalled)
+}
+
+func TestLaunchGateD8RefusesDisabledPlugin(t *testing.T) {
+	home := t.TempDir()
+	installRuntime(t, home, "off", "/opt/off", InstallOptions{})
+	if err := Disable(home, "off"); err != nil {
+		t.Fatal(err)
+	}
+	spec, err := ResolveLaunch(home, "off", "")
+	wantRefusal(t, spec, err, "off", ErrDisabled)
+}
+
+func TestLaunchGateD8RefusesPluginWithoutRuntime(t *testing.T) {
+	manifests := map[string]string{
+		"v1 without runtime": `{"apiVersion":"reasonix.io/plugin/v1","name":"p","contributes":{"commands":[]}}`,
+		"legacy":             `{"name":"p","version":"1.0"}`,
+	}
+	for name, manifest := range manifests {
+		t.Run(name, func(t *testing.T) {
+			home := t.TempDir()
+			dir := writePlugin(t, filepath.Join(t.TempDir(), "p"), manifest)
+			if _, err := Install(home, dir, InstallOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			spec, err := ResolveLaunch(home, "p", "")
+			wantRefusal(t, spec, err, "p", ErrNoRuntime)
+		})
+	}
+}
+
+func TestLaunchGateD8RefusesRelativeCommand(t *testing.T) {
+	for _, command := range []string{"bin/plugin", "./plugin", "../up/plugin", `bin\plugin.exe`} {
+		t.Run(command, func(t *testing.T) {
+			home := t.TempDir()
+			installRuntime(t, home, "rel", command, InstallOptions{})
+			spec, err := ResolveLaunch(home, "rel", "")
+			wantRefusal(t, spec, err, "rel", ErrRelativeCommand)
+		})
+	}
+}
+
+func TestLaunchGateD8RefusesBareCommand(t *testing.T) {
+	for _, command := range []string{"node", "python3", " plugin.exe ", "env"} {
+		t.Run(command, func(t *testing.T) {
+			home := t.TempDir()
+			installRuntime(t, home, "bare", command, InstallOptions{})
+			spec, err := ResolveLaunch(home, "bare", "")
+			wantRefusal(t, spec, err, "bare", ErrBareCommand)
+		})
+	}
+}
+
+func TestLaunchGateD8RefusesShellCommand(t *testing.T) {
+	commands := []string{
+		"sh", "bash", "/bin/sh", "/bin/bash", "/usr/bin/zsh", "/usr/bin/fish", "/bin/dash", "/bin/ksh",
+		"/bin/SH", "/usr/local/bin/Bash", "  /bin/sh  ",
+		`C:\Windows\System32\cmd.exe`, `C:\WINDOWS\system32\CMD.EXE`, `C:\Windows\System32\cmd`,
+		"/usr/bin/powershell", `C:\Program Files\PowerShell\7\pwsh.exe`, "/opt/microsoft/powershell/7/pwsh",
+		"powershell.exe", "/mnt/c/PowerShell.exe",
+		"${REASONIX_PLUGIN_ROOT}/bin/bash", "${REASONIX_PLUGIN_ROOT}/../../bin/sh",
+	}
+	for _, command := range commands {
+		t.Run(command, func(t *testing.T) {
+			home := t.TempDir()
+			installRuntime(t, home, "shell", command, InstallOptions{})
+			spec, err := ResolveLaunch(home, "shell", "")
+			wantRefusal(t, spec, err, "shell", ErrShellCommand)
+		})
+	}
+}
+
+func TestLaunchGateD8AllowsAbsoluteNonShellCommands(t *testing.T) {
+	abs := string(filepath.Separator) + filepath.Join("usr", "bin", "env")
+	for _, command := range []string{abs, "/bin/bashful", "/opt/sh-tools/plugin", "/opt/x/sh.exe", "/usr/bin/python3"} {
+		t.Run(command, func(t *testing.T) {
+			if !filepath.IsAbs(command) {
+				t.Logf("%q is not absolute on this platform; checking only that it is not refused as a shell", command)
+			}
+			home := t.TempDir()
+			installRuntime(t, home, "ok", command, InstallOptions{})
+			spec, err := ResolveLaunch(home, "ok", "")
+			if !filepath.IsAbs(command) {
+				if errors.Is(err, ErrShellCommand) {
+					t.Errorf("err = %v, want no shell refusal", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("err = %v, want a spec", err)
+			}
+			if spec.Command != command {
+				t.Errorf("Command = %q, want %q", spec.Command, command)
+			}
+		})
+	}
+}
+
+func TestLaunchGateD8RefusesProjectRuntime(t *testing.T) {
+	t.Run("project scope", func(t *testing.T) {
+		home := t.TempDir()
+		installRuntime(t, home, "proj", "/opt/proj", InstallOptions{Scope: ScopeProject})
+		spec, err := ResolveLaunch(home, "proj", t.TempDir())
+		wantRefusal(t, spec, err, "proj", ErrProjectRuntime)
+		spec, err = ResolveLaunch(home, "proj", "")
+		wantRefusal(t, spec, err, "proj", ErrProjectRuntime)
+	})
+	t.Run("root in the workspace's .reasonix", func(t *testing.T) {
+		home := t.TempDir()
+		ws := t.TempDir()
+		dir := writePlugin(t, filepath.Join(ws, ".reasonix", "plugins", "local"), runtimeManifest("local", "${REASONIX_PLUGIN_ROOT}/bin/local"))
+		if _, err := Install(home, dir, InstallOptions{Link: true}); err != nil {
+			t.Fatal(err)
+		}
+		spec, err := ResolveLaunch(home, "local", ws)
+		wantRefusal(t, spec, err, "local", ErrProjectRuntime)
+		// The same package seen from another workspace is user-level.
+		if _, err := ResolveLaunch(home, "local", t.TempDir()); err != nil {
+			t.Errorf("from another workspace: err = %v, want a spec", err)
+		}
+	})
+	t.Run("home in the workspace's .reasonix", func(t *testing.T) {
+		ws := t.TempDir()
+		home := filepath.Join(ws, ".reasonix")
+		src := writePlugin(t, filepath.Join(t.TempDir(), "copied"), runtimeManifest("copied", "${REASONIX_PLUGIN_ROOT}/bin/x"))
+		if _, err := Install(home, src, InstallOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		spec, err := ResolveLaunch(home, "copied", ws)
+		wantRefusal(t, spec, err, "copied", ErrProjectRuntime)
+	})
+	t.Run("through a symlinked workspace", func(t *testing.T) {
+		home := t.TempDir()
+		ws := t.TempDir()
+		dir := writePlugin(t, filepath.Join(ws, ".reasonix", "p"), runtimeManifest("p", "/opt/p"))
+		alias := filepath.Join(t.TempDir(), "alias")
+		if err := os.Symlink(ws, alias); err != nil {
+			t.Logf("no symlinks here (%v); the lexical case is covered above", err)
+			return
+		}
+		if _, err := Install(home, dir, InstallOptions{Link: true}); err != nil {
+			t.Fatal(err)
+		}
+		spec, err := ResolveLaunch(home, "p", alias)
+		wantRefusal(t, spec, err, "p", ErrProjectRuntime)
+	})
+}
+
+func TestLaunchGateD8RefusesBrokenManifest(t *testing.T) {
+	home := t.TempDir()
+	dir := installRuntime(t, home, "broken", "/opt/broken", InstallOptions{})
+	// The manifest changes after the install: the gate reads it again.
+	if err := os.WriteFile(filepath.Join(dir, ManifestFile), []byte(v1(`,"priority":5000`)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	spec, err := ResolveLaunch(home, "broken", "")
+	var le *LaunchError
+	var me *ManifestError
+	if spec != nil || !errors.As(err, &le) || !errors.As(err, &me) || me.Field != "runtime.priority" {
+		t.Fatalf("got %+v, %v; want a *LaunchError wrapping the *ManifestError", spec, err)
+	}
+	if le.Plugin != "broken" {
+		t.Errorf("Plugin = %q, want %q", le.Plugin, "broken")
+	}
+}
+
+func TestLaunchGateD8ExpandsPluginRootPrefixOnly(t *testing.T) {
+	home := t.TempDir()
+	tests := []struct {
+		name, command string
+		want          func(root string) string
+		sentinel      error
+	}{
+		{"prefix", "${REASONIX_PLUGIN_ROOT}/bin/plugin", func(root string) string { return filepath.Join(root, "bin", "plugin") }, nil},
+		{"trimmed", " \t${REASONIX_PLUGIN_ROOT}/bin/plugin\n", func(root string) string { return filepath.Join(root, "bin", "plugin") }, nil},
+		{"cleaned", "${REASONIX_PLUGIN_ROOT}/bin/../libexec/plugin", func(root string) string { return filepath.Join(root, "libexec", "plugin") }, nil},
+		{"not a general expansion", "${HOME}/plugin", nil, ErrRelativeCommand},
+		{"only as a prefix", "bin/${REASONIX_PLUGIN_ROOT}/plugin", nil, ErrRelativeCommand},
+		{"$VAR form is not the prefix", "$REASONIX_PLUGIN_ROOT/bin/plugin", nil, ErrRelativeCommand},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			name := "expand" + string(rune('a'+i))
+			dir := installRuntime(t, home, name, tt.command, InstallOptions{})
+			spec, err := ResolveLaunch(home, name, "")
+			if tt.sentinel != nil {
+				wantRefusal(t, spec, err, name, tt.sentinel)
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := tt.want(dir); spec.Command != want {
+				t.Errorf("Command = %q, want %q", spec.Command, want)
+			}
+			if spec.Root != dir {
+				t.Errorf("Root = %q, want %q", spec.Root, dir)
+			}
+		})
+	}
+}
+
+func TestLaunchGateD8PluginIDIsInstalledName(t *testing.T) {
+	tests := []struct {
+		name        string
+		opts        InstallOptions
+		wantID      string
+		wantVersion string
+	}{
+		{"manifest name and version", InstallOptions{}, "starter-extension", "0.1.0"},
+		{"installed name", InstallOptions{Name: "renamed"}, "renamed", "0.1.0"},
+		{"installed version", InstallOptions{Name: "pinned", Version: "9.9.9"}, "pinned", "9.9.9"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			home := t.TempDir()
+			if _, err := Install(home, filepath.Join("testdata", "manifests", "starter"), tt.opts); err != nil {
+				t.Fatal(err)
+			}
+			spec, err := ResolveLaunch(home, tt.wantID, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if spec.ID != tt.wantID || spec.Version != tt.wantVersion || spec.Manifest.Name != "starter-extension" {
+				t.Errorf("ID, Version, manifest name = %q, %q, %q; want %q, %q, %q",
+					spec.ID, spec.Version, spec.Manifest.Name, tt.wantID, tt.wantVersion, "starter-extension")
+			}
+			env := spec.Env(nil)
+			for _, kv := range []string{"REASONIX_PLUGIN_NAME=" + tt.wantID, "REASONIX_PLUGIN_VERSION=" + tt.wantVersion} {
+				if !slices.Contains(env, kv) {
+					t.Errorf("Env = %q, want it to hold %q", env, kv)
+				}
+			}
+			if tt.wantID != "starter-extension" {
+				if _, err := ResolveLaunch(home, "starter-extension", ""); !errors.Is(err, ErrNotInstalled) {
+					t.Errorf("the manifest name resolved too: err = %v, want ErrNotInstalled", err)
+				}
+			}
+		})
+	}
+}
+
+func TestLaunchSpecD8EnvLayering(t *testing.T) {
+	home := t.TempDir()
+	dir := writePlugin(t, filepath.Join(t.TempDir(), "envy"), `{"apiVersion":"reasonix.io/plugin/v1","name":"envy","version":"1.0.0",
+		"runtime":{"command":"/opt/envy","env":{"FOO":"manifest","BAR":"1","REASONIX_PLUGIN_NAME":"forged","REASONIX_PLUGIN_ROOT":"/forged","REASONIX_PLUGIN_VERSION":"6.6.6"}}}`)
+	if _, err := Install(home, dir, InstallOptions{Link: true, Name: "envy-installed"}); err != nil {
+		t.Fatal(err)
+	}
+	spec, err := ResolveLaunch(home, "envy-installed", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := []string{"PATH=/usr/bin", "REASONIX_TEST_MARKER=inherited", "FOO=base", "REASONIX_PLUGIN_NAME=from-host", "SECRET_TOKEN=kept-unfiltered"}
+	got := spec.Env(base)
+	want := []string{
+		"PATH=/usr/bin",
+		"REASONIX_TEST_MARKER=inherited",
+		"FOO=manifest",
+		"REASONIX_PLUGIN_NAME=envy-installed",
+		"SECRET_TOKEN=kept-unfiltered",
+		"BAR=1",
+		"REASONIX_PLUGIN_ROOT=" + dir,
+		"REASONIX_PLUGIN_VERSION=1.0.0",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Env =\n%q\nwant\n%q", got, want)
+	}
+	if base[2] != "FOO=base" {
+		t.Errorf("Env modified its base argument: %q", base)
+	}
+}
+
+func TestLaunchGateD10StarterManifestInstallsAndResolves(t *testing.T) {
+	home := t.TempDir()
+	if _, err := Install(home, filepath.Join("testdata", "manifests", "starter"), InstallOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	specs, refused := LaunchablePlugins(home, t.TempDir())
+	if len(refused) != 0 || len(specs) != 1 {
+		t.Fatalf("LaunchablePlugins = %d specs, refusals %v; want 1, none", len(specs), refused)
+	}
+	spec := specs[0]
+	root, err := filepath.Abs(filepath.Join(home, "plugins", "starter-extension"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spec.Root != root || !filepath.IsAbs(spec.Root) {
+		t.Errorf("Root = %q, want %q", spec.Root, root)
+	}
+	if want := filepath.Join(root, "bin", "starter-extension.exe"); spec.Command != want {
+		t.Errorf("Command = %q, want %q", spec.Command, want)
+	}
+	if len(spec.Args) != 0 {
+		t.Errorf("Args = %q, want none", spec.Args)
+	}
+	want := ManifestExpectation{Intercepts: []string{"input.receive"}, Capabilities: []string{"interceptors"}}
+	if got := spec.Runtime.Expectation(); !reflect.DeepEqual(got, want) {
+		t.Errorf("Expectation = %+v, want %+v", got, want)
+	}
+}
+
+func TestLaunchablePluginsD10InstalledOrderAndRefusals(t *testing.T) {
+	home := t.TempDir()
+	ws := t.TempDir()
+	installRuntime(t, home, "zulu", "/opt/zulu", InstallOptions{})
+	installRuntime(t, home, "shell", "/bin/sh", InstallOptions{})
+	installRuntime(t, home, "off", "/opt/off", InstallOptions{})
+	if err := Disable(home, "off"); err != nil {
+		t.Fatal(err)
+	}
+	plain := writePlugin(t, filepath.Join(t.TempDir(), "plain"), `{"apiVersion":"reasonix.io/plugin/v1","name":"plain"}`)
+	if _, err := Install(home, plain, InstallOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	installRuntime(t, home, "proj", "/opt/proj", InstallOptions{Scope: ScopeProject})
+	required := writePlugin(t, filepath.Join(t.TempDir(), "req"), `{"apiVersion":"reasonix.io/plugin/v1","name":"req","runtime":{"command":"node","required":true}}`)
+	if _, err := Install(home, required, InstallOptions{Link: true}); err != nil {
+		t.Fatal(err)
+	}
+	installRuntime(t, home, "alpha", "/opt/alpha", InstallOptions{})
+
+	specs, refused := LaunchablePlugins(home, ws)
+	var ids []string
+	for _, s := range specs {
+		ids = append(ids, s.ID)
+	}
+	if want := []string{"zulu", "alpha"}; !reflect.DeepEqual(ids, want) {
+		t.Errorf("launchable = %q, want %q (installed order)", ids, want)
+	}
+	wantRefused := []struct {
+		plugin   string
+		sentinel error
+		required bool
+	}{
+		{"shell", ErrShellCommand, false},
+		{"proj", ErrProjectRuntime, false},
+		{"req", ErrBareCommand, true},
+	}
+	if len(refused) != len(wantRefused) {
+		t.Fatalf("refusals = %v, want %d", refused, len(wantRefused))
+	}
+	for i, w := range wantRefused {
+		var le *LaunchError
+		if !errors.As(refused[i], &le) || le.Plugin != w.plugin || !errors.Is(refused[i], w.sentinel) || le.Required != w.required {
+			t.Errorf("refusal %d = %v, want %s refused with %v (required %v)", i, refused[i], w.plugin, w.sentinel, w.required)
+		}
+	}
+}
+
+func TestLaunchablePluginsCorruptRecord(t *testing.T) {
+	home := t.TempDir()
+	if err := os.WriteFile(filepath.Join(home, PackagesFile), []byte(`{"version":1,"packages":[`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	specs, refused := LaunchablePlugins(home, "")
+	var pe *PackagesError
+	if specs != nil || len(refused) != 1 || !errors.As(refused[0], &pe) || !errors.Is(refused[0], ErrCorruptPackages) {
+		t.Errorf("got %v, %v; want no specs and one *PackagesError", specs, refused)
+	}
+	spec, err := ResolveLaunch(home, "any", "")
+	if spec != nil || !errors.Is(err, ErrCorruptPackages) {
+		t.Errorf("ResolveLaunch = %v, %v; want nil, ErrCorruptPackages", spec, err)
+	}
+}
+
+func TestTrustSummaryGolden(t *testing.T) {
+	tests := []struct {
+		name    string // golden file name under testdata/manifests
+		fixture string // plugin directory under testdata/manifests
+		opts    InstallOptions
+	}{
+		{"starter", "starter", InstallOptions{}},
+		{"full", "full", InstallOptions{Name: "full"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			home := t.TempDir()
+			if _, err := Install(home, filepath.Join("testdata", "manifests", tt.fixture), tt.opts); err != nil {
+				t.Fatal(err)
+			}
+			id := tt.opts.Name
+			if id == "" {
+				id = tt.fixture + "-extension"
+			}
+			spec, err := ResolveLaunch(home, id, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := filepath.ToSlash(strings.ReplaceAll(spec.Trust().Text(), spec.Root, "<root>"))
+			checkGolden(t, filepath.Join("testdata", "manifests", tt.name+".golden"), got)
+		})
+	}
+	t.Run("constructed", func(t *testing.T) {
+		s := TrustSummary{
+			Plugin: "acme", ManifestName: "acme-tools", Version: "", Root: "/home/u/.reasonix/plugins/acme",
+			Command: "/home/u/.reasonix/plugins/acme/bin/acme", Args: []string{"--listen", "with space", ""},
+			EnvKeys: []string{"ACME_KEY", "ACME_MODE"}, Priority: 1000, Slots: []string{"provider:plugin/acme/local/m1", "tool:search"},
+			Capabilities: []string{"providers", "strategies"}, Providers: []string{"plugin/acme/local/m1"},
+		}
+		checkGolden(t, filepath.Join("testdata", "manifests", "constructed.golden"), s.Text())
+	})
+}
+
+func checkGolden(t *testing.T, path, got string) {
+	t.Helper()
+	if *updateGolden {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -run Golden -update to create it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs (go test -run Golden -update rewrites it)\ngot:\n%s\nwant:\n%s", path, got, want)
+	}
+}
+
+func TestTrustSummaryStructuredData(t *testing.T) {
+	home := t.TempDir()
+	if _, err := Install(home, filepath.Join("testdata", "manifests", "full"), InstallOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	spec, err := ResolveLaunch(home, "full-extension", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := TrustSummary{
+		Plugin: "full-extension", ManifestName: "full-extension", Version: "1.2.3", Root: spec.Root,
+		Command: filepath.Join(spec.Root, "bin", "full-extension"), Args: []string{"--mode", "full"},
+		EnvKeys: []string{"FULL_LOG", "FULL_TOKEN"}, Required: true, Priority: -10, TimeoutMillis: 2500,
+		Intercepts:   []Point{InputReceive, ToolBefore, SystemPromptBuild, SessionStart},
+		Slots:        []string{"system_prompt"},
+		Capabilities: []string{"providers", "ui"},
+		UIActions:    []string{"show-status"},
+	}
+	if got := spec.Trust(); !reflect.DeepEqual(got, want) {
+		t.Errorf("Trust =\n%+v\nwant\n%+v", got, want)
+	}
+	if text := spec.Trust().Text(); strings.Contains(text, "never shown") {
+		t.Errorf("the summary shows an env value:\n%s", text)
+	}
+}
+
+func TestTrustPluginBeforeInstall(t *testing.T) {
+	s, err := TrustPlugin(filepath.Join("testdata", "manifests", "starter"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, _ := filepath.Abs(filepath.Join("testdata", "manifests", "starter"))
+	if s.Plugin != "starter-extension" || s.Command != filepath.Join(root, "bin", "starter-extension.exe") {
+		t.Errorf("TrustPlugin = %+v, want starter-extension at %s", s, root)
+	}
+	if !strings.HasPrefix(s.Text(), "FULL TRUST: ") {
+		t.Errorf("Text does not open with the FULL TRUST heading:\n%s", s.Text())
+	}
+	shell := writePlugin(t, filepath.Join(t.TempDir(), "sh"), runtimeManifest("sh-plugin", "/bin/bash"))
+	_, err = TrustPlugin(shell, "renamed")
+	wantRefusal(t, nil, err, "renamed", ErrShellCommand)
+	plain := writePlugin(t, filepath.Join(t.TempDir(), "plain"), `{"name":"plain"}`)
+	_, err = TrustPlugin(plain, "")
+	wantRefusal(t, nil, err, "plain", ErrNoRuntime)
+}
