@@ -842,7 +842,7 @@ func redactValue(s string, i, ks, kind int) (vs, ve int) {
 		vs = j + 1
 		for k := vs; k < len(s); k++ {
 			switch c := s[k]; {
-			case c == '\n':
+			case c == '\n' || c == '\\' && k+1 < len(s) && s[k+1] == '\n': // quotes never span lines
 				return vs, k
 			case q == `"` && c == '\\':
 				k++

@@ -183,6 +183,7 @@ func TestRedactKeepsContext(t *testing.T) {
 		{"command-line flag", "mysql --password Sup3rFAKEpw -h db", "mysql --password [redacted] -h db"},
 		{"prose key with two words", "The API key: FAKEabcd1234 was revoked", "The API key: [redacted] was revoked"},
 		{"env value without context", "dialing with Zq8vFAKEenvPw7731 now", "dialing with [redacted] now"},
+		{"an unterminated quote stops at the line end", "pass: \"hunter2\\\nAuthorization: Basic FAKEZm9vYmFy\n", "pass: \"[redacted]\\\nAuthorization: [redacted]\n"},
 		{"vendor token glued after a JSON escape", `"line one\nghp_FAKEabcdefghijklmnopqrstuvwxyz012345"`, `"line one\n[redacted]"`},
 	}
 	r := newTestRedactor()
