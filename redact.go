@@ -65,7 +65,7 @@ type Finding struct {
 	// xai-key, vault-token, shopify-token, linear-key, doppler-token,
 	// telegram-bot-token, azure-storage-key), a structure (jwt,
 	// pem-private-key, url-userinfo, authorization-header, cookie-header,
-	// bearer-token, secret-key-value) or env-value.
+	// bearer-token, user-password-flag, secret-key-value) or env-value.
 	Rule string
 
 	// Start and End are the byte offsets of the removed text.
@@ -375,6 +375,7 @@ func redactRules() []redactRule {
 		redactRule{name: "pem-private-key", anchors: []string{"-----BEGIN ", "-----END "}, match: redactPEM},
 		redactRule{name: "url-userinfo", anchors: []string{"://"}, match: redactURLUserinfo},
 		redactRule{name: "telegram-bot-token", anchors: []string{":AA"}, match: redactTelegram},
+		redactRule{name: "user-password-flag", anchors: []string{"-u ", "--user ", "--user="}, match: redactUserFlag},
 		redactRule{
 			name:    "secret-key-value",
 			anchors: []string{"pass", "pwd", "secret", "token", "key", "credential", "auth", "cookie", "sig"},
@@ -512,6 +513,35 @@ func redactURLUserinfo(st *redactScan, p int) {
 		}
 	}
 	st.add(start, at, "url-userinfo")
+}
+
+// redactUserFlag removes the password of curl -u user:password (also
+// --user), keeping the user name; a numeric uid:gid, as in docker -u, stays.
+func redactUserFlag(st *redactScan, p int) {
+	s := st.s
+	if p > 0 && s[p-1] != ' ' && s[p-1] != '\t' {
+		return
+	}
+	i := p + 2
+	if s[p+1] == '-' {
+		i = p + len("--user")
+	}
+	i++
+	q := byte(0)
+	if i < len(s) && (s[i] == '"' || s[i] == '\'') {
+		q, i = s[i], i+1
+	}
+	e := i
+	for e < len(s) && s[e] > ' ' && s[e] != q && (q != 0 || s[e] != '"' && s[e] != '\'') {
+		e++
+	}
+	c := strings.IndexByte(s[i:e], ':')
+	if c <= 0 || c+1 == e-i {
+		return
+	}
+	if pw := s[i+c+1 : e]; !strings.HasPrefix(pw, RedactedMarker) && strings.Trim(pw, "0123456789") != "" { // not docker -u 1000:1000
+		st.add(i+c+1, e, "user-password-flag")
+	}
 }
 
 // redactTelegram removes a Telegram bot token, 123456789:AA..., also in the
