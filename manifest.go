@@ -301,12 +301,7 @@ func parseRuntime(raw []byte) (*RuntimeSpec, error) {
 				err = &ManifestError{Field: field, Msg: "blank; name the sidecar executable, e.g. \"${REASONIX_PLUGIN_ROOT}/bin/my-plugin\""}
 			}
 		case "args":
-			r.Args, err = stringList(mem.raw, field, func(s string) string {
-				if strings.TrimSpace(s) == "" {
-					return "blank argument; remove it or give it a value"
-				}
-				return ""
-			})
+			r.Args, err = stringList(mem.raw, field, nonBlank, "is a blank argument; remove it or give it a value")
 		case "env":
 			r.Env, err = envObject(mem.raw, field)
 		case "required":
@@ -320,47 +315,24 @@ func parseRuntime(raw []byte) (*RuntimeSpec, error) {
 			r.Priority = int(p)
 		case "intercepts":
 			var ps []string
-			ps, err = stringList(mem.raw, field, func(s string) string {
-				if !Point(s).Valid() {
-					return fmt.Sprintf("%q is not a hook point; use one of %s", s, joinPoints())
-				}
-				return ""
-			})
+			ps, err = stringList(mem.raw, field, func(s string) bool { return Point(s).Valid() }, "is not a hook point; use one of "+joinPoints())
 			for _, p := range ps {
 				r.Intercepts = append(r.Intercepts, Point(p))
 			}
 		case "replaces":
-			r.Replaces, err = stringList(mem.raw, field, func(s string) string {
-				if !ValidSlot(s) {
-					return fmt.Sprintf("%q is not a slot; use one of %s, tool:<name> or provider:<name>/<model>", s, strings.Join(bareSlots(), ", "))
-				}
-				return ""
-			})
+			// D17: each claim is a slot of the closed set or a parameterized one.
+			r.Replaces, err = stringList(mem.raw, field, ValidSlot, "is not a slot; use one of "+strings.Join(bareSlots(), ", ")+", tool:<name> or provider:<name>/<model>")
 		case "capabilities":
-			r.Capabilities, err = stringList(mem.raw, field, func(s string) string {
-				if !validCapability(s) {
-					return fmt.Sprintf("%q is not a capability; use interceptors, strategies, providers or ui", s)
-				}
-				return ""
-			})
+			r.Capabilities, err = stringList(mem.raw, field, validCapability, "is not a capability; use interceptors, strategies, providers or ui")
 		case "timeoutMillis":
 			if r.TimeoutMillis, err = intValue(mem.raw, field); err == nil && r.TimeoutMillis < 0 {
 				err = &ManifestError{Field: field, Msg: fmt.Sprintf("%d is negative; use 0 for the per-point defaults or a positive number of milliseconds", r.TimeoutMillis)}
 			}
 		case "providers":
-			r.Providers, err = stringList(mem.raw, field, func(s string) string {
-				if !ValidProviderRef(s) {
-					return fmt.Sprintf("%q is not a provider ref; use plugin/<pluginID>/<provider>/<model>", s)
-				}
-				return ""
-			})
+			r.Providers, err = stringList(mem.raw, field, ValidProviderRef, "is not a provider ref; use plugin/<pluginID>/<provider>/<model>")
 		case "uiActions":
-			r.UIActions, err = stringList(mem.raw, field, func(s string) string {
-				if !ValidActionID(s) {
-					return fmt.Sprintf("%q is not an action ID; use lower-case letters, digits and '-', starting with a letter or digit", s)
-				}
-				return ""
-			})
+			// D9: action IDs match ^[a-z0-9][a-z0-9-]*$.
+			r.UIActions, err = stringList(mem.raw, field, ValidActionID, "is not an action ID; use lower-case letters, digits and '-', starting with a letter or digit")
 		default:
 			err = unknownField(field, mem.name, runtimeFields)
 		}
@@ -478,6 +450,8 @@ func ValidActionID(id string) bool {
 	}
 	return true
 }
+
+func nonBlank(s string) bool { return strings.TrimSpace(s) != "" }
 
 func validCapability(c string) bool {
 	switch c {
@@ -628,9 +602,10 @@ func intValue(raw []byte, field string) (int64, error) {
 	return i, nil
 }
 
-// stringList reads an array of strings; check returns a message for a bad
-// element. Repeated elements are rejected: each list is a set.
-func stringList(raw []byte, field string, check func(string) string) ([]string, error) {
+// stringList reads an array of strings; an element that is not valid is
+// reported as "<quoted element> <hint>". Repeated elements are rejected:
+// each list is a set.
+func stringList(raw []byte, field string, valid func(string) bool, hint string) ([]string, error) {
 	s := scanner{data: raw}
 	if s.peek() != '[' {
 		return nil, typeError(raw, field, "an array of strings")
@@ -647,8 +622,8 @@ func stringList(raw []byte, field string, check func(string) string) ([]string, 
 		if !ok {
 			return nil, typeError(v, elem, "a string")
 		}
-		if msg := check(str); msg != "" {
-			return nil, &ManifestError{Field: elem, Msg: msg}
+		if !valid(str) {
+			return nil, &ManifestError{Field: elem, Msg: strconv.Quote(str) + " " + hint}
 		}
 		for _, prev := range out {
 			if prev == str {

@@ -472,3 +472,60 @@ func TestLoadManifestErrorNamesFileAndField(t *testing.T) {
 		t.Errorf("Error() = %q, want prefix %q", err, want)
 	}
 }
+
+// FuzzParseManifest: a manifest is untrusted input. Parsing never panics,
+// and an accepted manifest satisfies every rule the parser promises.
+func FuzzParseManifest(f *testing.F) {
+	for _, dir := range []string{"starter", "full"} {
+		data, err := os.ReadFile(filepath.Join("testdata", "manifests", dir, ManifestFile))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	f.Add([]byte(`{"name":"legacy","contributes":{"a":1}}`))
+	f.Add([]byte(v1(`,"replaces":["tool:x","provider:a/b"],"capabilities":["ui"],"uiActions":["go"],"env":{"A":"b"}`)))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := ParseManifest(data)
+		if err != nil {
+			var me *ManifestError
+			if m != nil || !errors.As(err, &me) {
+				t.Fatalf("got %v, %v (%T); want nil and a *ManifestError", m, err, err)
+			}
+			return
+		}
+		if strings.TrimSpace(m.Name) == "" {
+			t.Fatalf("accepted a blank name")
+		}
+		r := m.Runtime
+		if r == nil {
+			return
+		}
+		if m.APIVersion == "" {
+			t.Fatalf("a legacy manifest has a runtime")
+		}
+		if strings.TrimSpace(r.Command) == "" || r.Priority < -1000 || r.Priority > 1000 || r.TimeoutMillis < 0 {
+			t.Fatalf("accepted runtime %+v", r)
+		}
+		for _, p := range r.Intercepts {
+			if !p.Valid() {
+				t.Fatalf("accepted intercept %q", p)
+			}
+		}
+		for _, s := range r.Replaces {
+			if !ValidSlot(s) {
+				t.Fatalf("accepted slot %q", s)
+			}
+		}
+		for _, id := range r.UIActions {
+			if !ValidActionID(id) {
+				t.Fatalf("accepted action %q", id)
+			}
+		}
+		for _, a := range r.Args {
+			if strings.TrimSpace(a) == "" {
+				t.Fatalf("accepted blank arg %q", a)
+			}
+		}
+	})
+}

@@ -436,7 +436,11 @@ type InstallOptions struct {
 func Install(home, pluginDir string, opts InstallOptions) (*PackageEntry, error) {
 	m, err := LoadManifest(pluginDir)
 	if err != nil {
-		return nil, &PluginError{Plugin: opts.Name, Op: "install", Err: err}
+		name := opts.Name
+		if name == "" {
+			name = filepath.Base(pluginDir)
+		}
+		return nil, &PluginError{Plugin: name, Op: "install", Err: err}
 	}
 	name := opts.Name
 	if name == "" {

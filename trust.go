@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"maps"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -95,7 +96,7 @@ func envKey(kv string) string {
 	if i := strings.IndexByte(kv[min(1, len(kv)):], '='); i >= 0 {
 		k = kv[:i+min(1, len(kv))]
 	}
-	if filepath.Separator == '\\' {
+	if runtime.GOOS == "windows" {
 		k = strings.ToUpper(k)
 	}
 	return k
