@@ -108,10 +108,11 @@ func envKey(kv string) string {
 // with a runtime, and whose command resolves to an absolute path that is
 // not a shell. Every refusal is a [*LaunchError] wrapping
 // [ErrNotInstalled], [ErrDisabled], [ErrNoRuntime], [ErrProjectRuntime],
-// [ErrShellCommand], [ErrBareCommand], [ErrRelativeCommand] or a
-// [*ManifestError]. A package root inside <workspaceRoot>/.reasonix is
-// project configuration; an empty workspaceRoot skips that check. Nothing
-// is started: this layer has no process code.
+// [ErrShellCommand], [ErrBareCommand], [ErrRelativeCommand], a
+// [*ManifestError] or a [*PackagesError]. A package root inside
+// <workspaceRoot>/.reasonix is project configuration; an empty
+// workspaceRoot skips that check. Nothing is started: this layer has no
+// process code.
 func ResolveLaunch(home, id, workspaceRoot string) (*LaunchSpec, error) {
 	pkgs, err := LoadPackages(home)
 	if err != nil {
@@ -156,7 +157,7 @@ func LaunchablePlugins(home, workspaceRoot string) ([]*LaunchSpec, []error) {
 	return specs, refused
 }
 
-// gate checks one entry. runtimeless reports a refusal only because the
+// launchGate checks one entry. runtimeless reports a refusal only because the
 // manifest has no runtime.
 func launchGate(home string, e *PackageEntry, workspaceRoot string) (spec *LaunchSpec, runtimeless bool, err error) {
 	refuse := func(required bool, format string, args ...any) (*LaunchSpec, bool, error) {
@@ -220,7 +221,7 @@ func resolveCommand(root, command string) (string, error) {
 		return "", fmt.Errorf("%w (%q): runtimes are exec-form only; point runtime.command at the sidecar executable itself", ErrShellCommand, command)
 	}
 	if !strings.ContainsAny(c, `/\`) {
-		return "", fmt.Errorf("%w (%q): there is no PATH lookup; use an absolute path or %s/...", ErrBareCommand, command, rootVariable)
+		return "", fmt.Errorf("%w (%q): there is no PATH lookup; use an absolute path or one under %s", ErrBareCommand, command, rootVariable)
 	}
 	if !filepath.IsAbs(c) {
 		return "", fmt.Errorf("%w (%q): use an absolute path or start it with %s/", ErrRelativeCommand, command, rootVariable)
