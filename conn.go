@@ -557,7 +557,8 @@ func (c *Conn) sendAnswer(data []byte) {
 // handleRequest runs on its own goroutine, holding a handler token.
 func (c *Conn) handleRequest(m Message) {
 	defer func() { <-c.handlerSem }()
-	data := c.answer(m)
+	hooks := new(answerHooks)
+	data := c.answer(context.WithValue(c.ctx, answerHooksKey{}, hooks), m)
 	if len(data) > FrameBytes {
 		// CONTRACT-NOTES §1.1: an oversized response is replaced by a
 		// small error response.
@@ -565,13 +566,13 @@ func (c *Conn) handleRequest(m Message) {
 		data = encodeError(&m.ID, &Error{Code: CodeInternal, Message: "response exceeds frame size limit"})
 	}
 	select {
-	case c.writeq <- &outFrame{data: data, final: true}:
+	case c.writeq <- &outFrame{data: data, final: true, hooks: hooks}:
 	case <-c.done:
 	}
 }
 
 // answer calls the handler and encodes its response frame.
-func (c *Conn) answer(m Message) (data []byte) {
+func (c *Conn) answer(ctx context.Context, m Message) (data []byte) {
 	defer func() {
 		if p := recover(); p != nil {
 			c.opts.Logf("extension: handler for %s panicked: %v\n%s", m.Method, p, debug.Stack())
@@ -581,7 +582,7 @@ func (c *Conn) answer(m Message) (data []byte) {
 	if c.h == nil {
 		return encodeError(&m.ID, NewError(ReasonUnknownMethod, "method not found: "+m.Method))
 	}
-	result, err := c.h.HandleRequest(c.ctx, m.Method, m.Params)
+	result, err := c.h.HandleRequest(ctx, m.Method, m.Params)
 	if err != nil {
 		var e *Error
 		if !errors.As(err, &e) {
@@ -623,5 +624,55 @@ func (c *Conn) handleNotification(m Message) {
 	}()
 	if c.h != nil {
 		c.h.HandleNotification(c.ctx, m.Method, m.Params)
+	}
+}
+
+// AfterAnswer arranges for f to run once the answer to a request has been
+// written completely; ctx is the context the request's handler received, or
+// one derived from it. This is how a handler answers and then ends the
+// connection, as extension/shutdown does: it calls AfterAnswer with a
+// function that calls [Conn.Fail], and returns its answer.
+//
+// f runs on the Conn's writer goroutine, so it must not block and must not
+// call [Conn.Close]. If the connection ends before the answer is written, f
+// does not run. If ctx is not a handler's context, f runs at once.
+func AfterAnswer(ctx context.Context, f func()) {
+	h, _ := ctx.Value(answerHooksKey{}).(*answerHooks)
+	if h == nil || h.add(f) {
+		f()
+	}
+}
+
+// answerHooksKey is the context key of a request's answerHooks.
+type answerHooksKey struct{}
+
+// answerHooks holds the functions to run once a request's answer is
+// written.
+type answerHooks struct {
+	mu      sync.Mutex // protects the following
+	written bool       // the answer has been written; later hooks run at once
+	fns     []func()
+}
+
+// add queues f, or reports that the answer is already written and f should
+// run now.
+func (h *answerHooks) add(f func()) (runNow bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.written {
+		return true
+	}
+	h.fns = append(h.fns, f)
+	return false
+}
+
+// markWritten runs the queued functions, on the writer goroutine.
+func (h *answerHooks) markWritten() {
+	h.mu.Lock()
+	fns := h.fns
+	h.written, h.fns = true, nil
+	h.mu.Unlock()
+	for _, f := range fns {
+		f()
 	}
 }

@@ -672,3 +672,47 @@ func TestConnNotificationQueueOverflowFailsTheConnection(t *testing.T) {
 		t.Errorf("Err: got %v, want a notification queue overflow", err)
 	}
 }
+
+func TestConnAfterAnswerRunsOnceTheAnswerIsWritten(t *testing.T) {
+	hangWatchdog(t)
+	end := errors.New("ended after answering")
+	var c *Conn
+	h := funcHandler{request: func(ctx context.Context, _ string, _ json.RawMessage) (any, error) {
+		AfterAnswer(ctx, func() { c.Fail(end) })
+		return map[string]bool{"accepted": true}, nil
+	}}
+	c, peer := newPipeConn(t, h, ConnOptions{})
+	peer.send(t, `{"jsonrpc":"2.0","id":1,"method":"extension/shutdown","params":{}}`)
+	if f := peer.recv(t); string(f.ID) != "1" || string(f.Result) != `{"accepted":true}` {
+		t.Errorf("answer: got %+v, want id 1 result {\"accepted\":true}", f)
+	}
+	<-c.Done()
+	if err := c.Err(); err != end {
+		t.Errorf("Err: got %v, want %v", err, end)
+	}
+	if _, err := peer.in.ReadBytes('\n'); err != io.EOF {
+		t.Errorf("after the answer: got %v, want io.EOF", err)
+	}
+}
+
+func TestAfterAnswerRunsAtOnceOutsideAHandlerOrAfterTheWrite(t *testing.T) {
+	ran := 0
+	AfterAnswer(context.Background(), func() { ran++ })
+	if ran != 1 {
+		t.Errorf("outside a handler: ran %d times, want 1 at once", ran)
+	}
+	hooks := new(answerHooks)
+	ctx := context.WithValue(context.Background(), answerHooksKey{}, hooks)
+	AfterAnswer(ctx, func() { ran++ })
+	if ran != 1 {
+		t.Errorf("before the write: ran %d times, want still 1", ran)
+	}
+	hooks.markWritten()
+	if ran != 2 {
+		t.Errorf("after the write: ran %d times, want 2", ran)
+	}
+	AfterAnswer(ctx, func() { ran++ })
+	if ran != 3 {
+		t.Errorf("added after the write: ran %d times, want 3 at once", ran)
+	}
+}

@@ -197,6 +197,7 @@ type outFrame struct {
 	state atomic.Int32 // frameQueued, then frameWriting or frameSkipped
 	event bool         // sent by TryNotify: counts against EventBudget
 	final bool         // an answer: still flushed after the connection ended
+	hooks *answerHooks // for an answer: run once it is written (AfterAnswer)
 }
 
 const (
@@ -268,6 +269,9 @@ func (c *Conn) write(f *outFrame) bool {
 		return false
 	}
 	c.framesOut.Add(1)
+	if f.hooks != nil {
+		f.hooks.markWritten()
+	}
 	return true
 }
 
