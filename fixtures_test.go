@@ -1,0 +1,355 @@
+package extension_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/reasonix-ext/extension"
+	"github.com/reasonix-ext/extension/sdk"
+)
+
+// The test binary doubles as every fixture sidecar: TestMain runs the
+// fixture named by $EXT_FIXTURE instead of the tests, as os/exec's tests
+// do. Each fixture is one way a sidecar can behave or misbehave.
+const fixtureEnv = "EXT_FIXTURE"
+
+var fixtures = map[string]func(){
+	"sdk":                fixtureSDK,
+	"raw":                fixtureRaw,
+	"early-request":      func() { fixtureEarly(`{"jsonrpc":"2.0","id":1,"method":"host/ui/publish","params":{}}`) },
+	"early-notification": func() { fixtureEarly(`{"jsonrpc":"2.0","method":"extension/provider/stream/end","params":{}}`) },
+	"stray-response":     func() { fixtureEarly(`{"jsonrpc":"2.0","id":77,"result":{}}`) },
+	"garbage":            func() { fixtureEarly(`this is not json`) },
+	"stall-initialize":   fixtureStallInitialize,
+	"ignore-shutdown":    fixtureIgnoreShutdown,
+	"grandchild":         fixtureGrandchild,
+	"hold-stdout":        fixtureHoldStdout,
+	"stop-reading":       fixtureStopReading,
+	"stderr-flood":       fixtureStderrFlood,
+	"gauge":              fixtureGauge,
+}
+
+// usedFixtures records which fixtures a test started, so that TestMain
+// can fail when one is never used (like os/exec's helper registry).
+var usedFixtures = map[string]bool{}
+
+// pluginDirs maps home+"/"+plugin to the plugin's directory.
+var pluginDirs = map[string]string{}
+
+func TestMain(m *testing.M) {
+	if name := os.Getenv(fixtureEnv); name != "" {
+		f := fixtures[name]
+		if f == nil {
+			fmt.Fprintf(os.Stderr, "unknown fixture %q\n", name)
+			os.Exit(2)
+		}
+		if pidfile := os.Getenv("FIXTURE_PIDFILE"); pidfile != "" {
+			os.WriteFile(pidfile, []byte(fmt.Sprint(os.Getpid())), 0o644)
+		}
+		f()
+		os.Exit(0)
+	}
+	code := m.Run()
+	if code == 0 && testing.Short() == false && flagRunAll() {
+		for name := range fixtures {
+			if !usedFixtures[name] {
+				fmt.Fprintf(os.Stderr, "fixture %q is registered but no test used it\n", name)
+				code = 1
+			}
+		}
+	}
+	os.Exit(code)
+}
+
+// flagRunAll reports whether the whole suite ran (no -run filter), the
+// only case where an unused fixture means a missing test.
+func flagRunAll() bool {
+	for _, a := range os.Args[1:] {
+		if strings.HasPrefix(a, "-test.run") || strings.HasPrefix(a, "-test.fuzz") {
+			return false
+		}
+	}
+	return true
+}
+
+// plugin describes one fixture plugin to install.
+type plugin struct {
+	name      string
+	fixture   string
+	env       map[string]string
+	runtime   map[string]any // extra runtime fields (intercepts, replaces, ...)
+	required  bool
+	noInstall bool
+}
+
+// installPlugins writes each plugin's directory and manifest and installs
+// it (linked) into a fresh home, in order. Each fixture writes its pid to
+// <dir>/pid, where pidOf finds it.
+func installPlugins(t *testing.T, plugins ...plugin) string {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	home := t.TempDir()
+	for _, p := range plugins {
+		usedFixtures[p.fixture] = true
+		dir := filepath.Join(t.TempDir(), p.name)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		env := map[string]string{
+			fixtureEnv: p.fixture, "FIXTURE_PIDFILE": filepath.Join(dir, "pid"),
+			// A race-enabled binary sleeps a second before exiting by
+			// default; a sidecar must exit within the stdin grace.
+			"GORACE": "atexit_sleep_ms=0",
+		}
+		for k, v := range p.env {
+			env[k] = v
+		}
+		rt := map[string]any{"command": exe, "env": env, "required": p.required}
+		for k, v := range p.runtime {
+			rt[k] = v
+		}
+		manifest := map[string]any{"apiVersion": "reasonix.io/plugin/v1", "name": p.name, "version": "0.1.0", "runtime": rt}
+		b, err := json.Marshal(manifest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, extension.ManifestFile), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		pluginDirs[home+"/"+p.name] = dir
+		if p.noInstall {
+			continue
+		}
+		if _, err := extension.Install(home, dir, extension.InstallOptions{Name: p.name, Link: true}); err != nil {
+			t.Fatalf("install %s: %v", p.name, err)
+		}
+	}
+	return home
+}
+
+// testHost returns a Host over home with short, explicit bounds.
+func testHost(home string) *extension.Host {
+	return &extension.Host{
+		Home:            home,
+		Session:         extension.SessionContext{SessionID: "sess-test", WorkspaceRoot: "/ws", Generation: 1},
+		StartupTimeout:  20 * time.Second,
+		ShutdownTimeout: 5 * time.Second,
+	}
+}
+
+// fixtureSDK is a well-behaved sidecar built on the SDK; $FIXTURE_DECL
+// (a JSON InitializeResult) sets its declaration.
+func fixtureSDK() {
+	opts := sdk.Options{Name: os.Getenv("REASONIX_PLUGIN_NAME"), Version: "1.0.0", Logf: func(string, ...any) {}}
+	if decl := os.Getenv("FIXTURE_DECL"); decl != "" {
+		var r extension.InitializeResult
+		if err := json.Unmarshal([]byte(decl), &r); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		opts.Replaces, opts.Providers, opts.UIActions = r.Replaces, r.Providers, r.UIActions
+		for _, s := range r.Subscriptions {
+			opts.Subscriptions = append(opts.Subscriptions, extension.Point(s))
+		}
+	}
+	opts.Intercept = map[extension.Point]sdk.InterceptFunc{
+		"*": func(ctx context.Context, c *sdk.Call) (sdk.Verdict, error) {
+			if os.Getenv("FIXTURE_HOLD") != "" {
+				<-ctx.Done() // hold every intercept until the host gives up
+				return sdk.Verdict{}, ctx.Err()
+			}
+			return sdk.Continue(), nil
+		},
+	}
+	if err := sdk.Serve(context.Background(), opts); err != nil {
+		fmt.Fprintln(os.Stderr, "sdk fixture:", err)
+		os.Exit(1)
+	}
+}
+
+// readFrame reads one frame from stdin.
+func readFrame(r *bufio.Reader) map[string]json.RawMessage {
+	line, err := r.ReadBytes('\n')
+	if err != nil {
+		os.Exit(0)
+	}
+	var m map[string]json.RawMessage
+	json.Unmarshal(line, &m)
+	return m
+}
+
+// fixtureRaw answers initialize with $FIXTURE_RESULT verbatim, then
+// answers shutdown and exits.
+func fixtureRaw() {
+	in := bufio.NewReader(os.Stdin)
+	m := readFrame(in)
+	fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":%s}`+"\n", m["id"], os.Getenv("FIXTURE_RESULT"))
+	for {
+		m := readFrame(in)
+		if string(m["method"]) == `"extension/shutdown"` {
+			fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":{"accepted":true}}`+"\n", m["id"])
+			return
+		}
+	}
+}
+
+// fixtureEarly sends line before answering initialize (D6), then answers
+// it anyway and waits.
+func fixtureEarly(line string) {
+	in := bufio.NewReader(os.Stdin)
+	m := readFrame(in)
+	fmt.Println(line)
+	fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"1","name":"early","version":"1","stateSchemaVersion":0}}`+"\n", m["id"])
+	for {
+		readFrame(in)
+	}
+}
+
+// fixtureStallInitialize reads initialize and never answers.
+func fixtureStallInitialize() {
+	in := bufio.NewReader(os.Stdin)
+	readFrame(in)
+	for {
+		readFrame(in)
+	}
+}
+
+const okResult = `{"protocolVersion":"1","name":"fixture","version":"1","stateSchemaVersion":0}`
+
+// fixtureIgnoreShutdown completes the handshake, then ignores everything,
+// including shutdown and the end of stdin.
+func fixtureIgnoreShutdown() {
+	in := bufio.NewReader(os.Stdin)
+	m := readFrame(in)
+	fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":%s}`+"\n", m["id"], okResult)
+	in.WriteTo(devNull{}) // read until EOF, answering nothing
+	hang()
+}
+
+// hang blocks forever without tripping the runtime's deadlock detector,
+// as a wedged sidecar would.
+func hang() {
+	for {
+		time.Sleep(time.Hour)
+	}
+}
+
+type devNull struct{}
+
+func (devNull) Write(p []byte) (int, error) { return len(p), nil }
+
+// fixtureGrandchild answers shutdown, leaves a grandchild that keeps
+// stdout open, and exits.
+func fixtureGrandchild() {
+	in := bufio.NewReader(os.Stdin)
+	m := readFrame(in)
+	fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":%s}`+"\n", m["id"], okResult)
+	for {
+		m := readFrame(in)
+		if string(m["method"]) == `"extension/shutdown"` {
+			exe, _ := os.Executable()
+			gc := exec.Command(exe)
+			gc.Env = append(os.Environ(), fixtureEnv+"=hold-stdout")
+			gc.Stdout = os.Stdout
+			gc.Stderr = os.Stderr
+			if err := gc.Start(); err != nil {
+				os.Exit(3)
+			}
+			os.WriteFile(os.Getenv("FIXTURE_GCPIDFILE"), []byte(fmt.Sprint(gc.Process.Pid)), 0o644)
+			fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":{"accepted":true}}`+"\n", m["id"])
+			os.Exit(0)
+		}
+	}
+}
+
+// fixtureHoldStdout is the grandchild: it holds the inherited stdout open
+// forever.
+func fixtureHoldStdout() { hang() }
+
+// fixtureStopReading completes the handshake and then never reads stdin
+// again, so the host's writes stall (D13).
+func fixtureStopReading() {
+	in := bufio.NewReader(os.Stdin)
+	m := readFrame(in)
+	fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":%s}`+"\n", m["id"], okResult)
+	hang()
+}
+
+// fixtureStderrFlood writes 100 MiB to stderr, with a secret near the
+// end, while answering initialize with a declaration the host refuses.
+func fixtureStderrFlood() {
+	in := bufio.NewReader(os.Stdin)
+	m := readFrame(in)
+	chunk := []byte(strings.Repeat("noise noise noise noise noise noise noise noise\n", 1<<10)) // 48 KiB
+	for written := 0; written < 100<<20; written += len(chunk) {
+		os.Stderr.Write(chunk)
+	}
+	fmt.Fprintln(os.Stderr, "config: api_key=sk-proj-FAKEfake0123456789abcdefFAKE0123456789 loaded")
+	fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2","name":"flood","version":"1","stateSchemaVersion":0}}`+"\n", m["id"])
+	for {
+		readFrame(in)
+	}
+}
+
+// fixtureGauge measures how many gauge sidecars are initializing at once
+// (D10), with files in $FIXTURE_DIR. On initialize it registers as active
+// and holds its answer: until $FIXTURE_BOUND peers are active and then a
+// little longer, so that a host breaking the bound would start a further
+// peer while they all hold; or until all $FIXTURE_TOTAL have registered.
+// It records the most active peers it saw, deregisters, then answers, so a
+// host that keeps the bound never has more than the bound active.
+func fixtureGauge() {
+	dir := os.Getenv("FIXTURE_DIR")
+	id := os.Getenv("REASONIX_PLUGIN_NAME")
+	var total, bound int
+	fmt.Sscan(os.Getenv("FIXTURE_TOTAL"), &total)
+	fmt.Sscan(os.Getenv("FIXTURE_BOUND"), &bound)
+	in := bufio.NewReader(os.Stdin)
+	m := readFrame(in)
+	active := filepath.Join(dir, "active-"+id)
+	os.WriteFile(active, nil, 0o644)
+	os.WriteFile(filepath.Join(dir, "seen-"+id), nil, 0o644)
+	count := func(prefix string) int {
+		n, _ := filepath.Glob(filepath.Join(dir, prefix+"*"))
+		return len(n)
+	}
+	peak := 0
+	var full time.Time
+	for {
+		a := count("active-")
+		peak = max(peak, a)
+		if a >= bound && full.IsZero() {
+			full = time.Now()
+		}
+		if count("seen-") == total || !full.IsZero() && time.Since(full) > 200*time.Millisecond {
+			break
+		}
+		time.Sleep(time.Millisecond) // the fixture's own polling, not a test's synchronisation
+	}
+	os.WriteFile(filepath.Join(dir, "peak-"+id), []byte(fmt.Sprint(max(peak, count("active-")))), 0o644)
+	os.Remove(active)
+	fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":%s}`+"\n", m["id"], okResult)
+	sdkLikeShutdown(in)
+}
+
+// sdkLikeShutdown answers shutdown and exits 0 on it or on EOF.
+func sdkLikeShutdown(in *bufio.Reader) {
+	for {
+		m := readFrame(in)
+		if string(m["method"]) == `"extension/shutdown"` {
+			fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":{"accepted":true}}`+"\n", m["id"])
+			return
+		}
+	}
+}

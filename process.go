@@ -1,0 +1,185 @@
+package extension
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"time"
+)
+
+// process is one running sidecar: the child in its own process group (D12),
+// the two protocol pipes, and the stderr tail.
+//
+// Goroutines: reap (waits for the child and closes exited) and drain (copies
+// stderr into the tail until every writer of the pipe is gone or release
+// closes it). release joins both.
+type process struct {
+	cmd    *exec.Cmd
+	pid    int
+	stdin  *os.File // our write end of the child's stdin
+	stdout *os.File // our read end of the child's stdout
+	stderr *os.File // our read end of the child's stderr
+	tail   *Tail
+
+	exited  chan struct{} // closed once the child has been reaped
+	waitErr error         // valid after exited is closed
+	drained chan struct{} // closed when the stderr drain ends
+
+	releaseOnce sync.Once
+}
+
+// startProcess spawns spec in exec form (never through a shell, D8) with
+// env, and returns the stage that failed on error: "pipes" or "spawn".
+func startProcess(spec *LaunchSpec, env []string, tail *Tail) (*process, string, error) {
+	var files []*os.File
+	closeAll := func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}
+	pipe := func() (r, w *os.File, err error) {
+		r, w, err = os.Pipe()
+		if err == nil {
+			files = append(files, r, w)
+		}
+		return r, w, err
+	}
+	inR, inW, err := pipe()
+	if err != nil {
+		return nil, "pipes", err
+	}
+	outR, outW, err := pipe()
+	if err != nil {
+		closeAll()
+		return nil, "pipes", err
+	}
+	errR, errW, err := pipe()
+	if err != nil {
+		closeAll()
+		return nil, "pipes", err
+	}
+	cmd := exec.Command(spec.Command, spec.Args...)
+	cmd.Env = env
+	cmd.Dir = spec.Root
+	// The child gets the pipes' *os.File ends directly, so exec starts no
+	// copying goroutine and Wait cannot hang on a grandchild that keeps a
+	// pipe open (D12).
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
+	setProcessGroup(cmd)
+	if err := cmd.Start(); err != nil {
+		closeAll()
+		return nil, "spawn", err
+	}
+	inR.Close()
+	outW.Close()
+	errW.Close()
+	p := &process{
+		cmd: cmd, pid: cmd.Process.Pid,
+		stdin: inW, stdout: outR, stderr: errR, tail: tail,
+		exited: make(chan struct{}), drained: make(chan struct{}),
+	}
+	go p.reap()
+	go p.drain()
+	return p, "", nil
+}
+
+func (p *process) reap() {
+	p.waitErr = p.cmd.Wait()
+	close(p.exited)
+}
+
+// drain keeps reading stderr so that a chatty sidecar never blocks on a full
+// pipe (D10: only the tail is kept).
+func (p *process) drain() {
+	defer close(p.drained)
+	io.Copy(p.tail, p.stderr)
+}
+
+// kill terminates the whole process group.
+func (p *process) kill() error { return killGroup(p.pid) }
+
+// waitExit waits up to d for the child to exit and reports whether it did.
+func (p *process) waitExit(d time.Duration) bool {
+	if d <= 0 {
+		select {
+		case <-p.exited:
+			return true
+		default:
+			return false
+		}
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-p.exited:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// stop ends the process as D11 prescribes after the protocol part of a
+// shutdown: close stdin, give the child grace to exit on its own, then
+// kill the group and wait up to reap for the child to be reaped. Leftover
+// members of the group (a grandchild holding a pipe) are killed too. It
+// reports whether anything had to be killed.
+func (p *process) stop(grace, reap time.Duration) (killed bool, err error) {
+	p.stdin.Close()
+	if !p.waitExit(grace) {
+		killed = true
+		p.kill()
+		if !p.waitExit(reap) {
+			err = fmt.Errorf("process %d was not reaped within %v of SIGKILL", p.pid, reap)
+		}
+	}
+	if groupAlive(p.pid) {
+		// D12: the sidecar is gone but members of its group live on.
+		killed = true
+		p.kill()
+		if !p.waitGroupGone(reap) && err == nil {
+			err = fmt.Errorf("process group %d still has live members %v after SIGKILL", p.pid, reap)
+		}
+	}
+	p.release()
+	return killed, err
+}
+
+// waitGroupGone waits up to d for the kernel to tear down every member of
+// the killed group, so that nothing of it runs once stop returns.
+func (p *process) waitGroupGone(d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for groupAlive(p.pid) {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	return true
+}
+
+// release closes our pipe ends, which ends the stderr drain even when a
+// grandchild still holds the write end, and joins it.
+func (p *process) release() {
+	p.releaseOnce.Do(func() {
+		p.stdin.Close()
+		p.stdout.Close()
+		p.stderr.Close()
+		<-p.drained
+	})
+}
+
+// exitError describes how the child ended, for crash reports.
+func (p *process) exitError() error {
+	select {
+	case <-p.exited:
+	default:
+		return errors.New("still running")
+	}
+	if p.waitErr == nil {
+		return errors.New("exited with status 0")
+	}
+	return p.waitErr
+}

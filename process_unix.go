@@ -1,0 +1,69 @@
+//go:build unix
+
+package extension
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// D12: on Unix the sidecar leads its own process group, and every kill
+// targets the whole group. A full-trust sidecar that moves its children
+// into another group or session escapes this; nothing short of a container
+// can prevent that.
+func setProcessGroup(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+}
+
+// killGroup sends SIGKILL to every process of the group led by pid.
+func killGroup(pid int) error {
+	err := syscall.Kill(-pid, syscall.SIGKILL)
+	if errors.Is(err, syscall.ESRCH) {
+		return nil // the group is already empty
+	}
+	return err
+}
+
+// groupAlive reports whether any live process is left in the group led by
+// pid. On Linux it reads /proc, where a zombie that only waits for its
+// reaper (init, once its parent is gone) no longer counts; elsewhere any
+// member counts, zombies included.
+func groupAlive(pid int) bool {
+	if alive, ok := procGroupAlive(pid); ok {
+		return alive
+	}
+	return syscall.Kill(-pid, 0) == nil
+}
+
+// procGroupAlive scans /proc for a member of group pgid that is not a
+// zombie; ok is false when /proc cannot be read.
+func procGroupAlive(pgid int) (alive, ok bool) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return false, false
+	}
+	for _, e := range entries {
+		if e.Name()[0] < '0' || e.Name()[0] > '9' {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue // gone meanwhile
+		}
+		// pid (comm) state ppid pgrp ...; comm may hold spaces and parens.
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(s[i+1:])
+		if len(f) >= 3 && f[0] != "Z" && f[2] == strconv.Itoa(pgid) {
+			return true, true
+		}
+	}
+	return false, true
+}

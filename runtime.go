@@ -1,0 +1,380 @@
+package extension
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Host starts runtime generations of the installed sidecars. Configure it
+// with its fields; every duration and bound whose field is zero takes the
+// default its comment names. A Host may be used for many generations.
+type Host struct {
+	// Home holds plugin-packages.json, the trust and launch record (D8).
+	Home string
+	// Session is sent to every sidecar of a generation. SessionID and
+	// WorkspaceRoot must not be blank.
+	Session SessionContext
+	// UIHost is the front end kind the sidecars are told about; "" means
+	// headless.
+	UIHost UIHost
+	// Env is the base environment of sidecars; nil means os.Environ().
+	// Sidecars are full trust and inherit it unfiltered.
+	Env []string
+	// Redactor cleans every sidecar-supplied string that reaches errors,
+	// warnings and logs (D25); nil means a default Redactor.
+	Redactor *Redactor
+
+	// StartupTimeout is the one deadline shared by every sidecar of a
+	// generation (D10). Default 30 s.
+	StartupTimeout time.Duration
+	// MaxParallelStarts bounds how many sidecars initialize at once (D10).
+	// Default 4.
+	MaxParallelStarts int
+	// InitializeTimeout bounds one sidecar's extension/initialize inside
+	// the shared deadline. Default 30 s.
+	InitializeTimeout time.Duration
+	// ShutdownTimeout is the timeoutMillis of extension/shutdown and how
+	// long the host waits for its answer (D11). Default 5 s.
+	ShutdownTimeout time.Duration
+	// StdinGrace is how long a sidecar may take to exit after its stdin
+	// closes before its process group is killed (D11). Default 750 ms.
+	StdinGrace time.Duration
+	// ReapTimeout bounds the wait for a killed sidecar to be reaped (D11).
+	// Default 5 s.
+	ReapTimeout time.Duration
+	// StderrTailBytes is how much of a sidecar's stderr is kept for
+	// diagnostics (D10). Default 16 KiB.
+	StderrTailBytes int
+	// Conn configures each sidecar connection: queue bounds and the
+	// write-stall watchdog (D13, default 10 s). Its Gate is the host's own.
+	Conn ConnOptions
+
+	// OnWarning, if set, receives each warning as it happens: optional
+	// sidecars that failed to start, in installed order (D10).
+	OnWarning func(Warning)
+	// OnCrash, if set, is called once per crashed sidecar with an error of
+	// reason provider_interrupted naming the plugin (D13).
+	OnCrash func(plugin string, err error)
+
+	reloadMu  sync.Mutex // protects reloading
+	reloading bool       // a reload is waiting or building (D14)
+}
+
+// Warning is a non-fatal problem of one plugin, such as an optional
+// sidecar that failed to start.
+type Warning struct {
+	Plugin string
+	Err    error
+}
+
+// String names the plugin and the problem.
+func (w Warning) String() string { return w.Plugin + ": " + w.Err.Error() }
+
+// hostConfig is a Host's settings with the defaults applied, shared
+// read-only by a generation's sidecars.
+type hostConfig struct {
+	home              string
+	session           SessionContext
+	uiHost            UIHost
+	env               []string
+	redactor          *Redactor
+	startupTimeout    time.Duration
+	maxParallel       int
+	initializeTimeout time.Duration
+	shutdownTimeout   time.Duration
+	stdinGrace        time.Duration
+	reapTimeout       time.Duration
+	stderrTailBytes   int
+	conn              ConnOptions
+	onWarning         func(Warning)
+	onCrash           func(string, error)
+}
+
+func orDuration(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
+
+func (h *Host) config() *hostConfig {
+	c := &hostConfig{
+		home: h.Home, session: h.Session, uiHost: h.UIHost, env: h.Env, redactor: h.Redactor,
+		startupTimeout:    orDuration(h.StartupTimeout, 30*time.Second),
+		maxParallel:       h.MaxParallelStarts,
+		initializeTimeout: orDuration(h.InitializeTimeout, 30*time.Second),
+		shutdownTimeout:   orDuration(h.ShutdownTimeout, 5*time.Second),
+		stdinGrace:        orDuration(h.StdinGrace, 750*time.Millisecond),
+		reapTimeout:       orDuration(h.ReapTimeout, 5*time.Second),
+		stderrTailBytes:   h.StderrTailBytes,
+		conn:              h.Conn,
+		onWarning:         h.OnWarning,
+		onCrash:           h.OnCrash,
+	}
+	if c.uiHost == "" {
+		c.uiHost = UIHostHeadless
+	}
+	if c.env == nil {
+		c.env = os.Environ()
+	}
+	if c.redactor == nil {
+		c.redactor = &Redactor{}
+	}
+	if c.maxParallel <= 0 {
+		c.maxParallel = 4
+	}
+	if c.stderrTailBytes <= 0 {
+		c.stderrTailBytes = 16 << 10
+	}
+	return c
+}
+
+// Runtime is one generation of started sidecars: their slot ownership and
+// the chains built from them. Create it with [Host.Start]; Close stops it.
+type Runtime struct {
+	cfg      *hostConfig
+	sidecars []*Sidecar // started, in installed order
+	byID     map[string]*Sidecar
+	slots    map[string]string // slot → owning plugin (D17)
+	warnings []Warning
+
+	opsMu   sync.Mutex // protects ops, idle
+	ops     int        // operations in flight, for reload-on-idle (D14)
+	idle    chan struct{}
+	closing bool
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Session returns the session context the generation was started with.
+func (rt *Runtime) Session() SessionContext { return rt.cfg.session }
+
+// Sidecars returns the started sidecars in installed order.
+func (rt *Runtime) Sidecars() []*Sidecar { return append([]*Sidecar(nil), rt.sidecars...) }
+
+// Sidecar returns the started sidecar of plugin id, or nil.
+func (rt *Runtime) Sidecar(id string) *Sidecar { return rt.byID[id] }
+
+// SlotOwner returns the plugin that owns slot, or "" (D17).
+func (rt *Runtime) SlotOwner(slot string) string { return rt.slots[slot] }
+
+// Warnings returns the generation's startup warnings in installed order.
+func (rt *Runtime) Warnings() []Warning { return append([]Warning(nil), rt.warnings...) }
+
+// Start builds one runtime generation (D10): every installed, enabled
+// runtime plugin in installed order, at most MaxParallelStarts initializing
+// at once, all under one StartupTimeout deadline. Slot claims are checked
+// first, so a collision starts nothing (D17). A required plugin's failure
+// stops every started sidecar and fails Start; an optional one's becomes a
+// warning.
+func (h *Host) Start(ctx context.Context) (*Runtime, error) {
+	return h.config().start(ctx)
+}
+
+func (cfg *hostConfig) start(ctx context.Context) (*Runtime, error) {
+	if strings.TrimSpace(cfg.session.SessionID) == "" || strings.TrimSpace(cfg.session.WorkspaceRoot) == "" {
+		return nil, errors.New("extension: Host.Session needs a SessionID and a WorkspaceRoot")
+	}
+	specs, refusals := LaunchablePlugins(cfg.home, cfg.session.WorkspaceRoot)
+	rt := &Runtime{cfg: cfg, byID: map[string]*Sidecar{}}
+	if err := rt.claimSlots(specs); err != nil {
+		return nil, err
+	}
+	for _, err := range refusals {
+		var le *LaunchError
+		switch {
+		case errors.As(err, &le) && le.Required:
+			// D10: a required plugin that may not launch fails the
+			// generation before anything starts.
+			return nil, fmt.Errorf("required extension runtime %s failed to start: %w", le.Plugin, &StartError{Plugin: le.Plugin, Stage: "resolve", Err: err})
+		case errors.As(err, &le):
+			rt.warn(Warning{Plugin: le.Plugin, Err: fmt.Errorf("optional extension runtime failed to start: %w", &StartError{Plugin: le.Plugin, Stage: "resolve", Err: err})})
+		default:
+			return nil, err // plugin-packages.json itself is unreadable
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, cfg.startupTimeout)
+	defer cancel()
+	type outcome struct {
+		s   *Sidecar
+		err error
+	}
+	results := make([]outcome, len(specs))
+	sem := make(chan struct{}, cfg.maxParallel)
+	var wg sync.WaitGroup
+	for i, spec := range specs {
+		// D10: launches begin in installed order; the semaphore keeps at
+		// most maxParallel in their initialization.
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			results[i].err = &StartError{Plugin: spec.ID, Stage: "resolve", Err: fmt.Errorf("startup stopped before launch: %w", ctx.Err())}
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			s, err := launchSidecar(ctx, spec, cfg)
+			results[i] = outcome{s, err}
+		}()
+	}
+	wg.Wait()
+	var failed error
+	for i, r := range results {
+		switch {
+		case r.err == nil:
+			rt.sidecars = append(rt.sidecars, r.s)
+			rt.byID[r.s.id] = r.s
+		case specs[i].Runtime.Required && failed == nil:
+			failed = fmt.Errorf("required extension runtime %s failed to start: %w", specs[i].ID, r.err)
+		case !specs[i].Runtime.Required:
+			rt.warn(Warning{Plugin: specs[i].ID, Err: fmt.Errorf("optional extension runtime failed to start: %w", r.err)})
+		}
+	}
+	if failed != nil {
+		rt.Close()
+		return nil, failed
+	}
+	return rt, nil
+}
+
+func (rt *Runtime) warn(w Warning) {
+	rt.warnings = append(rt.warnings, w)
+	if rt.cfg.onWarning != nil {
+		rt.cfg.onWarning(w)
+	}
+}
+
+// SlotConflictError reports two plugins that claim one slot (D17).
+type SlotConflictError struct {
+	Slot          string
+	First, Second string // the plugins, in installed order
+}
+
+// Error names the slot and both plugins.
+func (e *SlotConflictError) Error() string {
+	return fmt.Sprintf("extension slot %q is claimed by both %s and %s; a slot has exactly one owner", e.Slot, e.First, e.Second)
+}
+
+// claimSlots records each slot's owner from the manifests' replaces and
+// fails on the second claimant, before anything starts (D17).
+func (rt *Runtime) claimSlots(specs []*LaunchSpec) error {
+	rt.slots = map[string]string{}
+	for _, spec := range specs {
+		for _, slot := range spec.Runtime.Replaces {
+			if owner, taken := rt.slots[slot]; taken && owner != spec.ID {
+				return &SlotConflictError{Slot: slot, First: owner, Second: spec.ID}
+			}
+			rt.slots[slot] = spec.ID
+		}
+	}
+	return nil
+}
+
+// Close stops every sidecar of the generation in parallel (D11) and joins
+// everything they started. It returns the stop errors joined (reason
+// shutdown_timeout for a sidecar that had to be killed), or nil. Close is
+// idempotent.
+func (rt *Runtime) Close() error {
+	rt.closeOnce.Do(func() {
+		rt.opsMu.Lock()
+		rt.closing = true
+		rt.opsMu.Unlock()
+		errs := make([]error, len(rt.sidecars))
+		var wg sync.WaitGroup
+		for i, s := range rt.sidecars {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[i] = s.stop()
+			}()
+		}
+		wg.Wait()
+		rt.closeErr = errors.Join(errs...)
+	})
+	return rt.closeErr
+}
+
+// begin and end bracket an operation so that a reload can wait for idle.
+func (rt *Runtime) begin() error {
+	rt.opsMu.Lock()
+	defer rt.opsMu.Unlock()
+	if rt.closing {
+		return errors.New("extension: the runtime generation is closed")
+	}
+	rt.ops++
+	return nil
+}
+
+func (rt *Runtime) end() {
+	rt.opsMu.Lock()
+	defer rt.opsMu.Unlock()
+	rt.ops--
+	if rt.ops == 0 && rt.idle != nil {
+		close(rt.idle)
+		rt.idle = nil
+	}
+}
+
+// waitIdle waits until no operation is in flight.
+func (rt *Runtime) waitIdle(ctx context.Context) error {
+	rt.opsMu.Lock()
+	if rt.ops == 0 {
+		rt.opsMu.Unlock()
+		return nil
+	}
+	if rt.idle == nil {
+		rt.idle = make(chan struct{})
+	}
+	idle := rt.idle
+	rt.opsMu.Unlock()
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// ErrReloadPending is returned by Reload when another reload is already
+// waiting or building: at most one waits (D14).
+var ErrReloadPending = errors.New("extension: a reload is already waiting")
+
+// Reload replaces old with a new generation (D14). It waits until old is
+// idle, builds a complete new generation (start, handshake, slot
+// ownership) with the session's generation number incremented, and only
+// on full success stops old and returns the new one. On failure old keeps
+// serving untouched and the error says why. The caller swaps its pointer
+// to the returned Runtime.
+func (h *Host) Reload(ctx context.Context, old *Runtime) (*Runtime, error) {
+	h.reloadMu.Lock()
+	if h.reloading {
+		h.reloadMu.Unlock()
+		return nil, ErrReloadPending
+	}
+	h.reloading = true
+	h.reloadMu.Unlock()
+	defer func() {
+		h.reloadMu.Lock()
+		h.reloading = false
+		h.reloadMu.Unlock()
+	}()
+	if err := old.waitIdle(ctx); err != nil {
+		return nil, err
+	}
+	cfg := h.config()
+	cfg.session.Generation = old.cfg.session.Generation + 1
+	next, err := cfg.start(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reload: the new generation failed, the old one keeps serving: %w", err)
+	}
+	old.Close()
+	return next, nil
+}

@@ -1,0 +1,138 @@
+package sdk
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/reasonix-ext/extension"
+)
+
+// InterceptFunc rules on one extension/intercept call. Its context ends at
+// the host's timeoutMillis; returning after that is answered
+// intercept_timeout. Any other error is answered with the internal error
+// and logged, never sent.
+type InterceptFunc func(ctx context.Context, c *Call) (Verdict, error)
+
+// Call is one extension/intercept call.
+type Call struct {
+	// Point is the hook point.
+	Point extension.Point
+	// Seq is the host's per-connection intercept sequence number.
+	Seq int64
+	// Payload is the point's payload document.
+	Payload json.RawMessage
+	// Timeout is the host's budget for this call; 0 means none.
+	Timeout time.Duration
+}
+
+// Decode unmarshals the payload into v.
+func (c *Call) Decode(v any) error { return json.Unmarshal(c.Payload, v) }
+
+// Event is one extension/event observation.
+type Event struct {
+	// Point is the hook point observed.
+	Point extension.Point
+	// Payload is the point's payload document.
+	Payload json.RawMessage
+}
+
+// Decode unmarshals the payload into v.
+func (e *Event) Decode(v any) error { return json.Unmarshal(e.Payload, v) }
+
+// Verdict is an interceptor's ruling; build it with [Continue], [Block],
+// [Replace], [Allow] or [Deny].
+type Verdict struct {
+	result extension.InterceptResult
+	err    error // a replacement that could not be encoded
+}
+
+// Continue passes the payload on unchanged.
+func Continue() Verdict {
+	return Verdict{result: extension.InterceptResult{Decision: extension.DecisionContinue}}
+}
+
+// Block stops the operation with a reason the user sees (redacted by the
+// host).
+func Block(reason string) Verdict {
+	return Verdict{result: extension.InterceptResult{Decision: extension.DecisionBlock, Reason: reason}}
+}
+
+// Replace substitutes the payload with v: a json.RawMessage is sent
+// verbatim, anything else is marshalled. The host re-validates it against
+// the point's payload document (D16). Replacements always travel inline.
+func Replace(v any) Verdict {
+	raw, ok := v.(json.RawMessage)
+	if !ok {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return Verdict{err: err}
+		}
+		raw = b
+	}
+	if !json.Valid(raw) {
+		return Verdict{err: errors.New("sdk: Replace needs valid JSON")}
+	}
+	return Verdict{result: extension.InterceptResult{Decision: extension.DecisionReplace, Replacement: raw}}
+}
+
+// Allow permits the operation; legal only at permission.decision, where it
+// overrides a host deny (D16).
+func Allow() Verdict {
+	return Verdict{result: extension.InterceptResult{Decision: extension.DecisionAllow}}
+}
+
+// Deny refuses the operation; legal only at permission.decision.
+func Deny(reason string) Verdict {
+	return Verdict{result: extension.InterceptResult{Decision: extension.DecisionDeny, Reason: reason}}
+}
+
+// intercept answers extension/intercept (CONTRACT-NOTES §13A).
+func (s *server) intercept(ctx context.Context, raw json.RawMessage) (any, error) {
+	var p extension.InterceptParams
+	if err := extension.DecodeParams(extension.MethodIntercept, raw, &p); err != nil {
+		return nil, err
+	}
+	fn := s.opts.Intercept[p.Event]
+	if fn == nil {
+		fn = s.opts.Intercept["*"]
+	}
+	if fn == nil {
+		return Continue().result, nil
+	}
+	c := &Call{Point: p.Event, Seq: p.Seq, Payload: p.Payload, Timeout: time.Duration(p.TimeoutMillis) * time.Millisecond}
+	if c.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.Timeout)
+		defer cancel()
+	}
+	v, err := fn(ctx, c)
+	if err == nil {
+		err = v.err
+	}
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
+			return nil, extension.NewError(extension.ReasonInterceptTimeout, "")
+		}
+		s.logf("interceptor for %s: %v", p.Event, err)
+		return nil, extension.NewError(extension.ReasonInternal, "")
+	}
+	if v.result.Decision == "" {
+		return Continue().result, nil // the zero Verdict continues
+	}
+	return v.result, nil
+}
+
+// event delivers extension/event; malformed events are dropped with a log
+// line (notifications are never answered).
+func (s *server) event(ctx context.Context, raw json.RawMessage) {
+	var p extension.EventParams
+	if err := extension.DecodeParams(extension.MethodEvent, raw, &p); err != nil {
+		s.logf("dropped %s: %v", extension.MethodEvent, err)
+		return
+	}
+	if s.opts.Observe != nil {
+		s.opts.Observe(ctx, &Event{Point: p.Event, Payload: p.Payload})
+	}
+}

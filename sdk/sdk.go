@@ -1,0 +1,334 @@
+// Package sdk writes Reasonix extension sidecars: programs that the
+// Reasonix host starts and talks to over Extension Protocol v1 on their
+// standard input and output.
+//
+// A complete sidecar that blocks one tool:
+//
+//	func main() {
+//		err := sdk.Serve(context.Background(), sdk.Options{
+//			Name: "no-rm", Version: "0.1.0",
+//			Intercept: map[extension.Point]sdk.InterceptFunc{
+//				extension.ToolBefore: func(ctx context.Context, c *sdk.Call) (sdk.Verdict, error) {
+//					var tool struct{ Name string }
+//					if err := c.Decode(&tool); err != nil {
+//						return sdk.Verdict{}, err
+//					}
+//					if tool.Name == "rm" {
+//						return sdk.Block("rm is not allowed here"), nil
+//					}
+//					return sdk.Continue(), nil
+//				},
+//			},
+//		})
+//		if err != nil {
+//			log.Fatal(err)
+//		}
+//	}
+//
+// [Serve] owns stdin and stdout: the sidecar must never write to stdout
+// itself; stderr is free for logs. Serve answers the handshake from
+// [Options], keeps its side of the barrier (D6), runs up to
+// [Options.MaxHandlers] callbacks at once, and returns nil when the host
+// shuts the sidecar down or closes stdin.
+package sdk
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/reasonix-ext/extension"
+)
+
+// Options configures a sidecar. Only Name and Version are needed; every
+// callback left nil gets the protocol's default answer.
+type Options struct {
+	// Name and Version are the sidecar's declaration in the handshake.
+	// Blank values are refused with the internal error (CONTRACT-NOTES §4.4).
+	Name, Version string
+
+	// Subscriptions are the hook points declared in the handshake; nil
+	// means the points of Intercept (without the "*" wildcard).
+	Subscriptions []extension.Point
+	// Replaces are the slots the sidecar owns (D17).
+	Replaces []string
+	// Providers are the models the sidecar serves (D9).
+	Providers []extension.ProviderDescriptor
+	// UIActions are the actions offered as /<plugin>:<action>.
+	UIActions []extension.UIActionDecl
+	// StateSchemaVersion is declared in the handshake; it must be >= 0.
+	StateSchemaVersion int64
+
+	// Initialize, if set, sees the host's initialize params and may adjust
+	// the declaration built from the fields above, or refuse to start.
+	Initialize func(ctx context.Context, p *extension.InitializeParams, r *extension.InitializeResult) error
+
+	// Intercept maps hook points to interceptors; the key "*" is the
+	// fallback for every point without its own. A point with neither is
+	// answered continue.
+	Intercept map[extension.Point]InterceptFunc
+	// Observe, if set, receives every extension/event observation.
+	Observe func(ctx context.Context, e *Event)
+	// ResourcesChanged, if set, receives extension/resources/changed.
+	ResourcesChanged func(ctx context.Context, paths []string)
+	// Shutdown, if set, runs when the host asks the sidecar to stop,
+	// bounded by the host's timeoutMillis (no bound when it is 0).
+	Shutdown func(ctx context.Context) error
+
+	// MaxHandlers bounds the callbacks running at once; past it a request
+	// is answered -32099 "server busy". Zero means 32.
+	MaxHandlers int
+	// Stdin and Stdout replace os.Stdin and os.Stdout, for tests.
+	Stdin  io.ReadCloser
+	Stdout io.WriteCloser
+	// Logf receives diagnostics; nil means a line on stderr.
+	Logf func(format string, args ...any)
+}
+
+// ErrNotInitialized is returned by calls to the host made before the
+// barrier opened (D6).
+var ErrNotInitialized = errors.New("sdk: the host has not sent extension/initialized yet")
+
+// barrier states of the sidecar side (CONTRACT-NOTES §4.6).
+const (
+	awaitingInitialize = iota
+	awaitingInitialized
+	open
+)
+
+// server is one Serve call.
+type server struct {
+	opts Options
+	conn *extension.Conn
+	logf func(format string, args ...any)
+
+	mu       sync.Mutex // protects the following
+	barrier  int
+	session  extension.SessionContext
+	host     extension.HostCapabilities
+	fatal    error // the error Serve returns, once a fatal answer was written
+	shutdown bool  // the host asked to stop and was answered
+}
+
+// Serve runs the sidecar until the host shuts it down or closes stdin
+// (nil), ctx ends (ctx's error), or the connection fails: an oversized
+// frame, a refused handshake, a stalled or overflowing queue.
+func Serve(ctx context.Context, opts Options) error {
+	s := &server{opts: opts, logf: opts.Logf}
+	if s.logf == nil {
+		s.logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, "sidecar: "+format+"\n", args...) }
+	}
+	in, out := opts.Stdin, opts.Stdout
+	if in == nil {
+		in = os.Stdin
+	}
+	if out == nil {
+		out = os.Stdout
+	}
+	maxHandlers := opts.MaxHandlers
+	if maxHandlers <= 0 {
+		maxHandlers = 32
+	}
+	ready := make(chan struct{})
+	s.conn = extension.NewConn(in, out, s, extension.ConnOptions{
+		MaxHandlers: maxHandlers,
+		Gate: func(m *extension.Message, fe *extension.FrameError) error {
+			<-ready
+			return s.gate(m, fe)
+		},
+		Logf: s.logf,
+	})
+	close(ready)
+	select {
+	case <-s.conn.Done():
+	case <-ctx.Done():
+		s.conn.Close()
+		return ctx.Err()
+	}
+	err := s.conn.Err()
+	s.conn.Close()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.fatal != nil:
+		return s.fatal
+	case s.shutdown, errors.Is(err, io.EOF):
+		return nil // answered shutdown, or the host closed stdin
+	}
+	return err
+}
+
+// gate keeps the sidecar's side of the barrier, on the read loop: before
+// initialize only initialize and shutdown are served, before initialized
+// only shutdown; other requests get protocol_error and the connection
+// survives; other notifications are dropped. extension/initialized opens
+// the barrier here, synchronously, so nothing can overtake it (D6).
+func (s *server) gate(m *extension.Message, fe *extension.FrameError) error {
+	if fe != nil {
+		return nil // answered by the Conn as malformed
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.barrier == open {
+		return nil
+	}
+	switch {
+	case m.Kind == extension.KindResponse:
+		return nil
+	case m.Kind == extension.KindNotification:
+		if m.Method == extension.MethodInitialized && s.barrier == awaitingInitialized {
+			s.barrier = open
+		}
+		return errors.New("dropped before the barrier") // notifications are never answered
+	case m.Method == extension.MethodShutdown:
+		return nil
+	case m.Method == extension.MethodInitialize && s.barrier == awaitingInitialize:
+		return nil
+	}
+	return extension.Errorf(extension.ReasonProtocolError, "%s before extension/initialized", m.Method)
+}
+
+// HandleRequest dispatches one host request.
+func (s *server) HandleRequest(ctx context.Context, method string, params json.RawMessage) (any, error) {
+	switch method {
+	case extension.MethodInitialize:
+		return s.initialize(ctx, params)
+	case extension.MethodShutdown:
+		return s.shutdownRequest(ctx, params)
+	case extension.MethodIntercept:
+		return s.intercept(ctx, params)
+	}
+	// CONTRACT-NOTES §1.2: the SDK's unknown-method answer carries data.
+	return nil, extension.NewError(extension.ReasonUnknownMethod, "method not found: "+method)
+}
+
+// HandleNotification dispatches one host notification.
+func (s *server) HandleNotification(ctx context.Context, method string, params json.RawMessage) {
+	switch method {
+	case extension.MethodEvent:
+		s.event(ctx, params)
+	case extension.MethodResourcesChanged:
+		var p extension.ResourcesChangedParams
+		if err := extension.DecodeParams(method, params, &p); err != nil {
+			s.logf("dropped %s: %v", method, err)
+			return
+		}
+		if s.opts.ResourcesChanged != nil {
+			s.opts.ResourcesChanged(ctx, p.Paths)
+		}
+	}
+}
+
+// fail makes err the one Serve returns and ends the connection once the
+// answer carrying it has been written.
+func (s *server) failAfterAnswer(ctx context.Context, err *extension.Error) error {
+	s.mu.Lock()
+	s.fatal = err
+	s.mu.Unlock()
+	extension.AfterAnswer(ctx, func() { s.conn.Fail(err) })
+	return err
+}
+
+// initialize answers extension/initialize (CONTRACT-NOTES §4.4).
+func (s *server) initialize(ctx context.Context, raw json.RawMessage) (any, error) {
+	var p extension.InitializeParams
+	if err := extension.DecodeParams(extension.MethodInitialize, raw, &p); err != nil {
+		return nil, err // invalid_params; the connection stays
+	}
+	if p.ProtocolID != extension.ProtocolID {
+		return nil, s.failAfterAnswer(ctx, extension.Errorf(extension.ReasonUnsupportedVersion,
+			"this sidecar speaks %s, the host sent protocolId %q", extension.ProtocolID, p.ProtocolID))
+	}
+	major, err := strconv.Atoi(p.ProtocolVersion)
+	if err != nil {
+		return nil, s.failAfterAnswer(ctx, extension.Errorf(extension.ReasonProtocolError,
+			"protocolVersion %q is not an integer major version", p.ProtocolVersion))
+	}
+	if major != extension.ProtocolMajor {
+		return nil, s.failAfterAnswer(ctx, extension.Errorf(extension.ReasonUnsupportedVersion,
+			"this sidecar speaks protocol major %d, the host sent %d", extension.ProtocolMajor, major))
+	}
+	res := extension.InitializeResult{
+		ProtocolVersion:    extension.ProtocolVersion,
+		Name:               s.opts.Name,
+		Version:            s.opts.Version,
+		Replaces:           s.opts.Replaces,
+		Providers:          s.opts.Providers,
+		UIActions:          s.opts.UIActions,
+		StateSchemaVersion: s.opts.StateSchemaVersion,
+	}
+	for _, pt := range s.subscriptions() {
+		res.Subscriptions = append(res.Subscriptions, string(pt))
+	}
+	if s.opts.Initialize != nil {
+		if err := s.opts.Initialize(ctx, &p, &res); err != nil {
+			s.logf("Initialize refused: %v", err)
+			return nil, s.failAfterAnswer(ctx, extension.NewError(extension.ReasonInternal, ""))
+		}
+	}
+	res.ProtocolVersion = extension.ProtocolVersion
+	if strings.TrimSpace(res.Name) == "" || strings.TrimSpace(res.Version) == "" || res.StateSchemaVersion < 0 {
+		s.logf("refusing to start: the declaration needs a Name, a Version and StateSchemaVersion >= 0")
+		return nil, s.failAfterAnswer(ctx, extension.NewError(extension.ReasonInternal, ""))
+	}
+	s.mu.Lock()
+	s.barrier = awaitingInitialized
+	s.session, s.host = p.Session, p.Capabilities
+	s.mu.Unlock()
+	return res, nil
+}
+
+// subscriptions are the declared points: Options.Subscriptions, else the
+// keys of Options.Intercept.
+func (s *server) subscriptions() []extension.Point {
+	if s.opts.Subscriptions != nil {
+		return s.opts.Subscriptions
+	}
+	var out []extension.Point
+	for _, pt := range extension.Points() {
+		if _, ok := s.opts.Intercept[pt]; ok {
+			out = append(out, pt)
+		}
+	}
+	return out
+}
+
+// shutdownRequest answers extension/shutdown: the Shutdown callback runs
+// bounded by timeoutMillis, the answer is written, then the sidecar's side
+// closes and Serve returns nil (CONTRACT-NOTES §4.7).
+func (s *server) shutdownRequest(ctx context.Context, raw json.RawMessage) (any, error) {
+	var p extension.ShutdownParams
+	if err := extension.DecodeParams(extension.MethodShutdown, raw, &p); err != nil {
+		return nil, err
+	}
+	if s.opts.Shutdown != nil {
+		cctx := ctx
+		if p.TimeoutMillis > 0 {
+			var cancel context.CancelFunc
+			cctx, cancel = context.WithTimeout(ctx, time.Duration(p.TimeoutMillis)*time.Millisecond)
+			defer cancel()
+		}
+		done := make(chan error, 1)
+		go func() { done <- s.opts.Shutdown(cctx) }()
+		select {
+		case err := <-done:
+			if err != nil {
+				s.logf("Shutdown: %v", err)
+			}
+		case <-cctx.Done():
+			s.logf("Shutdown callback overran timeoutMillis=%d", p.TimeoutMillis)
+		}
+	}
+	s.mu.Lock()
+	s.shutdown = true
+	s.mu.Unlock()
+	extension.AfterAnswer(ctx, func() { s.conn.Fail(nil) })
+	return extension.ShutdownResult{Accepted: true}, nil
+}

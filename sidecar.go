@@ -1,0 +1,452 @@
+package extension
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// StartError reports a sidecar that failed to start (D10). Err keeps the
+// cause unwrappable, so its protocol reason survives errors.Is.
+type StartError struct {
+	Plugin  string
+	Stage   string // "resolve", "pipes", "spawn" or "handshake"
+	Elapsed time.Duration
+	Stderr  string // the redacted stderr tail, at most the tail size
+	Err     error
+}
+
+// Error renders the D10 diagnostic.
+func (e *StartError) Error() string {
+	msg := fmt.Sprintf("extension sidecar %s startup %s failed after %v: %v",
+		e.Plugin, e.Stage, e.Elapsed.Round(time.Millisecond), e.Err)
+	if e.Stderr != "" {
+		msg += "; stderr: " + e.Stderr
+	}
+	return msg
+}
+
+// Unwrap returns the cause.
+func (e *StartError) Unwrap() error { return e.Err }
+
+// sidecarState is where a sidecar is in its life; transitions only move
+// forward: starting → ready → (crashed | stopping) → stopped.
+type sidecarState uint8
+
+const (
+	stateStarting sidecarState = iota
+	stateReady
+	statePoisoned
+	stateCrashed
+	stateStopping
+	stateStopped
+)
+
+// Sidecar is one started extension process and its connection. Its calls
+// are safe for concurrent use. It is created by [Host.Start] and stopped by
+// [Runtime.Close].
+//
+// Goroutines: watch (turns the end of the connection or of the process
+// into a crash, D13), plus those of its [Conn] and process; stop joins all.
+type Sidecar struct {
+	id    string
+	spec  *LaunchSpec
+	cfg   *hostConfig
+	proc  *process
+	conn  *Conn
+	tail  *Tail
+	start time.Time
+
+	result InitializeResult // set before ready, read-only after
+
+	mu       sync.Mutex // protects state, failure
+	state    sidecarState
+	failure  error // why the sidecar is poisoned or crashed
+	initID   ID    // the id of extension/initialize, the only response the barrier admits
+	watched  chan struct{}
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// ID returns the plugin ID: the installed name.
+func (s *Sidecar) ID() string { return s.id }
+
+// Spec returns what the sidecar was launched from.
+func (s *Sidecar) Spec() *LaunchSpec { return s.spec }
+
+// Declaration returns the sidecar's answer to extension/initialize.
+func (s *Sidecar) Declaration() InitializeResult { return s.result }
+
+// PID returns the process id of the sidecar, which leads its process group
+// on Unix (D12).
+func (s *Sidecar) PID() int { return s.proc.pid }
+
+// Stats returns the counters of the sidecar's connection.
+func (s *Sidecar) Stats() ConnStats { return s.conn.Stats() }
+
+// Done is closed when the sidecar's connection has ended, by crash or stop.
+func (s *Sidecar) Done() <-chan struct{} { return s.conn.Done() }
+
+// launchSidecar starts one sidecar through the handshake. On failure
+// nothing is left running and the error is a *StartError.
+func launchSidecar(ctx context.Context, spec *LaunchSpec, cfg *hostConfig) (*Sidecar, error) {
+	s := &Sidecar{id: spec.ID, spec: spec, cfg: cfg, start: time.Now(), watched: make(chan struct{})}
+	s.tail = &Tail{Size: cfg.stderrTailBytes, Redactor: cfg.redactor}
+	proc, stage, err := startProcess(spec, spec.Env(cfg.env), s.tail)
+	if err != nil {
+		return nil, s.startError(stage, err)
+	}
+	s.proc = proc
+	opts := cfg.conn
+	opts.Gate = s.gate // D6: installed before the first byte is read
+	s.conn = NewConn(proc.stdout, proc.stdin, hostHandler{s}, opts)
+	go s.watch()
+	if err := s.handshake(ctx); err != nil {
+		s.abort()
+		return nil, s.startError("handshake", err)
+	}
+	return s, nil
+}
+
+func (s *Sidecar) startError(stage string, err error) *StartError {
+	e := &StartError{Plugin: s.id, Stage: stage, Elapsed: time.Since(s.start), Err: err}
+	if s.tail != nil {
+		e.Stderr = s.tail.Redacted()
+	}
+	return e
+}
+
+// abort kills a sidecar that failed its start and joins everything.
+func (s *Sidecar) abort() {
+	s.setState(stateStopping)
+	s.proc.kill()
+	s.proc.waitExit(s.cfg.reapTimeout)
+	s.conn.Close()
+	<-s.watched
+	s.proc.release()
+}
+
+func (s *Sidecar) setState(st sidecarState) {
+	s.mu.Lock()
+	if st > s.state {
+		s.state = st
+	}
+	s.mu.Unlock()
+}
+
+// gate enforces the barrier (D6) on the read loop, before any handler runs.
+func (s *Sidecar) gate(m *Message, fe *FrameError) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state == stateReady {
+		return nil
+	}
+	if s.state >= stateStopping {
+		// After shutdown began the sidecar may only answer; anything it
+		// starts is refused without ceremony.
+		if fe == nil && m.Kind == KindResponse {
+			return nil
+		}
+		return NewError(ReasonProtocolError, "extension sidecar "+s.id+" is shutting down")
+	}
+	if fe == nil && m.Kind == KindResponse && m.ID == s.initID && s.conn.isPending(m.ID) {
+		return nil
+	}
+	var what string
+	switch {
+	case fe != nil:
+		what = "an unparsable frame (" + fe.Err.Message + ")"
+	case m.Kind == KindResponse:
+		what = fmt.Sprintf("a response to id %d", m.ID)
+	default:
+		what = fmt.Sprintf("%s %q", m.Kind, m.Method)
+	}
+	// D6: nothing may precede extension/initialized. The connection is
+	// poisoned and the process tree killed; the pending start fails.
+	err := Errorf(ReasonProtocolError, "extension sidecar %s sent %s before extension/initialized", s.id, what)
+	if s.state == stateStarting {
+		s.state, s.failure = statePoisoned, err
+		go s.conn.Fail(err)
+		go s.proc.kill()
+	}
+	return err
+}
+
+// handshake runs extension/initialize, checks the declaration against the
+// manifest (D9) and opens the barrier.
+func (s *Sidecar) handshake(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.initializeTimeout)
+	defer cancel()
+	rt := s.spec.Runtime
+	params := InitializeParams{
+		ProtocolVersion: ProtocolVersion,
+		ProtocolID:      ProtocolID,
+		Manifest:        rt.Expectation(),
+		Session:         s.cfg.session,
+		Capabilities:    HostCapabilities{ContentRefs: true, UIHost: s.cfg.uiHost, ProtocolVersion: ProtocolVersion},
+	}
+	s.mu.Lock()
+	s.initID = 1 // each side numbers its requests from 1 (D4); this is our first
+	s.mu.Unlock()
+	raw, err := s.conn.Call(ctx, MethodInitialize, params)
+	if err != nil {
+		if f := s.poisoned(); f != nil {
+			return f
+		}
+		var e *Error
+		if errors.As(err, &e) {
+			return s.redacted(e)
+		}
+		return err
+	}
+	var res InitializeResult
+	if err := DecodeResult(MethodInitialize, raw, &res); err != nil {
+		return err
+	}
+	if err := checkDeclaration(s.id, rt, &res); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	if s.state != stateStarting {
+		err := s.failure
+		s.mu.Unlock()
+		if err == nil {
+			err = Errorf(ReasonProtocolError, "extension sidecar %s ended during the handshake", s.id)
+		}
+		return err
+	}
+	s.result = res
+	s.state = stateReady // before initialized goes out, so nothing can overtake it
+	s.mu.Unlock()
+	return s.conn.Notify(ctx, MethodInitialized, InitializedParams{})
+}
+
+func (s *Sidecar) poisoned() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state == statePoisoned {
+		return s.failure
+	}
+	return nil
+}
+
+// checkDeclaration applies CONTRACT-NOTES §4.5 steps 3-7 and D9.
+func checkDeclaration(id string, rt *RuntimeSpec, res *InitializeResult) error {
+	major, err := strconv.Atoi(res.ProtocolVersion)
+	if err != nil {
+		return Errorf(ReasonProtocolError, "extension %s answered protocolVersion %q, want an integer major version", id, res.ProtocolVersion)
+	}
+	if major != ProtocolMajor {
+		return Errorf(ReasonUnsupportedVersion, "extension %s speaks protocol major %d, this host speaks %d", id, major, ProtocolMajor)
+	}
+	undeclared := func(format string, args ...any) error {
+		return Errorf(ReasonCapabilityNotDeclared, "extension %s: "+format, append([]any{id}, args...)...)
+	}
+	for _, sub := range res.Subscriptions {
+		if !containsPoint(rt.Intercepts, sub) {
+			return undeclared("subscription %q is not in the manifest's runtime.intercepts", sub)
+		}
+	}
+	for _, slot := range res.Replaces {
+		if !contains(rt.Replaces, slot) {
+			return undeclared("replaces %q but the manifest's runtime.replaces does not declare it", slot)
+		}
+	}
+	prefix := "plugin/" + id + "/"
+	for _, p := range res.Providers {
+		switch {
+		case !contains(rt.Capabilities, "providers"):
+			return undeclared("declares provider %q without the providers capability", p.Ref)
+		case !strings.HasPrefix(p.Ref, prefix) || len(p.Ref) == len(prefix):
+			return undeclared("provider %q is outside its namespace %s", p.Ref, prefix)
+		case rt.Providers != nil && !contains(rt.Providers, p.Ref):
+			return undeclared("provider %q is not in the manifest's runtime.providers", p.Ref)
+		}
+	}
+	for _, a := range res.UIActions {
+		switch {
+		case !contains(rt.Capabilities, "ui"):
+			return undeclared("declares UI action %q without the ui capability", a.ActionID)
+		case !ValidActionID(a.ActionID):
+			return undeclared("UI action id %q must match ^[a-z0-9][a-z0-9-]*$", a.ActionID)
+		case rt.UIActions != nil && !contains(rt.UIActions, a.ActionID):
+			return undeclared("UI action %q is not in the manifest's runtime.uiActions", a.ActionID)
+		}
+	}
+	return nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func containsPoint(list []Point, s string) bool {
+	for _, x := range list {
+		if string(x) == s {
+			return true
+		}
+	}
+	return false
+}
+
+// watch turns the end of the connection or of the process into a crash
+// (D13): the process tree is killed, pending calls fail with the terminal
+// error, and the crash is reported once, only after a completed handshake.
+func (s *Sidecar) watch() {
+	defer close(s.watched)
+	var cause error
+	select {
+	case <-s.conn.Done():
+		cause = s.conn.Err()
+	case <-s.proc.exited:
+		cause = fmt.Errorf("the process %v", s.proc.exitError())
+	}
+	s.mu.Lock()
+	wasReady := s.state == stateReady
+	if s.state < stateCrashed {
+		s.state, s.failure = stateCrashed, cause
+	}
+	s.mu.Unlock()
+	s.conn.Fail(cause)
+	if !wasReady {
+		return // a failed start or a stop: the caller reports it
+	}
+	s.proc.kill()
+	if s.cfg.onCrash != nil {
+		s.cfg.onCrash(s.id, s.interrupted(cause))
+	}
+}
+
+// interrupted is the error of every call on a crashed sidecar (D13).
+func (s *Sidecar) interrupted(cause error) *Error {
+	e := Errorf(ReasonProviderInterrupted, "extension sidecar %s crashed: %s", s.id, s.cfg.redactor.Redact(fmt.Sprint(cause)))
+	e.Err = cause
+	return e
+}
+
+// usable fails fast without touching the wire when the sidecar cannot take
+// calls (CONTRACT-NOTES §4.8).
+func (s *Sidecar) usable() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch s.state {
+	case stateReady:
+		return nil
+	case stateCrashed:
+		return s.interrupted(s.failure)
+	case stateStopping, stateStopped:
+		return Errorf(ReasonProviderInterrupted, "extension sidecar %s is shut down", s.id)
+	}
+	return Errorf(ReasonProtocolError, "extension sidecar %s is not initialized", s.id)
+}
+
+// redacted returns a copy of a peer's error with its message redacted
+// (CONTRACT-NOTES §9.3, §10.1).
+func (s *Sidecar) redacted(e *Error) *Error {
+	c := *e
+	c.Message = s.cfg.redactor.Redact(e.Message)
+	return &c
+}
+
+// Call sends one request to the sidecar and strictly decodes its result
+// into result, a pointer to the method's result DTO. Errors: the peer's
+// protocol error (message redacted); provider_interrupted naming the plugin
+// when the sidecar crashed or is shut down (D13); protocol_error for a
+// malformed result; the context's error when ctx ends first.
+func (s *Sidecar) Call(ctx context.Context, method string, params, result any) error {
+	if err := s.usable(); err != nil {
+		return err
+	}
+	raw, err := s.conn.Call(ctx, method, params)
+	if err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
+		select {
+		case <-s.conn.Done():
+			<-s.watched // the watcher has classified the end
+			if uerr := s.usable(); uerr != nil {
+				return uerr
+			}
+		default:
+		}
+		var e *Error
+		if errors.As(err, &e) {
+			return s.redacted(e)
+		}
+		return err
+	}
+	return DecodeResult(method, raw, result)
+}
+
+// Notify sends a notification, waiting for room in the write queue.
+func (s *Sidecar) Notify(ctx context.Context, method string, params any) error {
+	if err := s.usable(); err != nil {
+		return err
+	}
+	return s.conn.Notify(ctx, method, params)
+}
+
+// stop shuts the sidecar down as D11 prescribes; it is idempotent. The
+// error has reason shutdown_timeout when the sidecar did not answer
+// extension/shutdown in time or anything had to be killed.
+func (s *Sidecar) stop() error {
+	s.stopOnce.Do(func() { s.stopErr = s.doStop() })
+	return s.stopErr
+}
+
+func (s *Sidecar) doStop() error {
+	s.mu.Lock()
+	wasReady := s.state == stateReady
+	if s.state < stateStopping {
+		s.state = stateStopping
+	}
+	s.mu.Unlock()
+	var late error
+	if wasReady {
+		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.shutdownTimeout)
+		raw, err := s.conn.Call(ctx, MethodShutdown, ShutdownParams{TimeoutMillis: s.cfg.shutdownTimeout.Milliseconds()})
+		cancel()
+		var res ShutdownResult
+		if err == nil {
+			err = DecodeResult(MethodShutdown, raw, &res)
+		}
+		if err != nil {
+			late = fmt.Errorf("extension/shutdown: %w", err)
+		}
+	}
+	killed, reapErr := s.proc.stop(s.cfg.stdinGrace, s.cfg.reapTimeout)
+	s.conn.Close()
+	<-s.watched
+	s.setState(stateStopped)
+	switch {
+	case reapErr != nil:
+		return Errorf(ReasonShutdownTimeout, "extension sidecar %s: %w", s.id, reapErr)
+	case late != nil:
+		return Errorf(ReasonShutdownTimeout, "extension sidecar %s did not shut down cleanly: %w", s.id, late)
+	case killed:
+		return Errorf(ReasonShutdownTimeout, "extension sidecar %s did not exit cleanly within %v of stdin closing; its process group was killed", s.id, s.cfg.stdinGrace)
+	}
+	return nil
+}
+
+// hostHandler answers the sidecar's requests. The UI and content methods
+// arrive with later parts of the host; until then they are unknown here.
+type hostHandler struct{ s *Sidecar }
+
+func (h hostHandler) HandleRequest(ctx context.Context, method string, params json.RawMessage) (any, error) {
+	// CONTRACT-NOTES §1.2: the host transport answers -32601 without data.
+	return nil, &Error{Code: CodeMethodNotFound, Message: "method not found: " + method}
+}
+
+func (h hostHandler) HandleNotification(ctx context.Context, method string, params json.RawMessage) {}
