@@ -136,6 +136,9 @@ type ConnStats struct {
 	// UnknownResponses counts the responses dropped because their id
 	// matched no pending call (D4).
 	UnknownResponses uint64
+	// MalformedResponses counts the response-shaped frames (a result or
+	// error member, no method) dropped because their envelope was invalid.
+	MalformedResponses uint64
 	// DroppedEvents counts the [Conn.TryNotify] calls that returned
 	// [ErrQueueFull].
 	DroppedEvents uint64
@@ -184,7 +187,7 @@ type Conn struct {
 	closeWriter func() error // closes w once
 	wg          sync.WaitGroup
 
-	framesIn, framesOut, unknownResponses, droppedEvents atomic.Uint64
+	framesIn, framesOut, unknownResponses, droppedEvents, malformedResponses atomic.Uint64
 
 	mu      sync.Mutex // protects the following
 	err     error      // the terminal error; set once, never cleared
@@ -446,10 +449,11 @@ func (c *Conn) Err() error {
 // Stats returns the counters of the connection so far.
 func (c *Conn) Stats() ConnStats {
 	return ConnStats{
-		FramesIn:         c.framesIn.Load(),
-		FramesOut:        c.framesOut.Load(),
-		UnknownResponses: c.unknownResponses.Load(),
-		DroppedEvents:    c.droppedEvents.Load(),
+		FramesIn:           c.framesIn.Load(),
+		FramesOut:          c.framesOut.Load(),
+		UnknownResponses:   c.unknownResponses.Load(),
+		MalformedResponses: c.malformedResponses.Load(),
+		DroppedEvents:      c.droppedEvents.Load(),
 	}
 }
 
@@ -498,6 +502,14 @@ func (c *Conn) dispatch(m Message, fe *FrameError) {
 			}
 			return
 		}
+	}
+	if fe != nil && fe.Kind == KindResponse {
+		// CONTRACT-NOTES §1.2: a malformed response is dropped, never
+		// answered: answering it could start an endless exchange of
+		// error responses between two peers.
+		c.malformedResponses.Add(1)
+		c.opts.Logf("extension: dropped a malformed response: %v", fe.Err)
+		return
 	}
 	if fe != nil {
 		// CONTRACT-NOTES §1.2: a malformed frame is answered, with its

@@ -20,7 +20,8 @@ type frameCase struct {
 	echo   bool
 	id     ID
 
-	closed bool // whether the connection ends
+	closed  bool // whether the connection ends
+	dropped bool // rejected by the envelope rules but never answered
 }
 
 const shutdownParams = `"params":{"timeoutMillis":5}`
@@ -46,6 +47,10 @@ func adversarialFrames() []frameCase {
 	}
 	badParams := func(name, frame string, id ID) frameCase {
 		return frameCase{name: name, frame: frame, reply: "error", code: CodeInvalidParams, reason: ReasonInvalidParams, echo: true, id: id}
+	}
+	// dropped: a malformed response is never answered (CONTRACT-NOTES §1.2).
+	dropped := func(name, frame string, id ID) frameCase {
+		return frameCase{name: name, frame: frame, dropped: true, code: CodeInvalidRequest, reason: ReasonProtocolError, echo: id != 0, id: id}
 	}
 	ok := func(name, frame string, id ID) frameCase {
 		return frameCase{name: name, frame: frame, reply: "result", echo: true, id: id}
@@ -77,7 +82,9 @@ func adversarialFrames() []frameCase {
 		badParams(`"paramſ" is not params (D5: absent params read as {})`, `{"jsonrpc":"2.0","id":13,"method":"extension/shutdown","paramſ":{"timeoutMillis":5}}`, 13),
 		badParams(`"Params" is not params`, `{"jsonrpc":"2.0","id":14,"method":"extension/shutdown","Params":{"timeoutMillis":5}}`, 14),
 		{name: `"ID" is not id: the frame is a notification`, frame: `{"jsonrpc":"2.0","ID":15,"method":"extension/initialized","params":{}}`},
-		invalid(`"ID" without method is neither request nor response`, `{"jsonrpc":"2.0","ID":15,"result":{}}`),
+		dropped(`"ID" without method is a response without id`, `{"jsonrpc":"2.0","ID":15,"result":{}}`, 0),
+		dropped("response with a string id", `{"jsonrpc":"2.0","id":"7","result":{}}`, 0),
+		dropped("error response with a null id", `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"m"}}`, 0),
 		invalidEcho(`"Method" is not method`, `{"jsonrpc":"2.0","id":16,"Method":"extension/shutdown"}`, 16),
 		invalid(`"JSONRPC" is not jsonrpc`, `{"JSONRPC":"2.0","method":"extension/initialized"}`),
 
@@ -133,16 +140,16 @@ func adversarialFrames() []frameCase {
 		invalidEcho(`"jsonrpc":"2.0 " with a space`, `{"jsonrpc":"2.0 ","id":35,"method":"extension/shutdown",`+shutdownParams+`}`, 35),
 
 		// Requests and responses that mix their members.
-		invalidEcho("response with both result and error", `{"jsonrpc":"2.0","id":36,"result":{},"error":{"code":-32603,"message":"m"}}`, 36),
-		invalidEcho("response with neither result nor error", `{"jsonrpc":"2.0","id":37}`, 37),
-		invalidEcho("response with params", `{"jsonrpc":"2.0","id":38,"result":{},"params":{}}`, 38),
+		dropped("response with both result and error", `{"jsonrpc":"2.0","id":36,"result":{},"error":{"code":-32603,"message":"m"}}`, 36),
+		dropped("response with neither result nor error", `{"jsonrpc":"2.0","id":37}`, 37),
+		dropped("response with params", `{"jsonrpc":"2.0","id":38,"result":{},"params":{}}`, 38),
 		invalidEcho("request with result", `{"jsonrpc":"2.0","id":39,"method":"extension/shutdown","result":{}}`, 39),
 		invalidEcho("request with error", `{"jsonrpc":"2.0","id":40,"method":"extension/shutdown","error":{"code":1,"message":"m"}}`, 40),
 		invalidEcho("empty method", `{"jsonrpc":"2.0","id":41,"method":""}`, 41),
 		invalidEcho("numeric method", `{"jsonrpc":"2.0","id":42,"method":7}`, 42),
-		invalidEcho("error without code", `{"jsonrpc":"2.0","id":43,"error":{"message":"m"}}`, 43),
-		invalidEcho("error with a string code", `{"jsonrpc":"2.0","id":44,"error":{"code":"-32000","message":"m"}}`, 44),
-		invalidEcho("error that is not an object", `{"jsonrpc":"2.0","id":45,"error":"boom"}`, 45),
+		dropped("error without code", `{"jsonrpc":"2.0","id":43,"error":{"message":"m"}}`, 43),
+		dropped("error with a string code", `{"jsonrpc":"2.0","id":44,"error":{"code":"-32000","message":"m"}}`, 44),
+		dropped("error that is not an object", `{"jsonrpc":"2.0","id":45,"error":"boom"}`, 45),
 		invalid("neither method nor id", `{"jsonrpc":"2.0","params":{}}`),
 		invalid("empty object", `{}`),
 
@@ -167,7 +174,7 @@ func TestDecodeMessageAdversarialFrames(t *testing.T) {
 	for _, c := range adversarialFrames() {
 		t.Run(c.name, func(t *testing.T) {
 			m, fe := decodeMessage([]byte(strings.TrimRight(strings.Trim(c.frame, " \t"), "\r")))
-			envelopeError := c.reply == "error" && (c.code == CodeInvalidRequest || c.code == CodeParseError)
+			envelopeError := c.dropped || c.reply == "error" && (c.code == CodeInvalidRequest || c.code == CodeParseError)
 			if !envelopeError {
 				if fe != nil {
 					t.Fatalf("decodeMessage rejected a frame the envelope admits: %v", fe)
@@ -182,6 +189,9 @@ func TestDecodeMessageAdversarialFrames(t *testing.T) {
 			}
 			if fe.Err.Code != c.code || fe.Err.Reason != c.reason {
 				t.Fatalf("got code %d reason %s (%v), want code %d reason %s", fe.Err.Code, fe.Err.Reason, fe.Err, c.code, c.reason)
+			}
+			if c.dropped != (fe.Kind == KindResponse) {
+				t.Fatalf("response-shaped %v, want %v", fe.Kind == KindResponse, c.dropped)
 			}
 			if fe.HasID != c.echo || (c.echo && fe.ID != c.id) {
 				t.Fatalf("got id echo %v %d, want %v %d", fe.HasID, fe.ID, c.echo, c.id)

@@ -119,6 +119,11 @@ func buildMessage(spans *[6][]byte) (Message, *FrameError) {
 	jsonrpc, idRaw, methodRaw, params, result, errRaw := spans[0], spans[1], spans[2], spans[3], spans[4], spans[5]
 	var m Message
 	fe := &FrameError{}
+	if methodRaw == nil && (result != nil || errRaw != nil) {
+		// Response-shaped: whatever is wrong with it, it is never
+		// answered, or two peers could trade error responses forever.
+		fe.Kind = KindResponse
+	}
 	if idRaw != nil {
 		id, ok := parseID(idRaw)
 		if !ok {

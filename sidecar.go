@@ -103,8 +103,15 @@ func launchSidecar(ctx context.Context, spec *LaunchSpec, cfg *hostConfig) (*Sid
 	}
 	s.proc = proc
 	opts := cfg.conn
-	opts.Gate = s.gate // D6: installed before the first byte is read
+	// D6: the gate is installed before the first byte is read. A frame can
+	// reach it before NewConn returns, so it waits until s.conn is set.
+	ready := make(chan struct{})
+	opts.Gate = func(m *Message, fe *FrameError) error {
+		<-ready
+		return s.gate(m, fe)
+	}
 	s.conn = NewConn(proc.stdout, proc.stdin, hostHandler{s}, opts)
+	close(ready)
 	go s.watch()
 	if err := s.handshake(ctx); err != nil {
 		s.abort()
@@ -171,8 +178,8 @@ func (s *Sidecar) gate(m *Message, fe *FrameError) error {
 	err := Errorf(ReasonProtocolError, "extension sidecar %s sent %s before extension/initialized", s.id, what)
 	if s.state == stateStarting {
 		s.state, s.failure = statePoisoned, err
-		go s.conn.Fail(err)
-		go s.proc.kill()
+		s.conn.Fail(err)
+		s.proc.kill()
 	}
 	return err
 }
