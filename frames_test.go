@@ -85,7 +85,7 @@ func adversarialFrames() []frameCase {
 		dropped(`"ID" without method is a response without id`, `{"jsonrpc":"2.0","ID":15,"result":{}}`, 0),
 		dropped("response with a string id", `{"jsonrpc":"2.0","id":"7","result":{}}`, 0),
 		dropped("error response with a null id", `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"m"}}`, 0),
-		invalidEcho(`"Method" is not method`, `{"jsonrpc":"2.0","id":16,"Method":"extension/shutdown"}`, 16),
+		dropped(`"Method" is not method: an id without method is a response`, `{"jsonrpc":"2.0","id":16,"Method":"extension/shutdown"}`, 16),
 		invalid(`"JSONRPC" is not jsonrpc`, `{"JSONRPC":"2.0","method":"extension/initialized"}`),
 
 		// D4: ids.
