@@ -177,6 +177,11 @@ func (s *server) gate(m *extension.Message, fe *extension.FrameError) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.barrier == open {
+		if m.Kind == extension.KindRequest && m.Method == extension.MethodInitialize {
+			// D6: the handshake happens once per connection; a second
+			// initialize is refused, not served again.
+			return extension.Errorf(extension.ReasonProtocolError, "%s after the handshake", m.Method)
+		}
 		return nil
 	}
 	switch {

@@ -1,0 +1,154 @@
+// Command fullsidecar is the reference sidecar of Extension Protocol v1,
+// built on package sdk alone. The conformance scenarios of CONTRACT-NOTES
+// §13 drive it, so every behaviour below is relied upon:
+//
+//   - input.receive: "/fs <t>" is replaced by "<t> [rewritten by
+//     fullsidecar]"; any other input continues.
+//   - tool.before: dangerous_exec is blocked, naming the tool; read is
+//     replaced by the same call with "sandbox":true added to its
+//     arguments; any other tool continues.
+//   - system_prompt.build: the sidecar owns the system_prompt slot (D17)
+//     and wraps the base prompt in its demo strategy.
+//   - session.start is declared, and continues.
+//
+// It also declares the provider plugin/<id>/fake/echo and the UI action
+// demo, which the handshake checks against the manifest (D9).
+//
+// The plugin ID comes from $REASONIX_PLUGIN_NAME (default fullsidecar).
+// Two test hooks make it misbehave on purpose: $FULLSIDECAR_CRASH_ON_INPUT
+// names an input text on which the process exits with status 3, and
+// $FULLSIDECAR_STALL_ON_INPUT one on which the interceptor holds until
+// the host's deadline.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/reasonix-ext/extension"
+	"github.com/reasonix-ext/extension/sdk"
+)
+
+func main() {
+	id := os.Getenv("REASONIX_PLUGIN_NAME")
+	if id == "" {
+		id = "fullsidecar"
+	}
+	fs := &fullSidecar{
+		crashOn: os.Getenv("FULLSIDECAR_CRASH_ON_INPUT"),
+		stallOn: os.Getenv("FULLSIDECAR_STALL_ON_INPUT"),
+	}
+	if err := sdk.Serve(context.Background(), fs.options(id)); err != nil {
+		// A failed connection (an oversized frame, a refused handshake)
+		// must end the process with a non-zero status.
+		fmt.Fprintln(os.Stderr, "fullsidecar:", err)
+		os.Exit(1)
+	}
+}
+
+// fullSidecar holds the test hooks read from the environment.
+type fullSidecar struct {
+	crashOn string // input text that makes the process exit 3
+	stallOn string // input text whose interceptor waits for the deadline
+}
+
+// options is the sidecar's declaration and its interceptors.
+func (fs *fullSidecar) options(id string) sdk.Options {
+	return sdk.Options{
+		Name:    id,
+		Version: "1.0.0",
+		Subscriptions: []extension.Point{
+			extension.InputReceive, extension.ToolBefore, extension.SystemPromptBuild, extension.SessionStart,
+		},
+		Replaces: []string{"system_prompt"},
+		Providers: []extension.ProviderDescriptor{{
+			Ref:           "plugin/" + id + "/fake/echo",
+			DisplayName:   "fullsidecar fake",
+			Model:         "echo",
+			ContextWindow: 64000,
+			Tools:         true,
+			Reasoning:     true,
+			Efforts:       []string{"low", "high"},
+			DefaultEffort: "low",
+		}},
+		UIActions: []extension.UIActionDecl{{ActionID: "demo", Label: "Run the fullsidecar demo"}},
+		Intercept: map[extension.Point]sdk.InterceptFunc{
+			extension.InputReceive:      fs.input,
+			extension.ToolBefore:        tool,
+			extension.SystemPromptBuild: systemPrompt,
+		},
+	}
+}
+
+// input rewrites "/fs <t>" inputs.
+func (fs *fullSidecar) input(ctx context.Context, c *sdk.Call) (sdk.Verdict, error) {
+	var in struct {
+		Text string `json:"text"`
+	}
+	if err := c.Decode(&in); err != nil {
+		return sdk.Verdict{}, err
+	}
+	switch {
+	case fs.crashOn != "" && in.Text == fs.crashOn:
+		os.Exit(3)
+	case fs.stallOn != "" && in.Text == fs.stallOn:
+		<-ctx.Done()
+		return sdk.Verdict{}, ctx.Err()
+	}
+	t, ok := strings.CutPrefix(in.Text, "/fs ")
+	if !ok {
+		return sdk.Continue(), nil
+	}
+	in.Text = t + " [rewritten by fullsidecar]"
+	return sdk.Replace(in), nil
+}
+
+// toolCall is the tool.before payload; Arguments is JSON object text.
+type toolCall struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments,omitempty"`
+}
+
+// tool blocks dangerous_exec and sandboxes read.
+func tool(ctx context.Context, c *sdk.Call) (sdk.Verdict, error) {
+	var call toolCall
+	if err := c.Decode(&call); err != nil {
+		return sdk.Verdict{}, err
+	}
+	switch call.Name {
+	case "dangerous_exec":
+		return sdk.Block("fullsidecar blocks the tool " + call.Name), nil
+	case "read":
+		args := map[string]any{}
+		if call.Arguments != "" {
+			if err := json.Unmarshal([]byte(call.Arguments), &args); err != nil {
+				return sdk.Verdict{}, fmt.Errorf("read arguments: %w", err)
+			}
+		}
+		args["sandbox"] = true
+		b, err := json.Marshal(args)
+		if err != nil {
+			return sdk.Verdict{}, err
+		}
+		call.Arguments = string(b)
+		return sdk.Replace(call), nil
+	}
+	return sdk.Continue(), nil
+}
+
+// systemPrompt is the sidecar's system_prompt strategy.
+func systemPrompt(ctx context.Context, c *sdk.Call) (sdk.Verdict, error) {
+	var p struct {
+		Prompt        string `json:"prompt"`
+		WorkspaceRoot string `json:"workspaceRoot"`
+	}
+	if err := c.Decode(&p); err != nil {
+		return sdk.Verdict{}, err
+	}
+	p.Prompt = "You are Reasonix running under the fullsidecar demo strategy.\n\nWorkspace: " +
+		p.WorkspaceRoot + "\n\nBase prompt:\n" + p.Prompt
+	return sdk.Replace(p), nil
+}
