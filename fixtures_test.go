@@ -35,6 +35,7 @@ var fixtures = map[string]func(){
 	"stop-reading":       fixtureStopReading,
 	"stderr-flood":       fixtureStderrFlood,
 	"gauge":              fixtureGauge,
+	"verdict":            fixtureVerdict,
 }
 
 // usedFixtures records which fixtures a test started, so that TestMain
@@ -277,12 +278,17 @@ func fixtureGrandchild() {
 // forever.
 func fixtureHoldStdout() { hang() }
 
-// fixtureStopReading completes the handshake and then never reads stdin
-// again, so the host's writes stall (D13).
+// fixtureStopReading completes the handshake (declaring $FIXTURE_RESULT
+// when set) and then never reads stdin again, so the host's writes stall
+// (D13) and its events pile up (D20).
 func fixtureStopReading() {
 	in := bufio.NewReader(os.Stdin)
 	m := readFrame(in)
-	fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":%s}`+"\n", m["id"], okResult)
+	result := okResult
+	if r := os.Getenv("FIXTURE_RESULT"); r != "" {
+		result = r
+	}
+	fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":%s}`+"\n", m["id"], result)
 	hang()
 }
 
@@ -351,5 +357,83 @@ func sdkLikeShutdown(in *bufio.Reader) {
 			fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":{"accepted":true}}`+"\n", m["id"])
 			return
 		}
+	}
+}
+
+// validReplacements holds, per point, a replacement its payload document
+// accepts (CONTRACT-NOTES §3.4).
+var validReplacements = map[extension.Point]string{
+	extension.InputReceive:          `{"text":"replaced"}`,
+	extension.AgentBeforeStart:      `{"model":"m2","toolCount":3,"sessionId":"s-2"}`,
+	extension.SystemPromptBuild:     `{"prompt":"P","workspaceRoot":"/ws"}`,
+	extension.ContextPrepare:        `{"messages":[{"role":"user","content":"c"}]}`,
+	extension.ProviderRequestPoint:  `{"request":{"messages":[],"tools":[],"maxTokens":1}}`,
+	extension.ProviderResponsePoint: `{"text":"t","calls":[{"id":"c1","name":"n","arguments":"{}"}]}`,
+	extension.ToolBefore:            `{"name":"read","arguments":"{\"path\":\"x\"}"}`,
+	extension.ToolAfter:             `{"name":"read","result":"ok"}`,
+	extension.PermissionDecision:    `{"name":"read","hostDecision":"deny"}`,
+	extension.CompactionPrepare:     `{"messages":[],"guidance":"g"}`,
+	extension.CompactionComplete:    `{"summary":"s"}`,
+	extension.SessionStart:          `{"sessionPath":"/s","phase":"start"}`,
+	extension.SessionEnd:            `{"sessionPath":"/s","phase":"end"}`,
+	extension.SessionLoad:           `{"sessionPath":"/s","phase":"load"}`,
+	extension.SessionSave:           `{"sessionPath":"/s","phase":"save"}`,
+	extension.SessionRotate:         `{"sessionPath":"/s","phase":"rotate"}`,
+	extension.FrontendEvent:         `{"kind":"k"}`,
+}
+
+// fixtureVerdict answers every intercept with $FIXTURE_VERDICT: continue,
+// block, replace (the point's valid replacement), invalid (an unknown
+// member), allow, deny, append (adds "|<plugin>" to the text or prompt) or
+// hold (until the deadline). It subscribes to $FIXTURE_SUBS (comma
+// separated), else to all 17 points, and owns the slots in $FIXTURE_OWNS.
+func fixtureVerdict() {
+	id := os.Getenv("REASONIX_PLUGIN_NAME")
+	opts := sdk.Options{Name: id, Version: "1.0.0", Logf: func(string, ...any) {}}
+	if subs := os.Getenv("FIXTURE_SUBS"); subs != "" {
+		for _, p := range strings.Split(subs, ",") {
+			opts.Subscriptions = append(opts.Subscriptions, extension.Point(p))
+		}
+	} else {
+		opts.Subscriptions = extension.Points()
+	}
+	if owns := os.Getenv("FIXTURE_OWNS"); owns != "" {
+		opts.Replaces = strings.Split(owns, ",")
+	}
+	verdict := os.Getenv("FIXTURE_VERDICT")
+	opts.Intercept = map[extension.Point]sdk.InterceptFunc{
+		"*": func(ctx context.Context, c *sdk.Call) (sdk.Verdict, error) {
+			switch verdict {
+			case "block":
+				return sdk.Block("blocked by " + id + " token=sk-proj-FAKEfake0123456789abcdefFAKE"), nil
+			case "replace":
+				return sdk.Replace(json.RawMessage(validReplacements[c.Point])), nil
+			case "invalid":
+				return sdk.Replace(json.RawMessage(`{"bogus":1}`)), nil
+			case "allow":
+				return sdk.Allow(), nil
+			case "deny":
+				return sdk.Deny("denied by " + id), nil
+			case "hold":
+				<-ctx.Done()
+				return sdk.Verdict{}, ctx.Err()
+			case "append":
+				var doc map[string]any
+				if err := c.Decode(&doc); err != nil {
+					return sdk.Verdict{}, err
+				}
+				for _, key := range []string{"text", "prompt"} {
+					if v, ok := doc[key].(string); ok {
+						doc[key] = v + "|" + id
+					}
+				}
+				return sdk.Replace(doc), nil
+			}
+			return sdk.Continue(), nil
+		},
+	}
+	if err := sdk.Serve(context.Background(), opts); err != nil {
+		fmt.Fprintln(os.Stderr, "verdict fixture:", err)
+		os.Exit(1)
 	}
 }

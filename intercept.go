@@ -1,6 +1,13 @@
 package extension
 
-import "encoding/json"
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+)
 
 // Interception and observation methods (CONTRACT-NOTES §5).
 const (
@@ -107,4 +114,354 @@ type EventParams struct {
 // ResourcesChangedParams are the params of extension/resources/changed.
 type ResourcesChangedParams struct {
 	Paths []string `json:"paths"`
+}
+
+// slotOf maps a hook point to the slot whose owner has the final say there
+// (D17, CONTRACT-NOTES §5.2); "" for the points without one.
+func slotOf(p Point) string {
+	switch p {
+	case SystemPromptBuild:
+		return "system_prompt"
+	case ContextPrepare:
+		return "context"
+	case ProviderRequestPoint:
+		return "provider_request"
+	case ProviderResponsePoint:
+		return "provider_response"
+	case CompactionPrepare, CompactionComplete:
+		return "compaction"
+	case SessionStart, SessionEnd, SessionLoad, SessionSave, SessionRotate:
+		return "session_policy"
+	case PermissionDecision:
+		return "permission"
+	case FrontendEvent:
+		return "frontend_events"
+	}
+	return ""
+}
+
+// fastPoint reports whether p belongs to the 5-second family (D18).
+func fastPoint(p Point) bool {
+	return p == InputReceive || p == ToolBefore || p == ToolAfter || p == PermissionDecision
+}
+
+// InterceptBudget returns how long this host lets a plugin whose manifest
+// says runtime.timeoutMillis = manifestMillis answer one intercept at p
+// (D18): the point family's default, or the manifest's value for every
+// point when it is > 0, clamped to MaxInterceptTimeout.
+func (h *Host) InterceptBudget(p Point, manifestMillis int64) time.Duration {
+	return h.config().interceptBudget(p, manifestMillis)
+}
+
+// interceptBudget is the time one sidecar has to answer one intercept at
+// p (D18): the point's family default, or the manifest's timeoutMillis for
+// every point when it is > 0, clamped to the maximum.
+func (cfg *hostConfig) interceptBudget(p Point, manifestMillis int64) time.Duration {
+	if manifestMillis > 0 {
+		return min(time.Duration(manifestMillis)*time.Millisecond, cfg.maxTimeout)
+	}
+	if fastPoint(p) {
+		return cfg.fastTimeout
+	}
+	return cfg.slowTimeout
+}
+
+// InterceptOutcome is the result of putting one hook point through the
+// runtime's sidecars (D15-D17).
+type InterceptOutcome struct {
+	// Payload is the final payload: the host's own, or the last valid
+	// replacement, re-encoded from its payload document.
+	Payload json.RawMessage
+	// Blocked reports that an interceptor stopped the operation; BlockedBy
+	// names it and Reason is its redacted reason.
+	Blocked   bool
+	BlockedBy string
+	Reason    string
+	// Replaced lists the plugins whose replacement was applied, in order.
+	Replaced []string
+	// Permission is the first extension ruling at permission.decision,
+	// allow or deny, by PermissionBy; "" when every interceptor continued
+	// and the host's decision stands.
+	Permission   Decision
+	PermissionBy string
+	// Audit is set when an extension allow overrode the host's deny.
+	Audit *AuditRecord
+}
+
+// AuditRecord records an extension allow that overrode the host's deny at
+// permission.decision (D16). Reason is redacted.
+type AuditRecord struct {
+	Plugin string
+	Point  Point
+	Time   time.Time
+	Tool   string
+	Reason string
+}
+
+// InterceptError is an operation failed by a required-class plugin (D19)
+// or by a slot owner (D17). Err carries the protocol reason: for example
+// intercept_timeout, provider_interrupted, or protocol_error for a
+// violation such as an invalid replacement.
+type InterceptError struct {
+	Plugin string
+	Point  Point
+	Err    error
+}
+
+// Error names the plugin, the point and the cause.
+func (e *InterceptError) Error() string {
+	return fmt.Sprintf("extension %s failed %s: %v", e.Plugin, e.Point, e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *InterceptError) Unwrap() error { return e.Err }
+
+// ErrSlotOwnerBlocked is the cause of an [InterceptError] when the slot
+// owner answered block: from the owner, block fails the operation (D17).
+var ErrSlotOwnerBlocked = errors.New("the slot owner blocked the operation")
+
+// buildChains orders each point's interceptors (D15): the sidecars that
+// subscribed to it in their handshake, by priority, then plugin ID
+// byte-wise, then installed order. A point's slot owner is left out: it
+// speaks once, last (D17).
+func (rt *Runtime) buildChains() {
+	rt.chains = map[Point][]*Sidecar{}
+	for _, p := range Points() {
+		owner := rt.slots[slotOf(p)]
+		var chain []*Sidecar
+		for _, s := range rt.sidecars {
+			if s.id != owner && contains(s.result.Subscriptions, string(p)) {
+				chain = append(chain, s)
+			}
+		}
+		sort.SliceStable(chain, func(i, j int) bool {
+			a, b := chain[i], chain[j]
+			if pa, pb := a.spec.Runtime.Priority, b.spec.Runtime.Priority; pa != pb {
+				return pa < pb
+			}
+			if a.id != b.id {
+				return a.id < b.id
+			}
+			return a.index < b.index
+		})
+		rt.chains[p] = chain
+	}
+}
+
+// Chain returns the plugin IDs of point p's interceptors in the order they
+// run (D15), followed by the slot owner, if any (D17).
+func (rt *Runtime) Chain(p Point) []string {
+	var ids []string
+	for _, s := range rt.chains[p] {
+		ids = append(ids, s.id)
+	}
+	if owner := rt.slots[slotOf(p)]; owner != "" && rt.byID[owner] != nil {
+		ids = append(ids, owner)
+	}
+	return ids
+}
+
+// requiredClass reports whether a failure of s fails the operation: its
+// manifest says required, or it owns any slot (D19).
+func (rt *Runtime) requiredClass(s *Sidecar) bool {
+	if s.spec.Runtime.Required {
+		return true
+	}
+	for _, owner := range rt.slots {
+		if owner == s.id {
+			return true
+		}
+	}
+	return false
+}
+
+// Intercept puts one operation at hook point p through the runtime: the
+// chain of interceptors in D15 order, each seeing its predecessor's output,
+// then the point's slot owner (D17). payload is the point's payload
+// document (a json.RawMessage is used as is). A block stops the chain and
+// is reported in the outcome; a failure or violation of a required-class
+// plugin, and anything but continue, replace or a permission ruling from
+// the slot owner, fails the operation with an *InterceptError; an optional
+// plugin's failure is warned once and skipped (D19). Intercept never falls
+// back to another plugin (D13).
+func (rt *Runtime) Intercept(ctx context.Context, p Point, payload any) (*InterceptOutcome, error) {
+	if !p.Valid() {
+		return nil, fmt.Errorf("extension: %q is not a hook point", p)
+	}
+	cur, err := marshalPayload(payload)
+	if err != nil {
+		return nil, err
+	}
+	if err := rt.begin(); err != nil {
+		return nil, err
+	}
+	defer rt.end()
+	out := &InterceptOutcome{Payload: cur}
+	var hostDecision string
+	if p == PermissionDecision {
+		var pp PermissionPayload
+		json.Unmarshal(cur, &pp) // the host's own document; a bad one reads as no decision
+		hostDecision = pp.HostDecision
+	}
+	for _, s := range rt.chains[p] {
+		done, err := rt.rule(ctx, s, p, out, hostDecision, false)
+		if err != nil || done {
+			return rt.finish(out, err)
+		}
+	}
+	if owner := rt.byID[rt.slots[slotOf(p)]]; owner != nil {
+		_, err := rt.rule(ctx, owner, p, out, hostDecision, true)
+		return rt.finish(out, err)
+	}
+	return out, nil
+}
+
+func (rt *Runtime) finish(out *InterceptOutcome, err error) (*InterceptOutcome, error) {
+	if err != nil {
+		return nil, err
+	}
+	if out.Audit != nil && rt.cfg.onAudit != nil {
+		rt.cfg.onAudit(*out.Audit)
+	}
+	return out, nil
+}
+
+func marshalPayload(payload any) (json.RawMessage, error) {
+	if raw, ok := payload.(json.RawMessage); ok {
+		if !json.Valid(raw) {
+			return nil, errors.New("extension: the payload is not valid JSON")
+		}
+		return raw, nil
+	}
+	b, err := json.Marshal(payload)
+	if err != nil {
+		return nil, fmt.Errorf("extension: encoding the payload: %w", err)
+	}
+	return b, nil
+}
+
+// rule asks one sidecar and applies its verdict to out (D16, D17). done
+// reports that the walk ends here (a block, or the first permission
+// ruling); err fails the operation.
+func (rt *Runtime) rule(ctx context.Context, s *Sidecar, p Point, out *InterceptOutcome, hostDecision string, owner bool) (done bool, err error) {
+	res, err := rt.callIntercept(ctx, s, p, out.Payload)
+	if err != nil {
+		if ctx.Err() != nil {
+			return true, ctx.Err() // the caller gave up; nobody is at fault
+		}
+		return false, rt.failure(s, p, "error", err, owner)
+	}
+	violation := func(format string, args ...any) error {
+		return rt.failure(s, p, "violation", Errorf(ReasonProtocolError, "extension %s at %s: "+format, append([]any{s.id, p}, args...)...), owner)
+	}
+	switch res.Decision {
+	case DecisionContinue:
+	case DecisionBlock:
+		reason := rt.cfg.redactor.Redact(res.Reason)
+		if owner {
+			return true, &InterceptError{Plugin: s.id, Point: p, Err: fmt.Errorf("%w: %s", ErrSlotOwnerBlocked, reason)}
+		}
+		out.Blocked, out.BlockedBy, out.Reason = true, s.id, reason
+		return true, nil
+	case DecisionReplace:
+		if len(res.Externalized) > 0 {
+			return false, violation("an externalized replacement is not accepted by this host")
+		}
+		v, err := DecodePayload(p, res.Replacement)
+		if err != nil {
+			return false, violation("invalid replacement: %s", rt.cfg.redactor.Redact(err.Error()))
+		}
+		b, err := json.Marshal(v)
+		if err != nil {
+			return false, violation("replacement: %v", err)
+		}
+		out.Payload = b // D16: the whole value is substituted, re-encoded
+		out.Replaced = append(out.Replaced, s.id)
+	case DecisionAllow, DecisionDeny:
+		if p != PermissionDecision {
+			// D16: allow and deny are legal only at permission.decision.
+			return false, violation("%s is legal only at permission.decision", res.Decision)
+		}
+		// D16: the first allow or deny is terminal.
+		out.Permission, out.PermissionBy = res.Decision, s.id
+		if res.Decision == DecisionAllow && hostDecision == "deny" {
+			var tool PermissionPayload
+			json.Unmarshal(out.Payload, &tool)
+			out.Audit = &AuditRecord{Plugin: s.id, Point: p, Time: time.Now(), Tool: tool.Name,
+				Reason: rt.cfg.redactor.Redact(res.Reason)}
+		}
+		return true, nil
+	default:
+		return false, violation("unknown decision %q", res.Decision)
+	}
+	return false, nil
+}
+
+// failure decides what a plugin's failure or violation means (D19): for a
+// required-class plugin or a slot owner the operation fails; an optional
+// plugin is warned about once per category and skipped.
+func (rt *Runtime) failure(s *Sidecar, p Point, category string, err error, owner bool) error {
+	if owner || rt.requiredClass(s) {
+		return &InterceptError{Plugin: s.id, Point: p, Err: err}
+	}
+	rt.warnOnce(category, s.id, fmt.Errorf("skipping optional extension %s at %s: %w", s.id, p, err))
+	return nil
+}
+
+// callIntercept sends one extension/intercept with the plugin's budget.
+// The host's timer is authoritative: at the deadline the call fails with
+// intercept_timeout and a late answer is discarded (D18).
+func (rt *Runtime) callIntercept(ctx context.Context, s *Sidecar, p Point, payload json.RawMessage) (InterceptResult, error) {
+	budget := rt.cfg.interceptBudget(p, s.spec.Runtime.TimeoutMillis)
+	cctx, cancel := context.WithTimeout(ctx, budget)
+	defer cancel()
+	params := InterceptParams{Event: p, Seq: s.seq.Add(1), Payload: payload, TimeoutMillis: budget.Milliseconds()}
+	var res InterceptResult
+	err := s.Call(cctx, MethodIntercept, params, &res)
+	if err != nil && ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
+		return res, Errorf(ReasonInterceptTimeout, "extension %s did not answer %s within %v", s.id, p, budget)
+	}
+	return res, err
+}
+
+// Observe sends an extension/event for point p to every interceptor of p
+// and its slot owner (D20). It never blocks: each sidecar has a bounded
+// queue of events in flight, and an event that does not fit is dropped,
+// counted, and warned about once per plugin per generation.
+func (rt *Runtime) Observe(p Point, payload any) error {
+	if !p.Valid() {
+		return fmt.Errorf("extension: %q is not a hook point", p)
+	}
+	raw, err := marshalPayload(payload)
+	if err != nil {
+		return err
+	}
+	recipients := rt.chains[p]
+	if owner := rt.byID[rt.slots[slotOf(p)]]; owner != nil {
+		recipients = append(recipients[:len(recipients):len(recipients)], owner)
+	}
+	params := EventParams{Event: p, Payload: raw}
+	for _, s := range recipients {
+		err := s.usable()
+		if err == nil {
+			err = s.conn.TryNotify(MethodEvent, params)
+		}
+		if err != nil {
+			rt.mu.Lock()
+			if rt.dropped == nil {
+				rt.dropped = map[string]uint64{}
+			}
+			rt.dropped[s.id]++
+			rt.mu.Unlock()
+			rt.warnOnce("event", s.id, fmt.Errorf("extension %s dropped the %s event: %v", s.id, p, err))
+		}
+	}
+	return nil
+}
+
+// DroppedEvents returns how many events for plugin were dropped (D20).
+func (rt *Runtime) DroppedEvents(plugin string) uint64 {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	return rt.dropped[plugin]
 }

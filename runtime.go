@@ -54,9 +54,24 @@ type Host struct {
 	// write-stall watchdog (D13, default 10 s). Its Gate is the host's own.
 	Conn ConnOptions
 
+	// FastInterceptTimeout is the intercept budget of input.receive,
+	// tool.before, tool.after and permission.decision (D18). Default 5 s.
+	FastInterceptTimeout time.Duration
+	// InterceptTimeout is the intercept budget of the other 13 points
+	// (D18). Default 30 s.
+	InterceptTimeout time.Duration
+	// MaxInterceptTimeout clamps a manifest's runtime.timeoutMillis, which
+	// replaces the budget of every point of that plugin (D18). Default 60 s.
+	MaxInterceptTimeout time.Duration
+
 	// OnWarning, if set, receives each warning as it happens: optional
-	// sidecars that failed to start, in installed order (D10).
+	// sidecars that failed to start, in installed order (D10); optional
+	// interceptors skipped after a failure or violation, and dropped
+	// events, once per plugin and category per generation (D19, D20).
 	OnWarning func(Warning)
+	// OnAudit, if set, receives each audit record: an extension allow
+	// that overrode a host deny at permission.decision (D16).
+	OnAudit func(AuditRecord)
 	// OnCrash, if set, is called once per crashed sidecar with an error of
 	// reason provider_interrupted naming the plugin (D13).
 	OnCrash func(plugin string, err error)
@@ -91,7 +106,11 @@ type hostConfig struct {
 	reapTimeout       time.Duration
 	stderrTailBytes   int
 	conn              ConnOptions
+	fastTimeout       time.Duration
+	slowTimeout       time.Duration
+	maxTimeout        time.Duration
 	onWarning         func(Warning)
+	onAudit           func(AuditRecord)
 	onCrash           func(string, error)
 }
 
@@ -113,7 +132,11 @@ func (h *Host) config() *hostConfig {
 		reapTimeout:       orDuration(h.ReapTimeout, 5*time.Second),
 		stderrTailBytes:   h.StderrTailBytes,
 		conn:              h.Conn,
+		fastTimeout:       orDuration(h.FastInterceptTimeout, 5*time.Second),
+		slowTimeout:       orDuration(h.InterceptTimeout, 30*time.Second),
+		maxTimeout:        orDuration(h.MaxInterceptTimeout, 60*time.Second),
 		onWarning:         h.OnWarning,
+		onAudit:           h.OnAudit,
 		onCrash:           h.OnCrash,
 	}
 	if c.uiHost == "" {
@@ -140,8 +163,13 @@ type Runtime struct {
 	cfg      *hostConfig
 	sidecars []*Sidecar // started, in installed order
 	byID     map[string]*Sidecar
-	slots    map[string]string // slot → owning plugin (D17)
+	slots    map[string]string    // slot → owning plugin (D17)
+	chains   map[Point][]*Sidecar // D15 order, without the point's slot owner
+
+	mu       sync.Mutex // protects warnings, warned, dropped
 	warnings []Warning
+	warned   map[string]bool   // category|plugin already warned (D19, D20)
+	dropped  map[string]uint64 // events dropped per plugin (D20)
 
 	opsMu   sync.Mutex // protects ops, idle
 	ops     int        // operations in flight, for reload-on-idle (D14)
@@ -165,7 +193,11 @@ func (rt *Runtime) Sidecar(id string) *Sidecar { return rt.byID[id] }
 func (rt *Runtime) SlotOwner(slot string) string { return rt.slots[slot] }
 
 // Warnings returns the generation's startup warnings in installed order.
-func (rt *Runtime) Warnings() []Warning { return append([]Warning(nil), rt.warnings...) }
+func (rt *Runtime) Warnings() []Warning {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	return append([]Warning(nil), rt.warnings...)
+}
 
 // Start builds one runtime generation (D10): every installed, enabled
 // runtime plugin in installed order, at most MaxParallelStarts initializing
@@ -230,6 +262,7 @@ func (cfg *hostConfig) start(ctx context.Context) (*Runtime, error) {
 	for i, r := range results {
 		switch {
 		case r.err == nil:
+			r.s.index = i
 			rt.sidecars = append(rt.sidecars, r.s)
 			rt.byID[r.s.id] = r.s
 		case specs[i].Runtime.Required && failed == nil:
@@ -242,13 +275,31 @@ func (cfg *hostConfig) start(ctx context.Context) (*Runtime, error) {
 		rt.Close()
 		return nil, failed
 	}
+	rt.buildChains()
 	return rt, nil
 }
 
 func (rt *Runtime) warn(w Warning) {
+	rt.mu.Lock()
 	rt.warnings = append(rt.warnings, w)
+	rt.mu.Unlock()
 	if rt.cfg.onWarning != nil {
 		rt.cfg.onWarning(w)
+	}
+}
+
+// warnOnce warns about plugin once per category per generation (D19).
+func (rt *Runtime) warnOnce(category, plugin string, err error) {
+	rt.mu.Lock()
+	key := category + "|" + plugin
+	seen := rt.warned[key]
+	if rt.warned == nil {
+		rt.warned = map[string]bool{}
+	}
+	rt.warned[key] = true
+	rt.mu.Unlock()
+	if !seen {
+		rt.warn(Warning{Plugin: plugin, Err: err})
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -63,6 +64,8 @@ type Sidecar struct {
 	start time.Time
 
 	result InitializeResult // set before ready, read-only after
+	index  int              // position in installed order (D15's last tie-break)
+	seq    atomic.Int64     // the last intercept seq sent; chain and strategy calls share it
 
 	mu       sync.Mutex // protects state, failure
 	state    sidecarState

@@ -1,0 +1,435 @@
+package extension_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/reasonix-ext/extension"
+)
+
+// hostPayloads holds, per point, the host's own payload for the tests.
+var hostPayloads = map[extension.Point]string{
+	extension.InputReceive:          `{"text":"hello"}`,
+	extension.AgentBeforeStart:      `{"model":"m1","toolCount":2,"sessionId":"s-1"}`,
+	extension.SystemPromptBuild:     `{"prompt":"base","workspaceRoot":"/ws"}`,
+	extension.ContextPrepare:        `{"messages":[{"role":"user","content":"hi"}]}`,
+	extension.ProviderRequestPoint:  `{"request":{"messages":[{"role":"user","content":"hi"}],"tools":[],"maxTokens":0}}`,
+	extension.ProviderResponsePoint: `{"text":"answer"}`,
+	extension.ToolBefore:            `{"name":"ls","arguments":"{}"}`,
+	extension.ToolAfter:             `{"name":"ls","arguments":"{}","result":"a b"}`,
+	extension.PermissionDecision:    `{"name":"rm","arguments":"{}","hostDecision":"deny"}`,
+	extension.CompactionPrepare:     `{"messages":[{"role":"user","content":"hi"}],"guidance":"short"}`,
+	extension.CompactionComplete:    `{"summary":"sum"}`,
+	extension.SessionStart:          `{"sessionPath":"/s/1.jsonl","phase":"start"}`,
+	extension.SessionEnd:            `{"sessionPath":"/s/1.jsonl","phase":"end"}`,
+	extension.SessionLoad:           `{"sessionPath":"/s/1.jsonl","phase":"load"}`,
+	extension.SessionSave:           `{"sessionPath":"/s/1.jsonl","phase":"save"}`,
+	extension.SessionRotate:         `{"sessionPath":"/s/1.jsonl","phase":"rotate"}`,
+	extension.FrontendEvent:         `{"kind":"click","text":"t"}`,
+}
+
+func verdictPlugin(name, verdict string, required bool, runtime map[string]any, env map[string]string) plugin {
+	e := map[string]string{"FIXTURE_VERDICT": verdict}
+	for k, v := range env {
+		e[k] = v
+	}
+	rt := map[string]any{"intercepts": extension.Points()}
+	for k, v := range runtime {
+		rt[k] = v
+	}
+	return plugin{name: name, fixture: "verdict", required: required, env: e, runtime: rt}
+}
+
+// startRuntime installs plugins and starts a generation, closed at the end
+// of the test.
+func startRuntime(t *testing.T, h func(*extension.Host), plugins ...plugin) *extension.Runtime {
+	t.Helper()
+	host := testHost(installPlugins(t, plugins...))
+	if h != nil {
+		h(host)
+	}
+	rt, err := host.Start(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close() })
+	return rt
+}
+
+func reencoded(t *testing.T, p extension.Point, doc string) string {
+	t.Helper()
+	v, err := extension.DecodePayload(p, []byte(doc))
+	if err != nil {
+		t.Fatalf("%s: %v", p, err)
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// TestInterceptMatrixEveryPointD16 puts each of the 17 points through a
+// real sidecar answering continue, block, a valid replace, and an invalid
+// replace (from an optional plugin: warned and skipped; from a required
+// one: the operation fails).
+func TestInterceptMatrixEveryPointD16(t *testing.T) {
+	var warnings []extension.Warning
+	var mu sync.Mutex
+	collect := func(h *extension.Host) {
+		h.OnWarning = func(w extension.Warning) { mu.Lock(); warnings = append(warnings, w); mu.Unlock() }
+	}
+	cont := startRuntime(t, nil, verdictPlugin("v", "continue", false, nil, nil))
+	block := startRuntime(t, nil, verdictPlugin("v", "block", false, nil, nil))
+	repl := startRuntime(t, nil, verdictPlugin("v", "replace", false, nil, nil))
+	badOptional := startRuntime(t, collect, verdictPlugin("v", "invalid", false, nil, nil))
+	badRequired := startRuntime(t, nil, verdictPlugin("v", "invalid", true, nil, nil))
+	for _, p := range extension.Points() {
+		t.Run(string(p), func(t *testing.T) {
+			payload := json.RawMessage(hostPayloads[p])
+			out, err := cont.Intercept(bg, p, payload)
+			if err != nil || out.Blocked || string(out.Payload) != hostPayloads[p] || len(out.Replaced) != 0 {
+				t.Fatalf("continue: %+v, %v", out, err)
+			}
+			out, err = block.Intercept(bg, p, payload)
+			if err != nil || !out.Blocked || out.BlockedBy != "v" || !strings.Contains(out.Reason, "blocked by v") || strings.Contains(out.Reason, "FAKEfake") {
+				t.Fatalf("block: %+v, %v (the reason must be kept, its secret redacted)", out, err)
+			}
+			out, err = repl.Intercept(bg, p, payload)
+			if err != nil || string(out.Payload) != reencoded(t, p, validReplacements[p]) || !reflect.DeepEqual(out.Replaced, []string{"v"}) {
+				t.Fatalf("replace: %+v (%s), %v", out, out.Payload, err)
+			}
+			out, err = badOptional.Intercept(bg, p, payload)
+			if err != nil || string(out.Payload) != hostPayloads[p] || len(out.Replaced) != 0 {
+				t.Fatalf("invalid replace from an optional plugin: %+v, %v; want skipped", out, err)
+			}
+			_, err = badRequired.Intercept(bg, p, payload)
+			var ie *extension.InterceptError
+			if !errors.As(err, &ie) || ie.Plugin != "v" || !errors.Is(err, extension.ReasonProtocolError) || !strings.Contains(err.Error(), "bogus") {
+				t.Fatalf("invalid replace from a required plugin: %v; want an InterceptError with protocol_error", err)
+			}
+		})
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(warnings) != 1 || !strings.Contains(warnings[0].Err.Error(), "skipping optional extension v") {
+		t.Fatalf("warnings %v, want exactly one for the 17 violations (D19: once per plugin and category)", warnings)
+	}
+}
+
+func TestAllowDenyOutsidePermissionDecisionIsViolationD16(t *testing.T) {
+	for _, verdict := range []string{"allow", "deny"} {
+		rt := startRuntime(t, nil, verdictPlugin("v", verdict, true, nil, nil))
+		for _, p := range extension.Points() {
+			if p == extension.PermissionDecision {
+				continue
+			}
+			_, err := rt.Intercept(bg, p, json.RawMessage(hostPayloads[p]))
+			if !errors.Is(err, extension.ReasonProtocolError) || !strings.Contains(err.Error(), "legal only at permission.decision") {
+				t.Fatalf("%s at %s = %v, want a violation", verdict, p, err)
+			}
+		}
+	}
+}
+
+func TestPermissionRulingsAndAuditD16(t *testing.T) {
+	deny := `{"name":"rm","arguments":"{}","hostDecision":"deny"}`
+	allow := `{"name":"rm","arguments":"{}","hostDecision":"allow"}`
+	cases := []struct {
+		name, verdict, payload string
+		want                   extension.Decision
+		audits                 int
+	}{
+		{"allow over a host deny is audited", "allow", deny, extension.DecisionAllow, 1},
+		{"allow over a host allow is not", "allow", allow, extension.DecisionAllow, 0},
+		{"deny is never audited", "deny", allow, extension.DecisionDeny, 0},
+		{"continue leaves the host decision", "continue", deny, "", 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var audits []extension.AuditRecord
+			rt := startRuntime(t, func(h *extension.Host) { h.OnAudit = func(a extension.AuditRecord) { audits = append(audits, a) } },
+				verdictPlugin("v", c.verdict, false, nil, nil))
+			out, err := rt.Intercept(bg, extension.PermissionDecision, json.RawMessage(c.payload))
+			if err != nil || out.Permission != c.want {
+				t.Fatalf("outcome %+v, %v; want permission %q", out, err, c.want)
+			}
+			if len(audits) != c.audits || (c.audits == 1) != (out.Audit != nil) {
+				t.Fatalf("%d audit records (outcome %v), want %d", len(audits), out.Audit, c.audits)
+			}
+			if c.audits == 1 && (audits[0].Plugin != "v" || audits[0].Tool != "rm" || audits[0].Point != extension.PermissionDecision) {
+				t.Fatalf("audit record %+v", audits[0])
+			}
+		})
+	}
+}
+
+func TestFirstPermissionRulingIsTerminalD16(t *testing.T) {
+	// "b-block" would block if it were asked; the earlier allow ends the walk.
+	rt := startRuntime(t, nil,
+		verdictPlugin("b-block", "block", false, nil, nil),
+		verdictPlugin("a-allow", "allow", false, nil, nil),
+	)
+	out, err := rt.Intercept(bg, extension.PermissionDecision, json.RawMessage(hostPayloads[extension.PermissionDecision]))
+	if err != nil || out.Blocked || out.Permission != extension.DecisionAllow || out.PermissionBy != "a-allow" {
+		t.Fatalf("outcome %+v, %v; want a-allow's allow to end the walk", out, err)
+	}
+}
+
+// TestChainOrderD15: priority ascending, then plugin ID byte-wise; each
+// interceptor sees its predecessor's replacement.
+func TestChainOrderD15(t *testing.T) {
+	appendAt := func(name string, priority int) plugin {
+		return verdictPlugin(name, "append", false, map[string]any{"priority": priority, "intercepts": []string{"input.receive"}},
+			map[string]string{"FIXTURE_SUBS": "input.receive"})
+	}
+	rt := startRuntime(t, nil, // installed in an order that sorting must undo
+		appendAt("b", 5), appendAt("c", 0), appendAt("e", -10), appendAt("a", 0), appendAt("D", -10))
+	want := []string{"D", "e", "a", "c", "b"} // "D" < "e" byte-wise
+	if got := rt.Chain(extension.InputReceive); !reflect.DeepEqual(got, want) {
+		t.Fatalf("Chain = %v, want %v", got, want)
+	}
+	out, err := rt.Intercept(bg, extension.InputReceive, extension.InputPayload{Text: "hello"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(out.Payload); got != `{"text":"hello|D|e|a|c|b"}` {
+		t.Fatalf("payload %s, want every replacement applied in chain order", got)
+	}
+	if !reflect.DeepEqual(out.Replaced, want) {
+		t.Fatalf("Replaced = %v, want %v", out.Replaced, want)
+	}
+}
+
+// TestSlotOwnerHasTheFinalSayD17: the owner runs after the chain and sees
+// its result; continue keeps it, replace is validated, block, an invalid
+// replacement and a timeout fail the operation.
+func TestSlotOwnerHasTheFinalSayD17(t *testing.T) {
+	member := verdictPlugin("member", "append", false, map[string]any{"intercepts": []string{"system_prompt.build"}},
+		map[string]string{"FIXTURE_SUBS": "system_prompt.build"})
+	owner := func(verdict string) plugin {
+		return verdictPlugin("owner", verdict, false,
+			map[string]any{"intercepts": []string{"system_prompt.build"}, "replaces": []string{"system_prompt"}, "timeoutMillis": 200},
+			map[string]string{"FIXTURE_SUBS": "system_prompt.build", "FIXTURE_OWNS": "system_prompt"})
+	}
+	payload := extension.SystemPromptPayload{Prompt: "base", WorkspaceRoot: "/ws"}
+	t.Run("append sees the chain's result", func(t *testing.T) {
+		rt := startRuntime(t, nil, owner("append"), member)
+		if got := rt.Chain(extension.SystemPromptBuild); !reflect.DeepEqual(got, []string{"member", "owner"}) {
+			t.Fatalf("Chain = %v, want the owner last", got)
+		}
+		out, err := rt.Intercept(bg, extension.SystemPromptBuild, payload)
+		if err != nil || string(out.Payload) != `{"prompt":"base|member|owner","workspaceRoot":"/ws"}` {
+			t.Fatalf("outcome %s, %v", out.Payload, err)
+		}
+	})
+	t.Run("continue keeps the chain's result", func(t *testing.T) {
+		rt := startRuntime(t, nil, owner("continue"), member)
+		out, err := rt.Intercept(bg, extension.SystemPromptBuild, payload)
+		if err != nil || string(out.Payload) != `{"prompt":"base|member","workspaceRoot":"/ws"}` {
+			t.Fatalf("outcome %s, %v", out.Payload, err)
+		}
+	})
+	for _, c := range []struct {
+		verdict string
+		want    error
+	}{
+		{"block", extension.ErrSlotOwnerBlocked},
+		{"invalid", extension.ReasonProtocolError},
+		{"hold", extension.ReasonInterceptTimeout},
+		{"allow", extension.ReasonProtocolError}, // only the permission slot may rule
+	} {
+		t.Run(c.verdict+" fails the operation", func(t *testing.T) {
+			rt := startRuntime(t, nil, owner(c.verdict), member)
+			_, err := rt.Intercept(bg, extension.SystemPromptBuild, payload)
+			var ie *extension.InterceptError
+			if !errors.As(err, &ie) || ie.Plugin != "owner" || !errors.Is(err, c.want) {
+				t.Fatalf("Intercept = %v, want an InterceptError of owner matching %v", err, c.want)
+			}
+		})
+	}
+}
+
+// TestInterceptBudgetsD18 proves each family's default, the manifest
+// override and its clamp through the timeoutMillis each sidecar receives.
+func TestInterceptBudgetsD18(t *testing.T) {
+	cases := []struct {
+		name     string
+		manifest int64
+		fast     time.Duration
+		slow     time.Duration
+	}{
+		{"defaults", 0, 5 * time.Second, 30 * time.Second},
+		{"manifest override for every point", 250, 250 * time.Millisecond, 250 * time.Millisecond},
+		{"clamped to 60 s", int64((10 * time.Minute).Milliseconds()), 60 * time.Second, 60 * time.Second},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			for _, p := range extension.Points() {
+				want := c.slow
+				switch p {
+				case extension.InputReceive, extension.ToolBefore, extension.ToolAfter, extension.PermissionDecision:
+					want = c.fast
+				}
+				if got := (&extension.Host{}).InterceptBudget(p, c.manifest); got != want {
+					t.Errorf("%s: budget %v, want %v", p, got, want)
+				}
+			}
+		})
+	}
+	if got := (&extension.Host{FastInterceptTimeout: time.Second, MaxInterceptTimeout: 2 * time.Second}).InterceptBudget(extension.ToolBefore, 0); got != time.Second {
+		t.Errorf("configured fast budget %v, want 1s", got)
+	}
+	if got := (&extension.Host{MaxInterceptTimeout: 2 * time.Second}).InterceptBudget(extension.ToolBefore, 5000); got != 2*time.Second {
+		t.Errorf("configured clamp %v, want 2s", got)
+	}
+}
+
+func TestOptionalTimeoutWarnsOnceAndIsSkippedD19(t *testing.T) {
+	var warnings []extension.Warning
+	rt := startRuntime(t, func(h *extension.Host) { h.OnWarning = func(w extension.Warning) { warnings = append(warnings, w) } },
+		verdictPlugin("slow", "hold", false, map[string]any{"timeoutMillis": 100}, nil),
+		verdictPlugin("zz-fast", "append", false, nil, nil))
+	for _, p := range []extension.Point{extension.InputReceive, extension.InputReceive, extension.SystemPromptBuild} {
+		out, err := rt.Intercept(bg, p, json.RawMessage(hostPayloads[p]))
+		if err != nil || !reflect.DeepEqual(out.Replaced, []string{"zz-fast"}) {
+			t.Fatalf("%s: %+v, %v; want slow skipped and zz-fast applied", p, out, err)
+		}
+	}
+	if len(warnings) != 1 || warnings[0].Plugin != "slow" || !errors.Is(warnings[0].Err, extension.ReasonInterceptTimeout) {
+		t.Fatalf("warnings %v, want one intercept_timeout warning for slow", warnings)
+	}
+}
+
+func TestRequiredTimeoutFailsTheOperationD19(t *testing.T) {
+	rt := startRuntime(t, nil, verdictPlugin("slow", "hold", true, map[string]any{"timeoutMillis": 100}, nil))
+	_, err := rt.Intercept(bg, extension.ToolBefore, json.RawMessage(hostPayloads[extension.ToolBefore]))
+	if !errors.Is(err, extension.ReasonInterceptTimeout) || !strings.Contains(err.Error(), "did not answer tool.before within 100ms") {
+		t.Fatalf("Intercept = %v, want intercept_timeout naming the point and budget", err)
+	}
+}
+
+func TestCallerCancellationIsNotThePluginsFault(t *testing.T) {
+	var warnings int
+	rt := startRuntime(t, func(h *extension.Host) { h.OnWarning = func(extension.Warning) { warnings++ } },
+		verdictPlugin("slow", "hold", true, nil, nil))
+	ctx, cancel := context.WithCancel(bg)
+	cancel()
+	_, err := rt.Intercept(ctx, extension.ToolBefore, json.RawMessage(hostPayloads[extension.ToolBefore]))
+	if !errors.Is(err, context.Canceled) || warnings != 0 {
+		t.Fatalf("Intercept = %v (%d warnings), want the caller's cancellation and no warning", err, warnings)
+	}
+}
+
+// TestObserveNeverBlocksD20: against a sidecar that never reads, 10,000
+// events return at once, every drop is counted, and one warning names it.
+func TestObserveNeverBlocksD20(t *testing.T) {
+	var warnings []extension.Warning
+	decl := `{"protocolVersion":"1","name":"mute","version":"1","stateSchemaVersion":0,"subscriptions":["session.start"]}`
+	rt := startRuntime(t, func(h *extension.Host) { h.OnWarning = func(w extension.Warning) { warnings = append(warnings, w) } },
+		plugin{name: "mute", fixture: "stop-reading", env: map[string]string{"FIXTURE_RESULT": decl},
+			runtime: map[string]any{"intercepts": []string{"session.start"}}})
+	const n = 10000
+	for range n {
+		if err := rt.Observe(extension.SessionStart, json.RawMessage(hostPayloads[extension.SessionStart])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dropped := rt.DroppedEvents("mute")
+	stats := rt.Sidecar("mute").Stats()
+	if dropped == 0 || dropped != stats.DroppedEvents || dropped > n {
+		t.Fatalf("runtime counted %d drops, the connection %d; want the same non-zero count", dropped, stats.DroppedEvents)
+	}
+	if len(warnings) != 1 || warnings[0].Plugin != "mute" || !strings.Contains(warnings[0].Err.Error(), "dropped the session.start event") {
+		t.Fatalf("warnings %v, want one for mute", warnings)
+	}
+	t.Logf("%d of %d events dropped, %d frames written", dropped, n, stats.FramesOut)
+}
+
+func TestObserveReachesSubscribersAndSlotOwnerOnceD20(t *testing.T) {
+	rt := startRuntime(t, nil,
+		verdictPlugin("sub", "continue", false, map[string]any{"intercepts": []string{"session.start"}}, map[string]string{"FIXTURE_SUBS": "session.start"}),
+		verdictPlugin("owner", "continue", false, map[string]any{"intercepts": []string{"session.start"}, "replaces": []string{"session_policy"}},
+			map[string]string{"FIXTURE_SUBS": "session.start", "FIXTURE_OWNS": "session_policy"}),
+		verdictPlugin("other", "continue", false, map[string]any{"intercepts": []string{"tool.before"}}, map[string]string{"FIXTURE_SUBS": "tool.before"}),
+	)
+	roundTrip := func() {
+		// Frames are written in order, so once a later call is answered
+		// everything queued before it has been written.
+		for _, s := range rt.Sidecars() {
+			var res extension.InterceptResult
+			if err := s.Call(bg, extension.MethodIntercept, extension.InterceptParams{Event: extension.ToolBefore, Seq: 99, Payload: json.RawMessage(`{}`), TimeoutMillis: 1000}, &res); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	roundTrip()
+	before := map[string]uint64{}
+	for _, s := range rt.Sidecars() {
+		before[s.ID()] = s.Stats().FramesOut
+	}
+	if err := rt.Observe(extension.SessionStart, json.RawMessage(hostPayloads[extension.SessionStart])); err != nil {
+		t.Fatal(err)
+	}
+	roundTrip()
+	want := map[string]uint64{"sub": 2, "owner": 2, "other": 1} // event + intercept, or intercept only
+	for _, s := range rt.Sidecars() {
+		if got := s.Stats().FramesOut - before[s.ID()]; got != want[s.ID()] {
+			t.Errorf("%s: %d frames, want %d", s.ID(), got, want[s.ID()])
+		}
+	}
+}
+
+func TestInterceptRejectsBadInput(t *testing.T) {
+	rt := startRuntime(t, nil, verdictPlugin("v", "continue", false, nil, nil))
+	if _, err := rt.Intercept(bg, "tool.nope", json.RawMessage(`{}`)); err == nil {
+		t.Error("an unknown point was accepted")
+	}
+	if _, err := rt.Intercept(bg, extension.ToolBefore, json.RawMessage(`{`)); err == nil {
+		t.Error("invalid JSON was accepted")
+	}
+	if err := rt.Observe("tool.nope", json.RawMessage(`{}`)); err == nil {
+		t.Error("Observe accepted an unknown point")
+	}
+	rt.Close()
+	if _, err := rt.Intercept(bg, extension.ToolBefore, json.RawMessage(`{}`)); err == nil || !strings.Contains(err.Error(), "closed") {
+		t.Errorf("Intercept after Close = %v", err)
+	}
+}
+
+func TestDecodePayloadRulesPerPointD16(t *testing.T) {
+	bad := map[extension.Point][]string{
+		extension.InputReceive:          {`{"text":""}`, `{"text":"  "}`, `{}`, `{"Text":"x"}`, `{"text":"a","text":"b"}`, ``, `{"text":null}`},
+		extension.AgentBeforeStart:      {`{"model":"m"}`, `{"sessionId":"s","toolCount":1.5}`},
+		extension.SystemPromptBuild:     {`{"prompt":"p"}`},
+		extension.ContextPrepare:        {`{}`, `{"messages":null}`},
+		extension.ProviderRequestPoint:  {`{}`, `{"request":{"messages":[],"tools":[{"name":"t","parameters":"x"}],"maxTokens":0}}`},
+		extension.ProviderResponsePoint: {`{"calls":[{"id":"","name":"n","arguments":""}]}`},
+		extension.ToolBefore:            {`{"arguments":"{}"}`, `{"name":"x","arguments":"[1]"}`, `{"name":"x","arguments":"{"}`},
+		extension.ToolAfter:             {`{"name":"","result":"r"}`},
+		extension.PermissionDecision:    {`{"name":"x"}`, `{"name":"x","hostDecision":"maybe"}`},
+		extension.CompactionPrepare:     {`{"guidance":"g"}`},
+		extension.CompactionComplete:    {`{"summary":""}`},
+		extension.SessionStart:          {`{"phase":"end"}`, `{"phase":"begin"}`},
+		extension.SessionRotate:         {`{"phase":"start"}`},
+		extension.FrontendEvent:         {`{"text":"t"}`},
+	}
+	for p, docs := range bad {
+		for _, doc := range docs {
+			if _, err := extension.DecodePayload(p, []byte(doc)); err == nil {
+				t.Errorf("%s accepted the replacement %s", p, doc)
+			}
+		}
+	}
+	for p, doc := range validReplacements {
+		if _, err := extension.DecodePayload(p, []byte(doc)); err != nil {
+			t.Errorf("%s rejected %s: %v", p, doc, err)
+		}
+	}
+	if _, err := extension.DecodePayload(extension.ToolBefore, []byte(`{"name":"x","arguments":""}`)); err != nil {
+		t.Errorf("empty tool arguments are allowed: %v", err)
+	}
+}
