@@ -108,13 +108,15 @@ func (s *server) intercept(ctx context.Context, raw json.RawMessage) (any, error
 		defer cancel()
 	}
 	v, err := fn(ctx, c)
+	if c.Timeout > 0 && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		// Past timeoutMillis the host has given up: whatever the callback
+		// returned, the answer is intercept_timeout.
+		return nil, extension.NewError(extension.ReasonInterceptTimeout, "")
+	}
 	if err == nil {
 		err = v.err
 	}
 	if err != nil {
-		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
-			return nil, extension.NewError(extension.ReasonInterceptTimeout, "")
-		}
 		s.logf("interceptor for %s: %v", p.Event, err)
 		return nil, extension.NewError(extension.ReasonInternal, "")
 	}

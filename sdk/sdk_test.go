@@ -640,7 +640,9 @@ func TestServeReturnsContextErrorOnCancel(t *testing.T) {
 	})
 }
 
-// The reference plugin, built once per test binary.
+// The reference plugin, built once per test binary into buildDir, which
+// is then a plugin directory: bin/fullsidecar beside a copy of
+// testdata/plugins/fullsidecar/reasonix-plugin.json.
 var (
 	buildOnce   sync.Once
 	buildDir    string
@@ -663,7 +665,15 @@ func fullsidecarBinary(t *testing.T) string {
 		if buildDir, buildErr = os.MkdirTemp("", "sdk-examples-"); buildErr != nil {
 			return
 		}
-		fullsidecar = filepath.Join(buildDir, "fullsidecar")
+		manifest, err := os.ReadFile(filepath.Join("..", "testdata", "plugins", "fullsidecar", extension.ManifestFile))
+		if err == nil {
+			err = os.WriteFile(filepath.Join(buildDir, extension.ManifestFile), manifest, 0o644)
+		}
+		if err != nil {
+			buildErr = err
+			return
+		}
+		fullsidecar = filepath.Join(buildDir, "bin", "fullsidecar")
 		out, err := exec.Command("go", "build", "-o", fullsidecar, "./examples/fullsidecar").CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("go build ./examples/fullsidecar: %v\n%s", err, out)
@@ -675,10 +685,12 @@ func fullsidecarBinary(t *testing.T) string {
 	return fullsidecar
 }
 
-// startFullsidecar runs the built reference plugin as a raw-frame peer;
-// stderr collects its standard error, readable once p.wait returned.
-func startFullsidecar(t *testing.T) (p *peer, stderr *bytes.Buffer) {
+// startFullsidecar runs the built reference plugin as a raw-frame peer,
+// with env added to its environment; stderr collects its standard error,
+// readable once p.wait returned.
+func startFullsidecar(t *testing.T, env ...string) (p *peer, stderr *bytes.Buffer) {
 	cmd := exec.Command(fullsidecarBinary(t))
+	cmd.Env = append(os.Environ(), env...)
 	stderr = new(bytes.Buffer)
 	cmd.Stderr = stderr
 	stdin, err := cmd.StdinPipe()

@@ -1,0 +1,338 @@
+package sdk_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/reasonix-ext/extension"
+	"github.com/reasonix-ext/extension/sdk"
+)
+
+// rule returns an interceptor that always rules v.
+func rule(v sdk.Verdict) sdk.InterceptFunc {
+	return func(context.Context, *sdk.Call) (sdk.Verdict, error) { return v, nil }
+}
+
+// interceptWith is an extension/intercept request with a timeoutMillis.
+func interceptWith(id int, point extension.Point, payload string, timeoutMillis int) string {
+	return request(id, extension.MethodIntercept, fmt.Sprintf(`{"event":%q,"seq":%d,"payload":%s,"timeoutMillis":%d}`, point, id, payload, timeoutMillis))
+}
+
+func TestInterceptVerdictsOnTheWireD16(t *testing.T) {
+	cases := []struct {
+		name string
+		fn   sdk.InterceptFunc
+		want string // the exact result frame member
+	}{
+		{"Continue", rule(sdk.Continue()), `"result":{"decision":"continue"}`},
+		{"zero Verdict continues", rule(sdk.Verdict{}), `"result":{"decision":"continue"}`},
+		{"Block", rule(sdk.Block("not here")), `"result":{"decision":"block","reason":"not here"}`},
+		{"Replace with json.RawMessage is verbatim", rule(sdk.Replace(json.RawMessage(`{"text":"a <b> & c","n":1.50}`))),
+			`"result":{"decision":"replace","replacement":{"text":"a <b> & c","n":1.50}}`},
+		{"Replace with a struct is marshalled", rule(sdk.Replace(struct {
+			Text string `json:"text"`
+		}{"x"})), `"result":{"decision":"replace","replacement":{"text":"x"}}`},
+		{"Allow", rule(sdk.Allow()), `"result":{"decision":"allow"}`},
+		{"Deny", rule(sdk.Deny("policy")), `"result":{"decision":"deny","reason":"policy"}`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				opts := minimalOptions
+				opts.Intercept = map[extension.Point]sdk.InterceptFunc{extension.PermissionDecision: tc.fn}
+				p := serve(t, context.Background(), opts)
+				defer p.close()
+				p.handshake()
+				f := p.call(intercept(2, extension.PermissionDecision, `{"name":"ls","hostDecision":"deny"}`))
+				if f.Error != nil || !strings.Contains(f.raw, tc.want) {
+					t.Fatalf("got %s, want it to carry %s", f.raw, tc.want)
+				}
+			})
+		})
+	}
+}
+
+func TestInterceptFailuresAreTheFrozenInternalError(t *testing.T) {
+	const secret = "db password is hunter2"
+	cases := []struct {
+		name string
+		fn   sdk.InterceptFunc
+	}{
+		{"Replace with invalid raw JSON", rule(sdk.Replace(json.RawMessage(`{"text":`)))},
+		{"Replace with an unmarshalable value", rule(sdk.Replace(make(chan int)))},
+		{"callback error", func(context.Context, *sdk.Call) (sdk.Verdict, error) { return sdk.Continue(), errors.New(secret) }},
+		{"callback panic", func(context.Context, *sdk.Call) (sdk.Verdict, error) { panic(secret) }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				opts := minimalOptions
+				opts.Intercept = map[extension.Point]sdk.InterceptFunc{extension.InputReceive: tc.fn}
+				p := serve(t, context.Background(), opts)
+				defer p.close()
+				p.handshake()
+				// CONTRACT-NOTES §9.3: the frozen internal error, with the
+				// detail kept off the wire; the connection survives.
+				f := p.call(intercept(2, extension.InputReceive, `{"text":"hi"}`))
+				wantError(t, f, "2", -32603, extension.ReasonInternal)
+				if f.Error.Message != extension.ReasonInternal.Message() || strings.Contains(f.raw, "hunter2") {
+					t.Fatalf("got %s, want the frozen message and nothing of the cause", f.raw)
+				}
+				wantResult(t, p.call(intercept(3, extension.ToolBefore, `{}`)), "3", continueResult)
+			})
+		})
+	}
+}
+
+func TestInterceptDeadlineIsInterceptTimeout(t *testing.T) {
+	cases := []struct {
+		name string
+		fn   sdk.InterceptFunc
+	}{
+		{"callback returns the context's error", func(ctx context.Context, c *sdk.Call) (sdk.Verdict, error) {
+			<-ctx.Done()
+			return sdk.Verdict{}, ctx.Err()
+		}},
+		{"callback returns a verdict after the deadline", func(ctx context.Context, c *sdk.Call) (sdk.Verdict, error) {
+			<-ctx.Done()
+			return sdk.Block("too late"), nil
+		}},
+		{"callback wraps the context's error", func(ctx context.Context, c *sdk.Call) (sdk.Verdict, error) {
+			<-ctx.Done()
+			return sdk.Verdict{}, fmt.Errorf("lookup: %w", ctx.Err())
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				opts := minimalOptions
+				opts.Intercept = map[extension.Point]sdk.InterceptFunc{extension.ToolBefore: tc.fn}
+				p := serve(t, context.Background(), opts)
+				defer p.close()
+				p.handshake()
+				// CONTRACT-NOTES §13A: the callback's deadline is the
+				// host's timeoutMillis; past it the answer is
+				// intercept_timeout, whatever the callback returns.
+				f := p.call(interceptWith(2, extension.ToolBefore, `{"name":"ls"}`, 50))
+				wantError(t, f, "2", -32000, extension.ReasonInterceptTimeout)
+				wantResult(t, p.call(intercept(3, extension.InputReceive, `{}`)), "3", continueResult)
+			})
+		})
+	}
+}
+
+func TestInterceptCallCarriesTheHostsCall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		type seen struct {
+			fn       string
+			call     sdk.Call
+			deadline bool
+		}
+		calls := make(chan seen, 4)
+		record := func(fn string) sdk.InterceptFunc {
+			return func(ctx context.Context, c *sdk.Call) (sdk.Verdict, error) {
+				_, ok := ctx.Deadline()
+				calls <- seen{fn, *c, ok}
+				return sdk.Continue(), nil
+			}
+		}
+		opts := minimalOptions
+		opts.Intercept = map[extension.Point]sdk.InterceptFunc{extension.ToolBefore: record("tool"), "*": record("wildcard")}
+		p := serve(t, context.Background(), opts)
+		defer p.close()
+		p.handshake()
+		cases := []struct {
+			req  string
+			want seen
+		}{
+			{interceptWith(3, extension.ToolBefore, `{"name":"ls"}`, 250),
+				seen{"tool", sdk.Call{Point: extension.ToolBefore, Seq: 3, Payload: json.RawMessage(`{"name":"ls"}`), Timeout: 250 * time.Millisecond}, true}},
+			{intercept(4, extension.InputReceive, `{"text":"hi"}`),
+				seen{"wildcard", sdk.Call{Point: extension.InputReceive, Seq: 4, Payload: json.RawMessage(`{"text":"hi"}`)}, false}},
+		}
+		for _, tc := range cases {
+			p.call(tc.req)
+			got := <-calls // sent before the answer was
+			if got.fn != tc.want.fn || got.call.Point != tc.want.call.Point || got.call.Seq != tc.want.call.Seq ||
+				string(got.call.Payload) != string(tc.want.call.Payload) || got.call.Timeout != tc.want.call.Timeout || got.deadline != tc.want.deadline {
+				t.Errorf("got %s %+v (deadline %t), want %s %+v (deadline %t)", got.fn, got.call, got.deadline, tc.want.fn, tc.want.call, tc.want.deadline)
+			}
+		}
+	})
+}
+
+func TestInterceptPointWithoutInterceptorContinues(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		ran := false
+		opts := minimalOptions
+		opts.Intercept = map[extension.Point]sdk.InterceptFunc{extension.ToolBefore: func(context.Context, *sdk.Call) (sdk.Verdict, error) {
+			mu.Lock()
+			ran = true
+			mu.Unlock()
+			return sdk.Block("no"), nil
+		}}
+		p := serve(t, context.Background(), opts)
+		defer p.close()
+		p.handshake()
+		wantResult(t, p.call(intercept(2, extension.SessionStart, `{"phase":"start"}`)), "2", continueResult)
+		mu.Lock()
+		defer mu.Unlock()
+		if ran {
+			t.Fatal("the tool.before interceptor ran for session.start")
+		}
+	})
+}
+
+func TestInterceptInvalidParams(t *testing.T) {
+	cases := map[string]string{
+		"unknown point":          `{"event":"tool.maybe","seq":1,"payload":{},"timeoutMillis":0}`,
+		"seq 0":                  `{"event":"tool.before","seq":0,"payload":{},"timeoutMillis":0}`,
+		"negative timeoutMillis": `{"event":"tool.before","seq":1,"payload":{},"timeoutMillis":-1}`,
+		"missing payload":        `{"event":"tool.before","seq":1,"timeoutMillis":0}`,
+		"unknown member":         `{"event":"tool.before","seq":1,"payload":{},"timeoutMillis":0,"priority":1}`,
+		"fractional seq":         `{"event":"tool.before","seq":1.5,"payload":{},"timeoutMillis":0}`,
+	}
+	for name, params := range cases {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				opts := minimalOptions
+				opts.Intercept = map[extension.Point]sdk.InterceptFunc{"*": rule(sdk.Block("must not run"))}
+				p := serve(t, context.Background(), opts)
+				defer p.close()
+				p.handshake()
+				wantError(t, p.call(request(2, extension.MethodIntercept, params)), "2", -32602, extension.ReasonInvalidParams)
+			})
+		})
+	}
+}
+
+func TestObserveGetsEventsAndDropsMalformedOnes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		events := make(chan sdk.Event, 4)
+		opts := minimalOptions
+		opts.Observe = func(ctx context.Context, e *sdk.Event) { events <- *e }
+		p := serve(t, context.Background(), opts)
+		defer p.close()
+		p.handshake()
+		p.send(`{"jsonrpc":"2.0","method":"extension/event","params":{"event":"tool.maybe","payload":{}}}`)
+		p.send(`{"jsonrpc":"2.0","method":"extension/event","params":{"event":"tool.after","payload":{"name":"ls"}}}`)
+		// Notifications are handled in arrival order: the first observed is
+		// the first well-formed one.
+		select {
+		case e := <-events:
+			if e.Point != extension.ToolAfter || string(e.Payload) != `{"name":"ls"}` {
+				t.Fatalf("observed %s %s, want tool.after {\"name\":\"ls\"}", e.Point, e.Payload)
+			}
+		case <-time.After(hangGuard):
+			t.Fatalf("no event observed within %v (hang guard)", hangGuard)
+		}
+	})
+}
+
+// conformanceRuntime installs the built reference plugin as plugin ID
+// conformance-ext with the manifest of CONTRACT-NOTES §13 and starts it
+// through the host.
+func conformanceRuntime(t *testing.T) *extension.Sidecar {
+	t.Helper()
+	fullsidecarBinary(t)
+	home := t.TempDir()
+	if _, err := extension.Install(home, buildDir, extension.InstallOptions{Name: "conformance-ext", Link: true}); err != nil {
+		t.Fatal(err)
+	}
+	h := &extension.Host{Home: home, Session: extension.SessionContext{SessionID: "sess-conf", WorkspaceRoot: "/ws", Generation: 1}}
+	rt, err := h.Start(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := rt.Close(); err != nil {
+			t.Errorf("Close = %v, want nil for the reference plugin", err)
+		}
+	})
+	s := rt.Sidecar("conformance-ext")
+	if s == nil {
+		t.Fatalf("conformance-ext did not start; warnings %v", rt.Warnings())
+	}
+	return s
+}
+
+func TestFullsidecarDeclarationPassesTheHostHandshakeD9(t *testing.T) {
+	s := conformanceRuntime(t)
+	got, err := json.Marshal(s.Declaration())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"protocolVersion":"1","name":"conformance-ext","version":"1.0.0",` +
+		`"subscriptions":["input.receive","tool.before","system_prompt.build","session.start"],` +
+		`"replaces":["system_prompt"],` +
+		`"providers":[{"ref":"plugin/conformance-ext/fake/echo","displayName":"fullsidecar fake","model":"echo","contextWindow":64000,"tools":true,"reasoning":true,"efforts":["low","high"],"defaultEffort":"low"}],` +
+		`"uiActions":[{"actionId":"demo","label":"Run the fullsidecar demo"}],"stateSchemaVersion":0}`
+	if !sameJSON(got, want) {
+		t.Fatalf("declaration %s\nwant %s", got, want)
+	}
+}
+
+func TestFullsidecarInterceptsThroughTheHost(t *testing.T) {
+	s := conformanceRuntime(t)
+	cases := []struct {
+		name    string
+		point   extension.Point
+		payload string
+		want    extension.InterceptResult
+	}{
+		{"input /fs is rewritten", extension.InputReceive, `{"text":"/fs hello world"}`,
+			extension.InterceptResult{Decision: extension.DecisionReplace, Replacement: json.RawMessage(`{"text":"hello world [rewritten by fullsidecar]"}`)}},
+		{"plain input continues", extension.InputReceive, `{"text":"hello"}`,
+			extension.InterceptResult{Decision: extension.DecisionContinue}},
+		{"dangerous_exec is blocked", extension.ToolBefore, `{"name":"dangerous_exec","arguments":"{}"}`,
+			extension.InterceptResult{Decision: extension.DecisionBlock, Reason: "fullsidecar blocks the tool dangerous_exec"}},
+		{"read is sandboxed", extension.ToolBefore, `{"name":"read","arguments":"{\"path\":\"a\"}"}`,
+			extension.InterceptResult{Decision: extension.DecisionReplace, Replacement: json.RawMessage(`{"name":"read","arguments":"{\"path\":\"a\",\"sandbox\":true}"}`)}},
+		{"other tools continue", extension.ToolBefore, `{"name":"write","arguments":"{}"}`,
+			extension.InterceptResult{Decision: extension.DecisionContinue}},
+		{"system prompt strategy", extension.SystemPromptBuild, `{"prompt":"Be brief.","workspaceRoot":"/ws"}`,
+			extension.InterceptResult{Decision: extension.DecisionReplace, Replacement: json.RawMessage(
+				`{"prompt":"You are Reasonix running under the fullsidecar demo strategy.\n\nWorkspace: /ws\n\nBase prompt:\nBe brief.","workspaceRoot":"/ws"}`)}},
+		{"session.start continues", extension.SessionStart, `{"phase":"start"}`,
+			extension.InterceptResult{Decision: extension.DecisionContinue}},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			params := extension.InterceptParams{Event: tc.point, Seq: int64(i + 1), Payload: json.RawMessage(tc.payload), TimeoutMillis: 10000}
+			var got extension.InterceptResult
+			if err := s.Call(context.Background(), extension.MethodIntercept, params, &got); err != nil {
+				t.Fatal(err)
+			}
+			if got.Decision != tc.want.Decision || got.Reason != tc.want.Reason ||
+				(tc.want.Replacement != nil || got.Replacement != nil) && !sameJSON(got.Replacement, string(tc.want.Replacement)) {
+				t.Fatalf("got %+v (replacement %s), want %+v (replacement %s)", got, got.Replacement, tc.want, tc.want.Replacement)
+			}
+		})
+	}
+}
+
+func TestFullsidecarStallHookHoldsUntilTheDeadline(t *testing.T) {
+	p, _ := startFullsidecar(t, "FULLSIDECAR_STALL_ON_INPUT=wait for it")
+	p.handshake()
+	wantError(t, p.call(interceptWith(2, extension.InputReceive, `{"text":"wait for it"}`, 200)), "2", -32000, extension.ReasonInterceptTimeout)
+	wantResult(t, p.call(interceptWith(3, extension.InputReceive, `{"text":"go on"}`, 10000)), "3", continueResult)
+}
+
+func TestFullsidecarCrashHookExitsThree(t *testing.T) {
+	p, _ := startFullsidecar(t, "FULLSIDECAR_CRASH_ON_INPUT=boom")
+	p.handshake()
+	wantResult(t, p.call(interceptWith(2, extension.InputReceive, `{"text":"fine"}`, 10000)), "2", continueResult)
+	p.send(interceptWith(3, extension.InputReceive, `{"text":"boom"}`, 10000))
+	p.wantEOF()
+	if code := exitCode(p.wait()); code != 3 {
+		t.Fatalf("exit status %d, want 3", code)
+	}
+}
