@@ -36,6 +36,7 @@ var fixtures = map[string]func(){
 	"stderr-flood":       fixtureStderrFlood,
 	"gauge":              fixtureGauge,
 	"verdict":            fixtureVerdict,
+	"pingpong":           fixturePingPong,
 }
 
 // usedFixtures records which fixtures a test started, so that TestMain
@@ -94,7 +95,7 @@ type plugin struct {
 // installPlugins writes each plugin's directory and manifest and installs
 // it (linked) into a fresh home, in order. Each fixture writes its pid to
 // <dir>/pid, where pidOf finds it.
-func installPlugins(t *testing.T, plugins ...plugin) string {
+func installPlugins(t testing.TB, plugins ...plugin) string {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
@@ -435,5 +436,23 @@ func fixtureVerdict() {
 	if err := sdk.Serve(context.Background(), opts); err != nil {
 		fmt.Fprintln(os.Stderr, "verdict fixture:", err)
 		os.Exit(1)
+	}
+}
+
+// fixturePingPong is the benchmark baseline's peer: it decodes each JSON
+// line and answers with a small JSON line, nothing more.
+func fixturePingPong() {
+	in := bufio.NewReader(os.Stdin)
+	out := bufio.NewWriter(os.Stdout)
+	for {
+		line, err := in.ReadBytes('\n')
+		if err != nil {
+			return
+		}
+		var m map[string]json.RawMessage
+		json.Unmarshal(line, &m)
+		b, _ := json.Marshal(map[string]json.RawMessage{"id": m["id"], "result": json.RawMessage(`{"decision":"continue"}`)})
+		out.Write(append(b, '\n'))
+		out.Flush()
 	}
 }
