@@ -77,6 +77,12 @@ type ConnOptions struct {
 	// every frame passes.
 	Gate func(m *Message, fe *FrameError) error
 
+	// Tap, when set, sees every frame: each inbound line as read (before
+	// the Gate) and each outbound frame once written, without its "\n".
+	// The slice is only valid during the call. It runs on the reader or
+	// the writer goroutine and must not block. Nil means no tap.
+	Tap func(inbound bool, frame []byte)
+
 	// Logf receives diagnostics: handler panics, dropped responses, the
 	// reason the connection ended. It may be called from any goroutine of
 	// the Conn. Nil discards them; the package never prints.
@@ -485,6 +491,9 @@ func (c *Conn) readLoop() {
 			return
 		}
 		c.framesIn.Add(1)
+		if c.opts.Tap != nil {
+			c.opts.Tap(true, line)
+		}
 		c.dispatch(decodeMessage(line))
 	}
 }

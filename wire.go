@@ -269,6 +269,9 @@ func (c *Conn) write(f *outFrame) bool {
 		return false
 	}
 	c.framesOut.Add(1)
+	if c.opts.Tap != nil {
+		c.opts.Tap(false, f.data[:len(f.data)-1])
+	}
 	if f.hooks != nil {
 		f.hooks.markWritten()
 	}

@@ -1,0 +1,27 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+
+	"github.com/reasonix-ext/extension"
+)
+
+// trustCommand prints the FULL TRUST block of a plugin directory: what
+// installing it would let its sidecar do.
+func trustCommand(fs *flag.FlagSet) func(*env) int {
+	id := fs.String("name", "", "the plugin ID it would be installed as (default: the manifest's name)")
+	return func(e *env) int {
+		if len(e.args) != 1 {
+			fmt.Fprintln(e.stderr, "usage: exthost trust [-name ID] PLUGIN_DIR")
+			return 2
+		}
+		t, err := extension.TrustPlugin(e.args[0], *id)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "exthost trust: %v\n", err)
+			return 1
+		}
+		fmt.Fprint(e.stdout, t.Text())
+		return 0
+	}
+}
