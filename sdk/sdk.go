@@ -99,6 +99,7 @@ var ErrNotInitialized = errors.New("sdk: the host has not sent extension/initial
 // barrier states of the sidecar side (CONTRACT-NOTES §4.6).
 const (
 	awaitingInitialize = iota
+	initializing       // an initialize is being answered
 	awaitingInitialized
 	open
 )
@@ -195,6 +196,7 @@ func (s *server) gate(m *extension.Message, fe *extension.FrameError) error {
 	case m.Method == extension.MethodShutdown:
 		return nil
 	case m.Method == extension.MethodInitialize && s.barrier == awaitingInitialize:
+		s.barrier = initializing // D6: one handshake, even when pipelined
 		return nil
 	}
 	return extension.Errorf(extension.ReasonProtocolError, "%s before extension/initialized", m.Method)
@@ -245,6 +247,9 @@ func (s *server) failAfterAnswer(ctx context.Context, err *extension.Error) erro
 func (s *server) initialize(ctx context.Context, raw json.RawMessage) (any, error) {
 	var p extension.InitializeParams
 	if err := extension.DecodeParams(extension.MethodInitialize, raw, &p); err != nil {
+		s.mu.Lock()
+		s.barrier = awaitingInitialize // the host may try again
+		s.mu.Unlock()
 		return nil, err // invalid_params; the connection stays
 	}
 	if p.ProtocolID != extension.ProtocolID {

@@ -292,6 +292,29 @@ func TestServeD6BarrierRefusesInitializeAfterHandshake(t *testing.T) {
 	})
 }
 
+func TestServeD6BarrierRefusesPipelinedSecondInitialize(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		entered, release := make(chan struct{}, 2), make(chan struct{})
+		opts := minimalOptions
+		opts.Initialize = func(context.Context, *extension.InitializeParams, *extension.InitializeResult) error {
+			entered <- struct{}{}
+			<-release
+			return nil
+		}
+		p := serve(t, context.Background(), opts)
+		defer p.close()
+		p.send(initializeRequest)
+		<-entered
+		// D6: while the first initialize is being answered, a second one
+		// is refused rather than run alongside it.
+		wantError(t, p.call(request(2, extension.MethodInitialize, initParams(extension.ProtocolID, "1"))), "2", -32600, extension.ReasonProtocolError)
+		close(release)
+		wantResult(t, p.recv(), "1", minimalDeclaration)
+		p.send(initializedNotice)
+		wantResult(t, p.call(intercept(3, extension.ToolBefore, `{}`)), "3", continueResult)
+	})
+}
+
 func TestServeD6BarrierServesShutdownEarly(t *testing.T) {
 	for _, stage := range []string{"before initialize", "before initialized"} {
 		t.Run(stage, func(t *testing.T) {
