@@ -6,6 +6,7 @@
 //
 // The commands are:
 //
+//	demo     run one scripted agent turn against a plugin (default: the bundled reference plugin)
 //	trust    print the FULL TRUST block of a plugin directory
 //	redact   copy standard input to standard output with credentials removed
 //	help     print this usage, or a command's with "exthost help <command>"
@@ -40,6 +41,7 @@ type env struct {
 // commands is the command table, in the order help lists it.
 func commands() []command {
 	return []command{
+		{name: "demo", summary: "run one scripted agent turn against a plugin (default: the bundled reference plugin)", flags: demoCommand},
 		{name: "trust", summary: "print the FULL TRUST block of a plugin directory", flags: trustCommand},
 		{name: "redact", summary: "copy standard input to standard output with credentials removed", flags: redactCommand},
 		{name: "help", summary: "print this usage, or a command's with \"exthost help <command>\"", flags: helpCommand},

@@ -1,0 +1,228 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/reasonix-ext/extension"
+)
+
+// referencePackage is the bundled reference plugin, built on the fly.
+const referencePackage = "github.com/reasonix-ext/extension/sdk/examples/fullsidecar"
+
+// referenceManifest declares what the reference plugin does (CONTRACT-NOTES
+// §13): four intercepts, the system_prompt slot, a provider and a UI action.
+const referenceManifest = `{
+  "apiVersion": "reasonix.io/plugin/v1",
+  "name": "fullsidecar",
+  "version": "1.0.0",
+  "description": "The reference sidecar of the Go SDK.",
+  "runtime": {
+    "command": "${REASONIX_PLUGIN_ROOT}/bin/fullsidecar",
+    "intercepts": ["input.receive", "tool.before", "system_prompt.build", "session.start"],
+    "replaces": ["system_prompt"],
+    "capabilities": ["providers", "ui"]
+  }
+}
+`
+
+// demoCommand runs one scripted agent turn against a plugin and prints a
+// transcript.
+func demoCommand(fs *flag.FlagSet) func(*env) int {
+	wire := fs.Bool("wire", false, "also print every frame on the wire (redacted)")
+	return func(e *env) int {
+		if len(e.args) > 1 {
+			fmt.Fprintln(e.stderr, "usage: exthost demo [-wire] [PLUGIN_DIR]")
+			return 2
+		}
+		d := &demo{out: e.stdout, wire: *wire, redactor: &extension.Redactor{}}
+		if err := d.run(e.args); err != nil {
+			fmt.Fprintf(e.stderr, "exthost demo: %v\n", err)
+			return 1
+		}
+		return 0
+	}
+}
+
+type demo struct {
+	out      io.Writer
+	wire     bool
+	redactor *extension.Redactor
+	mu       sync.Mutex // serializes output from the tap and the script
+}
+
+func (d *demo) printf(format string, args ...any) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	fmt.Fprintf(d.out, format, args...)
+}
+
+func (d *demo) run(args []string) error {
+	work, err := os.MkdirTemp("", "exthost-demo-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+	dir, id := "", ""
+	if len(args) == 1 {
+		dir = args[0]
+	} else {
+		if dir, err = buildReference(work); err != nil {
+			return err
+		}
+		id = "fullsidecar"
+	}
+	home := filepath.Join(work, "home")
+	entry, err := extension.Install(home, dir, extension.InstallOptions{Name: id, Link: true})
+	if err != nil {
+		return err
+	}
+	spec, err := extension.ResolveLaunch(home, entry.Name, work)
+	if err != nil {
+		return err
+	}
+	trust := spec.Trust()
+	d.printf("FULL TRUST: %s %s runs %s outside the sandbox with your environment.\n\n", trust.Plugin, trust.Version, trust.Command)
+
+	h := &extension.Host{
+		Home:    home,
+		Session: extension.SessionContext{SessionID: "demo-session", WorkspaceRoot: work, Generation: 1},
+		OnWarning: func(w extension.Warning) {
+			d.printf("   warning: %s\n", w)
+		},
+	}
+	if d.wire {
+		h.Conn.Tap = func(inbound bool, frame []byte) {
+			arrow := "host → sidecar"
+			if inbound {
+				arrow = "sidecar → host"
+			}
+			text := d.redactor.Redact(string(frame))
+			if len(text) > 240 {
+				text = text[:240] + "…"
+			}
+			d.printf("      %s %s\n", arrow, text)
+		}
+	}
+	ctx := context.Background()
+	d.printf("── start: handshake with %s\n", entry.Name)
+	rt, err := h.Start(ctx)
+	if err != nil {
+		return err
+	}
+	closed := false
+	defer func() {
+		if !closed {
+			rt.Close()
+		}
+	}()
+	s := rt.Sidecar(entry.Name)
+	if s == nil {
+		return fmt.Errorf("%s did not start: %v", entry.Name, rt.Warnings())
+	}
+	decl := s.Declaration()
+	d.printf("   %s %s subscribes to %s", decl.Name, decl.Version, strings.Join(decl.Subscriptions, ", "))
+	if len(decl.Replaces) > 0 {
+		d.printf("; owns %s", strings.Join(decl.Replaces, ", "))
+	}
+	for _, p := range decl.Providers {
+		d.printf("; serves %s", p.Ref)
+	}
+	for _, a := range decl.UIActions {
+		d.printf("; offers /%s:%s", entry.Name, a.ActionID)
+	}
+	d.printf("\n")
+
+	d.printf("── session.start (observed)\n")
+	if err := rt.Observe(extension.SessionStart, extension.SessionPayload{SessionPath: filepath.Join(work, "session.jsonl"), Phase: "start"}); err != nil {
+		return err
+	}
+	steps := []struct {
+		title   string
+		point   extension.Point
+		payload any
+	}{
+		{`input.receive "/fs hello world"`, extension.InputReceive, extension.InputPayload{Text: "/fs hello world"}},
+		{`input.receive "what changed since yesterday?"`, extension.InputReceive, extension.InputPayload{Text: "what changed since yesterday?"}},
+		{"system_prompt.build", extension.SystemPromptBuild, extension.SystemPromptPayload{Prompt: "You are a coding agent.", WorkspaceRoot: work}},
+		{"tool.before read README.md", extension.ToolBefore, extension.ToolPayload{Name: "read", Arguments: `{"path":"README.md"}`}},
+		{"tool.before dangerous_exec", extension.ToolBefore, extension.ToolPayload{Name: "dangerous_exec", Arguments: `{"cmd":"rm -rf /"}`}},
+		{"tool.before write notes.txt", extension.ToolBefore, extension.ToolPayload{Name: "write", Arguments: `{"path":"notes.txt"}`}},
+		{"tool.after read", extension.ToolAfter, extension.ToolResultPayload{Name: "read", Arguments: `{"path":"README.md"}`, Result: "# README"}},
+		{"permission.decision rm (the host says deny)", extension.PermissionDecision, extension.PermissionPayload{Name: "rm", Arguments: `{}`, HostDecision: "deny"}},
+	}
+	for _, step := range steps {
+		d.printf("── %s\n", step.title)
+		out, err := rt.Intercept(ctx, step.point, step.payload)
+		switch {
+		case err != nil:
+			d.printf("   failed: %v\n", err)
+		case out.Blocked:
+			d.printf("   blocked by %s: %s\n", out.BlockedBy, out.Reason)
+		case out.Permission != "":
+			d.printf("   %s by %s\n", out.Permission, out.PermissionBy)
+		case len(out.Replaced) > 0:
+			d.printf("   replaced by %s: %s\n", strings.Join(out.Replaced, ", "), compact(out.Payload))
+		case step.point == extension.PermissionDecision:
+			d.printf("   no extension ruled (chain: %s); the host's decision stands\n", orNone(rt.Chain(step.point)))
+		default:
+			d.printf("   continue (chain: %s)\n", orNone(rt.Chain(step.point)))
+		}
+	}
+	d.printf("── shutdown\n")
+	closed = true
+	start := time.Now()
+	if err := rt.Close(); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	d.printf("   every sidecar stopped cleanly in %v\n", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+func orNone(ids []string) string {
+	if len(ids) == 0 {
+		return "no interceptor"
+	}
+	return strings.Join(ids, " → ")
+}
+
+func compact(raw json.RawMessage) string {
+	s := string(raw)
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
+}
+
+// buildReference builds the reference plugin into a plugin directory
+// under work, with its manifest.
+func buildReference(work string) (string, error) {
+	dir := filepath.Join(work, "fullsidecar")
+	if err := os.MkdirAll(filepath.Join(dir, "bin"), 0o755); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(dir, extension.ManifestFile), []byte(referenceManifest), 0o644); err != nil {
+		return "", err
+	}
+	cmd := exec.Command("go", "build", "-o", filepath.Join(dir, "bin", "fullsidecar"), referencePackage)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) || errors.Is(err, exec.ErrNotFound) {
+			return "", fmt.Errorf("building the reference plugin (run exthost demo from the module, or pass a PLUGIN_DIR): %v\n%s", err, stderr.String())
+		}
+		return "", err
+	}
+	return dir, nil
+}

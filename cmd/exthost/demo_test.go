@@ -1,0 +1,39 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// TestDemoRunsTheReferencePlugin runs the README's main job for real: it
+// builds the reference plugin, starts it through the host and checks the
+// transcript shows each ruling.
+func TestDemoRunsTheReferencePlugin(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run([]string{"demo", "-wire"}, nil, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s\n%s", code, errb.String(), out.String())
+	}
+	for _, want := range []string{
+		"FULL TRUST: fullsidecar",
+		`replaced by fullsidecar: {"text":"hello world [rewritten by fullsidecar]"}`,
+		"blocked by fullsidecar",
+		`\"sandbox\":true`,
+		"demo strategy",
+		"the host's decision stands",
+		"every sidecar stopped cleanly",
+		`host → sidecar {"jsonrpc":"2.0","id":1,"method":"extension/initialize"`,
+		`sidecar → host {"jsonrpc":"2.0","id":1,"result":`,
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("transcript lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+func TestDemoUsage(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run([]string{"demo", "a", "b"}, nil, &out, &errb); code != 2 {
+		t.Fatalf("exit %d, want 2", code)
+	}
+}
