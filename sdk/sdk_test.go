@@ -409,11 +409,6 @@ func TestServeHandshakeFatalRefusals(t *testing.T) {
 		{"negative state schema version", initParams(extension.ProtocolID, "1"), sdk.Options{Name: "t", Version: "1", StateSchemaVersion: -1}, -32603, extension.ReasonInternal},
 		{"Initialize refuses", initParams(extension.ProtocolID, "1"), sdk.Options{Name: "t", Version: "1",
 			Initialize: func(context.Context, *extension.InitializeParams, *extension.InitializeResult) error { return refuse }}, -32603, extension.ReasonInternal},
-		{"Initialize blanks the name", initParams(extension.ProtocolID, "1"), sdk.Options{Name: "t", Version: "1",
-			Initialize: func(_ context.Context, _ *extension.InitializeParams, r *extension.InitializeResult) error {
-				r.Name = ""
-				return nil
-			}}, -32603, extension.ReasonInternal},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
