@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -302,7 +301,11 @@ func TestCrashFailsEveryPendingCallD13(t *testing.T) {
 	for s.Stats().FramesOut < 52 { // initialized + 50 intercepts + the initialize request
 		runtime.Gosched()
 	}
-	if err := syscall.Kill(s.PID(), syscall.SIGKILL); err != nil {
+	proc, err := os.FindProcess(s.PID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := proc.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	for range 50 {
