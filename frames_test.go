@@ -20,8 +20,11 @@ type frameCase struct {
 	echo   bool
 	id     ID
 
-	closed  bool // whether the connection ends
 	dropped bool // rejected by the envelope rules but never answered
+
+	// Every frame of the table keeps the connection: the only frame that
+	// ends it, one longer than FrameBytes, has its own tests in
+	// conn_frames_test.go.
 }
 
 const shutdownParams = `"params":{"timeoutMillis":5}`
