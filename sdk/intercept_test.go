@@ -1,10 +1,15 @@
 package sdk_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -235,6 +240,132 @@ func TestObserveGetsEventsAndDropsMalformedOnes(t *testing.T) {
 			t.Fatalf("no event observed within %v (hang guard)", hangGuard)
 		}
 	})
+}
+
+// The reference plugin, built once per test binary into buildDir, which
+// is then a plugin directory: bin/fullsidecar beside a copy of
+// testdata/plugins/fullsidecar/reasonix-plugin.json.
+var (
+	buildOnce   sync.Once
+	buildDir    string
+	fullsidecar string
+	buildErr    error
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+	}
+	os.Exit(code)
+}
+
+// fullsidecarBinary builds ./examples/fullsidecar on first use.
+func fullsidecarBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		if buildDir, buildErr = os.MkdirTemp("", "sdk-examples-"); buildErr != nil {
+			return
+		}
+		manifest, err := os.ReadFile(filepath.Join("..", "testdata", "plugins", "fullsidecar", extension.ManifestFile))
+		if err == nil {
+			err = os.WriteFile(filepath.Join(buildDir, extension.ManifestFile), manifest, 0o644)
+		}
+		if err != nil {
+			buildErr = err
+			return
+		}
+		fullsidecar = filepath.Join(buildDir, "bin", "fullsidecar")
+		out, err := exec.Command("go", "build", "-o", fullsidecar, "./examples/fullsidecar").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build ./examples/fullsidecar: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return fullsidecar
+}
+
+// startFullsidecar runs the built reference plugin as a raw-frame peer,
+// with env added to its environment; stderr collects its standard error,
+// readable once p.wait returned.
+func startFullsidecar(t *testing.T, env ...string) (p *peer, stderr *bytes.Buffer) {
+	cmd := exec.Command(fullsidecarBinary(t))
+	cmd.Env = append(os.Environ(), env...)
+	stderr = new(bytes.Buffer)
+	cmd.Stderr = stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p = newPeer(t, stdin, stdout)
+	p.kill = func() { cmd.Process.Kill() }
+	go func() {
+		<-p.stdoutDone // Wait closes stdout, so every read must be done
+		p.ended <- cmd.Wait()
+	}()
+	t.Cleanup(p.close)
+	return p, stderr
+}
+
+// exitCode is the exit status of a process that ended with err.
+func exitCode(err error) int {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	if err != nil {
+		return -1
+	}
+	return 0
+}
+
+func TestFullsidecarUnknownMethodScenario15(t *testing.T) {
+	p, _ := startFullsidecar(t)
+	p.handshake()
+	f := p.call(request(2, "extension/bogus", `{}`))
+	wantError(t, f, "2", -32601, extension.ReasonUnknownMethod)
+}
+
+func TestFullsidecarOversizedFrameExitsNonZeroScenario16(t *testing.T) {
+	p, stderr := startFullsidecar(t)
+	p.handshake()
+	// D2: one line of 8 MiB + 1 KiB is connection-fatal. The sidecar
+	// stops reading mid-line, so the write ends with a broken pipe.
+	head := `{"jsonrpc":"2.0","id":2,"method":"extension/bogus","params":{"pad":"`
+	tail := `"}}` + "\n"
+	line := head + strings.Repeat("x", extension.FrameBytes+1024-len(head)-len(tail)) + tail
+	wrote := make(chan struct{})
+	go func() {
+		defer close(wrote)
+		io.WriteString(p.stdin, line)
+	}()
+	err := p.wait()
+	<-wrote
+	if code := exitCode(err); code == 0 {
+		t.Fatalf("exit status %d (%v), want non-zero", code, err)
+	}
+	if !strings.Contains(stderr.String(), "frame") {
+		t.Fatalf("stderr %q does not mention the frame", stderr.String())
+	}
+}
+
+func TestFullsidecarBoundedShutdownExitsZeroScenario17(t *testing.T) {
+	p, stderr := startFullsidecar(t)
+	p.handshake()
+	wantResult(t, p.call(request(2, extension.MethodShutdown, `{"timeoutMillis":5000}`)), "2", acceptedResult)
+	p.stdin.Close()
+	if err := p.wait(); err != nil {
+		t.Fatalf("exit: %v, want status 0; stderr %q", err, stderr.String())
+	}
 }
 
 // conformanceRuntime installs the built reference plugin as plugin ID
