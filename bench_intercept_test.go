@@ -31,7 +31,7 @@ var toolPayload = json.RawMessage(`{"name":"bash","arguments":"{\"cmd\":\"go tes
 // Allocations are the host side's only (the sidecar is another process).
 func BenchmarkInterceptRoundTrip(b *testing.B) {
 	home := installPlugins(b, plugin{name: "bench", fixture: "verdict",
-		env: map[string]string{"FIXTURE_VERDICT": "continue", "FIXTURE_SUBS": "tool.before"},
+		env:     map[string]string{"FIXTURE_VERDICT": "continue", "FIXTURE_SUBS": "tool.before"},
 		runtime: map[string]any{"intercepts": []string{"tool.before"}}})
 	rt, err := testHost(home).Start(bg)
 	if err != nil {
