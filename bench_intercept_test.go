@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -93,4 +94,25 @@ func BenchmarkInterceptRoundTripBaseline(b *testing.B) {
 		lat = append(lat, time.Since(start))
 	}
 	lat.report(b)
+}
+
+// TestPingPongBaselinePeerAnswers keeps the benchmark's baseline honest: its
+// peer decodes each line and answers with the same id.
+func TestPingPongBaselinePeerAnswers(t *testing.T) {
+	usedFixtures["pingpong"] = true
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), fixtureEnv+"=pingpong")
+	cmd.Stdin = strings.NewReader(`{"id":7,"params":{}}` + "\n" + `{"id":8}` + "\n")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"id":7,"result":{"decision":"continue"}}` + "\n" + `{"id":8,"result":{"decision":"continue"}}` + "\n"
+	if string(out) != want {
+		t.Fatalf("got %q, want %q", out, want)
+	}
 }

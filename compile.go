@@ -215,4 +215,3 @@ func overlayGoRules(n *vnode, t reflect.Type) {
 		p.unsigned = ft.Kind() >= reflect.Uint && ft.Kind() <= reflect.Uint64
 	}
 }
-
