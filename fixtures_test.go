@@ -43,6 +43,10 @@ var fixtures = map[string]func(){
 // can fail when one is never used (like os/exec's helper registry).
 var usedFixtures = map[string]bool{}
 
+// tempDirs are directories made outside any test's TempDir, removed once
+// the tests have run.
+var tempDirs []string
+
 // pluginDirs maps home+"/"+plugin to the plugin's directory.
 var pluginDirs = map[string]string{}
 
@@ -60,6 +64,9 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	}
 	code := m.Run()
+	for _, dir := range tempDirs {
+		os.RemoveAll(dir)
+	}
 	if code == 0 && testing.Short() == false && flagRunAll() {
 		for name := range fixtures {
 			if !usedFixtures[name] {
