@@ -425,7 +425,9 @@ func (c *Conn) fail(err error) {
 	for _, call := range pending {
 		call.reply <- callReply{err: err}
 	}
-	c.opts.Logf("extension: connection ended: %v", err)
+	if !errors.Is(err, ErrClosed) {
+		c.opts.Logf("extension: connection ended: %v", err) // an ordinary close is not news
+	}
 }
 
 // Close ends the connection with [ErrClosed] unless it has already ended,

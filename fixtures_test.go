@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -425,6 +426,9 @@ func fixtureVerdict() {
 			case "hold":
 				<-ctx.Done()
 				return sdk.Verdict{}, ctx.Err()
+			case "budget":
+				// Report the timeoutMillis this call carried on the wire.
+				return sdk.Block(strconv.FormatInt(c.Timeout.Milliseconds(), 10)), nil
 			case "append":
 				var doc map[string]any
 				if err := c.Decode(&doc); err != nil {

@@ -288,6 +288,41 @@ func TestInterceptBudgetsD18(t *testing.T) {
 	}
 }
 
+// TestInterceptBudgetsOnTheWireD18: the timeoutMillis each sidecar
+// receives is its family's default, or the manifest's override for every
+// point, clamped to 60 s.
+func TestInterceptBudgetsOnTheWireD18(t *testing.T) {
+	cases := []struct {
+		name       string
+		manifest   int64
+		fast, slow string
+	}{
+		{"defaults", 0, "5000", "30000"},
+		{"manifest override", 250, "250", "250"},
+		{"clamped to 60 s", int64((10 * time.Minute).Milliseconds()), "60000", "60000"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var extra map[string]any
+			if c.manifest > 0 {
+				extra = map[string]any{"timeoutMillis": c.manifest}
+			}
+			rt := startRuntime(t, nil, verdictPlugin("v", "budget", false, extra, nil))
+			for _, p := range extension.Points() {
+				want := c.slow
+				switch p {
+				case extension.InputReceive, extension.ToolBefore, extension.ToolAfter, extension.PermissionDecision:
+					want = c.fast
+				}
+				out, err := rt.Intercept(bg, p, json.RawMessage(hostPayloads[p]))
+				if err != nil || out.Reason != want {
+					t.Errorf("%s: the sidecar saw timeoutMillis %q (%v), want %s", p, out.Reason, err, want)
+				}
+			}
+		})
+	}
+}
+
 func TestOptionalTimeoutWarnsOnceAndIsSkippedD19(t *testing.T) {
 	var warnings []extension.Warning
 	rt := startRuntime(t, func(h *extension.Host) { h.OnWarning = func(w extension.Warning) { warnings = append(warnings, w) } },

@@ -15,6 +15,10 @@ import (
 // and logged, never sent.
 type InterceptFunc func(ctx context.Context, c *Call) (Verdict, error)
 
+// ObserveFunc receives one extension/event observation. Events are
+// delivered one at a time, in the order the host sent them.
+type ObserveFunc func(ctx context.Context, e *Event)
+
 // Call is one extension/intercept call.
 type Call struct {
 	// Point is the hook point.
@@ -134,7 +138,11 @@ func (s *server) event(ctx context.Context, raw json.RawMessage) {
 		s.logf("dropped %s: %v", extension.MethodEvent, err)
 		return
 	}
-	if s.opts.Observe != nil {
-		s.opts.Observe(ctx, &Event{Point: p.Event, Payload: p.Payload})
+	fn := s.opts.Observe[p.Event]
+	if fn == nil {
+		fn = s.opts.Observe["*"]
+	}
+	if fn != nil {
+		fn(ctx, &Event{Point: p.Event, Payload: p.Payload})
 	}
 }

@@ -223,7 +223,7 @@ func TestObserveGetsEventsAndDropsMalformedOnes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		events := make(chan sdk.Event, 4)
 		opts := minimalOptions
-		opts.Observe = func(ctx context.Context, e *sdk.Event) { events <- *e }
+		opts.Observe = map[extension.Point]sdk.ObserveFunc{"*": func(ctx context.Context, e *sdk.Event) { events <- *e }}
 		p := serve(t, context.Background(), opts)
 		defer p.close()
 		p.handshake()
@@ -238,6 +238,34 @@ func TestObserveGetsEventsAndDropsMalformedOnes(t *testing.T) {
 			}
 		case <-time.After(hangGuard):
 			t.Fatalf("no event observed within %v (hang guard)", hangGuard)
+		}
+	})
+}
+
+// TestObserversRoutePerPointWithWildcard: a point's own observer wins over
+// "*", and "*" catches the rest.
+func TestObserversRoutePerPointWithWildcard(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		got := make(chan string, 4)
+		opts := minimalOptions
+		opts.Observe = map[extension.Point]sdk.ObserveFunc{
+			extension.SessionStart: func(ctx context.Context, e *sdk.Event) { got <- "start:" + string(e.Point) },
+			"*":                    func(ctx context.Context, e *sdk.Event) { got <- "any:" + string(e.Point) },
+		}
+		p := serve(t, context.Background(), opts)
+		defer p.close()
+		p.handshake()
+		p.send(`{"jsonrpc":"2.0","method":"extension/event","params":{"event":"session.start","payload":{}}}`)
+		p.send(`{"jsonrpc":"2.0","method":"extension/event","params":{"event":"tool.after","payload":{}}}`)
+		for _, want := range []string{"start:session.start", "any:tool.after"} {
+			select {
+			case g := <-got:
+				if g != want {
+					t.Fatalf("observed %q, want %q", g, want)
+				}
+			case <-time.After(hangGuard):
+				t.Fatalf("no event observed within %v (hang guard)", hangGuard)
+			}
 		}
 	})
 }

@@ -74,8 +74,10 @@ type Options struct {
 	// fallback for every point without its own. A point with neither is
 	// answered continue.
 	Intercept map[extension.Point]InterceptFunc
-	// Observe, if set, receives every extension/event observation.
-	Observe func(ctx context.Context, e *Event)
+	// Observe maps hook points to observers of extension/event; the key
+	// "*" is the fallback for every point without its own. Events of a
+	// point with neither are dropped.
+	Observe map[extension.Point]ObserveFunc
 	// ResourcesChanged, if set, receives extension/resources/changed.
 	ResourcesChanged func(ctx context.Context, paths []string)
 	// Shutdown, if set, runs when the host asks the sidecar to stop,

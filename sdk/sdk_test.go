@@ -334,7 +334,7 @@ func TestServeD6BarrierDropsEarlyNotifications(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		observed := make(chan string, 8)
 		opts := minimalOptions
-		opts.Observe = func(ctx context.Context, e *sdk.Event) { observed <- string(e.Payload) }
+		opts.Observe = map[extension.Point]sdk.ObserveFunc{"*": func(ctx context.Context, e *sdk.Event) { observed <- string(e.Payload) }}
 		p := serve(t, context.Background(), opts)
 		defer p.close()
 		event := func(text string) string {
