@@ -169,15 +169,13 @@ var runtimeFields = []string{
 	"capabilities", "timeoutMillis", "providers", "uiActions",
 }
 
-// ParseManifest parses the bytes of a reasonix-plugin.json. Errors are
-// [*ManifestError] values naming the offending member.
-func ParseManifest(data []byte) (*Manifest, error) {
-	if len(data) > maxManifestBytes {
-		return nil, &ManifestError{Msg: fmt.Sprintf("the manifest is larger than %d bytes", maxManifestBytes)}
-	}
+// documentMembers checks that data is exactly one JSON object and returns
+// its members strictly (exact names, no duplicates); what names the
+// document in errors.
+func documentMembers(data []byte, what string) (objMembers, error) {
 	s := scanner{data: data}
 	if s.peek() != '{' {
-		return nil, &ManifestError{Msg: "the manifest must be one JSON object"}
+		return nil, &ManifestError{Msg: what + " must be one JSON object"}
 	}
 	if _, err := s.value(nil); err != nil {
 		return nil, &ManifestError{Msg: "not valid JSON: " + err.Error()}
@@ -185,7 +183,16 @@ func ParseManifest(data []byte) (*Manifest, error) {
 	if err := s.end(); err != nil {
 		return nil, &ManifestError{Msg: "not valid JSON: " + err.Error()}
 	}
-	root, err := objectMembers(data, "")
+	return objectMembers(data, "")
+}
+
+// ParseManifest parses the bytes of a reasonix-plugin.json. Errors are
+// [*ManifestError] values naming the offending member.
+func ParseManifest(data []byte) (*Manifest, error) {
+	if len(data) > maxManifestBytes {
+		return nil, &ManifestError{Msg: fmt.Sprintf("the manifest is larger than %d bytes", maxManifestBytes)}
+	}
+	root, err := documentMembers(data, "the manifest")
 	if err != nil {
 		return nil, err
 	}

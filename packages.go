@@ -219,17 +219,7 @@ func LoadPackages(home string) (*Packages, error) {
 // parsePackages reads the file strictly with the manifest's strict walk;
 // its errors are *ManifestError values that LoadPackages relabels.
 func parsePackages(data []byte) (*Packages, error) {
-	s := scanner{data: data}
-	if s.peek() != '{' {
-		return nil, &ManifestError{Msg: "must be one JSON object"}
-	}
-	if _, err := s.value(nil); err != nil {
-		return nil, &ManifestError{Msg: "not valid JSON: " + err.Error()}
-	}
-	if err := s.end(); err != nil {
-		return nil, &ManifestError{Msg: "not valid JSON: " + err.Error()}
-	}
-	root, err := objectMembers(data, "")
+	root, err := documentMembers(data, "the file")
 	if err != nil {
 		return nil, err
 	}
