@@ -7,7 +7,7 @@ import (
 
 // interceptFrame is a ~300-byte extension/intercept frame, the shape of the
 // host's most frequent request.
-var interceptFrame = []byte(`{"jsonrpc":"2.0","id":42,"method":"extension/intercept","params":{"event":"tool.before","seq":42,"payload":{"name":"bash","arguments":"{\"cmd\":\"go test ./...\",\"cwd\":\"/home/dev/project\",\"timeout\":120}","readOnly":false},"timeoutMillis":5000}}`)
+var interceptFrame = []byte(`{"jsonrpc":"2.0","id":42,"method":"extension/intercept","params":{"event":"tool.before","seq":42,"payload":{"name":"bash","arguments":"{\"cmd\":\"go test ./...\",\"cwd\":\"/home/dev/project\",\"timeout\":120,\"env\":{\"GOFLAGS\":\"-count=1\"}}","readOnly":false,"id":"call-7"},"timeoutMillis":5000}}`)
 
 // BenchmarkStrictDecode measures what a peer does with every inbound
 // intercept: decode the envelope (exact member names, duplicates, id rules),
