@@ -1,6 +1,7 @@
 package extension
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -62,10 +63,12 @@ func (Point) enumValues() []string {
 
 // Valid reports whether p is one of the 17 hook points.
 func (p Point) Valid() bool {
-	for _, q := range Points() {
-		if p == q {
-			return true
-		}
+	switch p {
+	case AgentBeforeStart, CompactionComplete, CompactionPrepare, ContextPrepare,
+		FrontendEvent, InputReceive, PermissionDecision, ProviderRequestPoint,
+		ProviderResponsePoint, SessionEnd, SessionLoad, SessionRotate, SessionSave,
+		SessionStart, SystemPromptBuild, ToolAfter, ToolBefore:
+		return true
 	}
 	return false
 }
@@ -158,7 +161,10 @@ func (h *Host) InterceptBudget(p Point, manifestMillis int64) time.Duration {
 // every point when it is > 0, clamped to the maximum.
 func (cfg *hostConfig) interceptBudget(p Point, manifestMillis int64) time.Duration {
 	if manifestMillis > 0 {
-		return min(time.Duration(manifestMillis)*time.Millisecond, cfg.maxTimeout)
+		if manifestMillis >= cfg.maxTimeout.Milliseconds() {
+			return cfg.maxTimeout // also keeps a huge value from overflowing
+		}
+		return time.Duration(manifestMillis) * time.Millisecond
 	}
 	if fastPoint(p) {
 		return cfg.fastTimeout
@@ -277,13 +283,14 @@ func (rt *Runtime) requiredClass(s *Sidecar) bool {
 
 // Intercept puts one operation at hook point p through the runtime: the
 // chain of interceptors in D15 order, each seeing its predecessor's output,
-// then the point's slot owner (D17). payload is the point's payload
-// document (a json.RawMessage is used as is). A block stops the chain and
-// is reported in the outcome; a failure or violation of a required-class
-// plugin, and anything but continue, replace or a permission ruling from
-// the slot owner, fails the operation with an *InterceptError; an optional
-// plugin's failure is warned once and skipped (D19). Intercept never falls
-// back to another plugin (D13).
+// then the point's slot owner, which has the final say (D17). payload is
+// the point's payload document, a JSON object (a json.RawMessage or []byte
+// is used as is). A block stops the operation and is reported in the
+// outcome. A failure or violation of a required-class plugin, anything but
+// continue, replace or a permission ruling from the slot owner, and a slot
+// owner that is not running fail the operation with an *InterceptError; an
+// optional plugin's failure is warned once and skipped (D19). Intercept
+// never falls back to another plugin (D13).
 func (rt *Runtime) Intercept(ctx context.Context, p Point, payload any) (*InterceptOutcome, error) {
 	if !p.Valid() {
 		return nil, fmt.Errorf("extension: %q is not a hook point", p)
@@ -304,50 +311,70 @@ func (rt *Runtime) Intercept(ctx context.Context, p Point, payload any) (*Interc
 		hostDecision = pp.HostDecision
 	}
 	for _, s := range rt.chains[p] {
-		done, err := rt.rule(ctx, s, p, out, hostDecision, false)
-		if err != nil || done {
-			return rt.finish(out, err)
+		ruled, err := rt.rule(ctx, s, p, out, hostDecision, false)
+		if err != nil {
+			return nil, err
+		}
+		if out.Blocked {
+			return out, nil
+		}
+		if ruled {
+			break // D16: the first allow or deny ends the chain
 		}
 	}
-	if owner := rt.byID[rt.slots[slotOf(p)]]; owner != nil {
-		_, err := rt.rule(ctx, owner, p, out, hostDecision, true)
-		return rt.finish(out, err)
+	if id := slotOf(p); rt.slots[id] != "" {
+		owner := rt.byID[rt.slots[id]]
+		if owner == nil {
+			// D17, D19: the owner is required-class; a missing one fails
+			// the operation rather than letting the host default stand.
+			return nil, &InterceptError{Plugin: rt.slots[id], Point: p,
+				Err: Errorf(ReasonProviderInterrupted, "extension %s owns the %s slot but is not running", rt.slots[id], id)}
+		}
+		if _, err := rt.rule(ctx, owner, p, out, hostDecision, true); err != nil {
+			return nil, err
+		}
+	}
+	if out.Permission == DecisionAllow && hostDecision == "deny" {
+		// D16: an extension allow over a host deny is audited.
+		var tool PermissionPayload
+		json.Unmarshal(out.Payload, &tool)
+		out.Audit = &AuditRecord{Plugin: out.PermissionBy, Point: p, Time: time.Now(), Tool: tool.Name, Reason: out.Reason}
+		if rt.cfg.onAudit != nil {
+			rt.cfg.onAudit(*out.Audit)
+		}
 	}
 	return out, nil
 }
 
-func (rt *Runtime) finish(out *InterceptOutcome, err error) (*InterceptOutcome, error) {
-	if err != nil {
-		return nil, err
-	}
-	if out.Audit != nil && rt.cfg.onAudit != nil {
-		rt.cfg.onAudit(*out.Audit)
-	}
-	return out, nil
-}
-
+// marshalPayload encodes a payload document, which must be a JSON object.
 func marshalPayload(payload any) (json.RawMessage, error) {
-	if raw, ok := payload.(json.RawMessage); ok {
-		if !json.Valid(raw) {
-			return nil, errors.New("extension: the payload is not valid JSON")
+	var raw []byte
+	switch v := payload.(type) {
+	case json.RawMessage:
+		raw = v
+	case []byte:
+		raw = v
+	default:
+		b, err := json.Marshal(payload)
+		if err != nil {
+			return nil, fmt.Errorf("extension: encoding the payload: %w", err)
 		}
-		return raw, nil
+		raw = b
 	}
-	b, err := json.Marshal(payload)
-	if err != nil {
-		return nil, fmt.Errorf("extension: encoding the payload: %w", err)
+	if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '{' || !json.Valid(t) {
+		return nil, errors.New("extension: a payload must be a JSON object")
 	}
-	return b, nil
+	return raw, nil
 }
 
-// rule asks one sidecar and applies its verdict to out (D16, D17). done
-// reports that the walk ends here (a block, or the first permission
-// ruling); err fails the operation.
-func (rt *Runtime) rule(ctx context.Context, s *Sidecar, p Point, out *InterceptOutcome, hostDecision string, owner bool) (done bool, err error) {
+// rule asks one sidecar and applies its verdict to out (D16, D17): a
+// block sets out.Blocked; ruled reports an allow or deny, which ends the
+// chain; err fails the operation.
+func (rt *Runtime) rule(ctx context.Context, s *Sidecar, p Point, out *InterceptOutcome, hostDecision string, owner bool) (ruled bool, err error) {
 	res, err := rt.callIntercept(ctx, s, p, out.Payload)
 	if err != nil {
 		if ctx.Err() != nil {
-			return true, ctx.Err() // the caller gave up; nobody is at fault
+			return false, ctx.Err() // the caller gave up; nobody is at fault
 		}
 		return false, rt.failure(s, p, "error", err, owner)
 	}
@@ -359,10 +386,10 @@ func (rt *Runtime) rule(ctx context.Context, s *Sidecar, p Point, out *Intercept
 	case DecisionBlock:
 		reason := rt.cfg.redactor.Redact(res.Reason)
 		if owner {
-			return true, &InterceptError{Plugin: s.id, Point: p, Err: fmt.Errorf("%w: %s", ErrSlotOwnerBlocked, reason)}
+			// D17: from the slot owner, block fails the operation.
+			return false, &InterceptError{Plugin: s.id, Point: p, Err: fmt.Errorf("%w: %s", ErrSlotOwnerBlocked, reason)}
 		}
 		out.Blocked, out.BlockedBy, out.Reason = true, s.id, reason
-		return true, nil
 	case DecisionReplace:
 		if len(res.Externalized) > 0 {
 			return false, violation("an externalized replacement is not accepted by this host")
@@ -371,25 +398,24 @@ func (rt *Runtime) rule(ctx context.Context, s *Sidecar, p Point, out *Intercept
 		if err != nil {
 			return false, violation("invalid replacement: %s", rt.cfg.redactor.Redact(err.Error()))
 		}
-		b, err := json.Marshal(v)
-		if err != nil {
-			return false, violation("replacement: %v", err)
+		if pp, ok := v.(*PermissionPayload); ok && pp.HostDecision != hostDecision {
+			// D16: the host's own ruling is not the extension's to rewrite;
+			// an override is an audited allow, never a silent edit.
+			return false, violation("a replacement may not change hostDecision")
 		}
-		out.Payload = b // D16: the whole value is substituted, re-encoded
+		var compact bytes.Buffer
+		json.Compact(&compact, res.Replacement) // valid: DecodePayload accepted it
+		// D16: the whole validated value replaces the payload.
+		out.Payload = compact.Bytes()
 		out.Replaced = append(out.Replaced, s.id)
 	case DecisionAllow, DecisionDeny:
 		if p != PermissionDecision {
 			// D16: allow and deny are legal only at permission.decision.
 			return false, violation("%s is legal only at permission.decision", res.Decision)
 		}
-		// D16: the first allow or deny is terminal.
-		out.Permission, out.PermissionBy = res.Decision, s.id
-		if res.Decision == DecisionAllow && hostDecision == "deny" {
-			var tool PermissionPayload
-			json.Unmarshal(out.Payload, &tool)
-			out.Audit = &AuditRecord{Plugin: s.id, Point: p, Time: time.Now(), Tool: tool.Name,
-				Reason: rt.cfg.redactor.Redact(res.Reason)}
-		}
+		// D16, D17: the first chain ruling ends the chain; the slot owner's
+		// ruling, if any, has the final say.
+		out.Permission, out.PermissionBy, out.Reason = res.Decision, s.id, rt.cfg.redactor.Redact(res.Reason)
 		return true, nil
 	default:
 		return false, violation("unknown decision %q", res.Decision)
@@ -399,7 +425,8 @@ func (rt *Runtime) rule(ctx context.Context, s *Sidecar, p Point, out *Intercept
 
 // failure decides what a plugin's failure or violation means (D19): for a
 // required-class plugin or a slot owner the operation fails; an optional
-// plugin is warned about once per category and skipped.
+// plugin is warned about once per plugin and category ("error" for a call
+// that failed, "violation" for an illegal answer) and skipped.
 func (rt *Runtime) failure(s *Sidecar, p Point, category string, err error, owner bool) error {
 	if owner || rt.requiredClass(s) {
 		return &InterceptError{Plugin: s.id, Point: p, Err: err}
@@ -415,7 +442,15 @@ func (rt *Runtime) callIntercept(ctx context.Context, s *Sidecar, p Point, paylo
 	budget := rt.cfg.interceptBudget(p, s.spec.Runtime.TimeoutMillis)
 	cctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
-	params := InterceptParams{Event: p, Seq: s.seq.Add(1), Payload: payload, TimeoutMillis: budget.Milliseconds()}
+	// The sidecar is told what it really has: the budget, or less when
+	// the caller's deadline comes first, in whole milliseconds rounded up
+	// (0 would mean no deadline at all).
+	wire := budget
+	if dl, ok := ctx.Deadline(); ok {
+		wire = min(wire, time.Until(dl))
+	}
+	millis := max(1, (wire+time.Millisecond-1)/time.Millisecond)
+	params := InterceptParams{Event: p, Seq: s.seq.Add(1), Payload: payload, TimeoutMillis: int64(millis)}
 	var res InterceptResult
 	err := s.Call(cctx, MethodIntercept, params, &res)
 	if err != nil && ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
@@ -436,27 +471,45 @@ func (rt *Runtime) Observe(p Point, payload any) error {
 	if err != nil {
 		return err
 	}
-	recipients := rt.chains[p]
-	if owner := rt.byID[rt.slots[slotOf(p)]]; owner != nil {
-		recipients = append(recipients[:len(recipients):len(recipients)], owner)
+	if err := rt.begin(); err != nil {
+		return err
 	}
+	defer rt.end()
 	params := EventParams{Event: p, Payload: raw}
-	for _, s := range recipients {
+	for _, s := range rt.chains[p] {
 		err := s.usable()
 		if err == nil {
 			err = s.conn.TryNotify(MethodEvent, params)
 		}
 		if err != nil {
-			rt.mu.Lock()
-			if rt.dropped == nil {
-				rt.dropped = map[string]uint64{}
+			rt.drop(s.id, p, err)
+		}
+	}
+	if id := rt.slots[slotOf(p)]; id != "" {
+		owner := rt.byID[id]
+		var err error = Errorf(ReasonProviderInterrupted, "extension %s is not running", id)
+		if owner != nil {
+			if err = owner.usable(); err == nil {
+				err = owner.conn.TryNotify(MethodEvent, params)
 			}
-			rt.dropped[s.id]++
-			rt.mu.Unlock()
-			rt.warnOnce("event", s.id, fmt.Errorf("extension %s dropped the %s event: %v", s.id, p, err))
+		}
+		if err != nil {
+			rt.drop(id, p, err)
 		}
 	}
 	return nil
+}
+
+// drop counts an event plugin did not get and warns once (D20: category
+// "event", once per plugin per generation).
+func (rt *Runtime) drop(plugin string, p Point, err error) {
+	rt.mu.Lock()
+	if rt.dropped == nil {
+		rt.dropped = map[string]uint64{}
+	}
+	rt.dropped[plugin]++
+	rt.mu.Unlock()
+	rt.warnOnce("event", plugin, fmt.Errorf("extension %s dropped the %s event: %v", plugin, p, err))
 }
 
 // DroppedEvents returns how many events for plugin were dropped (D20).

@@ -1,6 +1,7 @@
 package extension_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -62,14 +63,16 @@ func startRuntime(t *testing.T, h func(*extension.Host), plugins ...plugin) *ext
 	return rt
 }
 
-func reencoded(t *testing.T, p extension.Point, doc string) string {
+// validated is the payload a valid replacement becomes: the same document,
+// compacted (D16: the whole validated value replaces the payload).
+func validated(t *testing.T, p extension.Point, doc string) string {
 	t.Helper()
-	v, err := extension.DecodePayload(p, []byte(doc))
-	if err != nil {
+	if _, err := extension.DecodePayload(p, []byte(doc)); err != nil {
 		t.Fatalf("%s: %v", p, err)
 	}
-	b, _ := json.Marshal(v)
-	return string(b)
+	var b bytes.Buffer
+	json.Compact(&b, []byte(doc))
+	return b.String()
 }
 
 // TestInterceptMatrixEveryPointD16 puts each of the 17 points through a
@@ -99,7 +102,7 @@ func TestInterceptMatrixEveryPointD16(t *testing.T) {
 				t.Fatalf("block: %+v, %v (the reason must be kept, its secret redacted)", out, err)
 			}
 			out, err = repl.Intercept(bg, p, payload)
-			if err != nil || string(out.Payload) != reencoded(t, p, validReplacements[p]) || !reflect.DeepEqual(out.Replaced, []string{"v"}) {
+			if err != nil || string(out.Payload) != validated(t, p, validReplacements[p]) || !reflect.DeepEqual(out.Replaced, []string{"v"}) {
 				t.Fatalf("replace: %+v (%s), %v", out, out.Payload, err)
 			}
 			out, err = badOptional.Intercept(bg, p, payload)
@@ -391,28 +394,18 @@ func TestObserveReachesSubscribersAndSlotOwnerOnceD20(t *testing.T) {
 			map[string]string{"FIXTURE_SUBS": "session.start", "FIXTURE_OWNS": "session_policy"}),
 		verdictPlugin("other", "continue", false, map[string]any{"intercepts": []string{"tool.before"}}, map[string]string{"FIXTURE_SUBS": "tool.before"}),
 	)
-	roundTrip := func() {
-		// Frames are written in order, so once a later call is answered
-		// everything queued before it has been written.
-		for _, s := range rt.Sidecars() {
-			var res extension.InterceptResult
-			if err := s.Call(bg, extension.MethodIntercept, extension.InterceptParams{Event: extension.ToolBefore, Seq: 99, Payload: json.RawMessage(`{}`), TimeoutMillis: 1000}, &res); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	roundTrip()
-	before := map[string]uint64{}
-	for _, s := range rt.Sidecars() {
-		before[s.ID()] = s.Stats().FramesOut
-	}
 	if err := rt.Observe(extension.SessionStart, json.RawMessage(hostPayloads[extension.SessionStart])); err != nil {
 		t.Fatal(err)
 	}
-	roundTrip()
-	want := map[string]uint64{"sub": 2, "owner": 2, "other": 1} // event + intercept, or intercept only
-	for _, s := range rt.Sidecars() {
-		if got := s.Stats().FramesOut - before[s.ID()]; got != want[s.ID()] {
+	// Close joins every writer, so the counters are final: initialize,
+	// initialized, the event (for sub and owner only) and shutdown.
+	sidecars := rt.Sidecars()
+	if err := rt.Close(); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]uint64{"sub": 4, "owner": 4, "other": 3}
+	for _, s := range sidecars {
+		if got := s.Stats().FramesOut; got != want[s.ID()] {
 			t.Errorf("%s: %d frames, want %d", s.ID(), got, want[s.ID()])
 		}
 	}
@@ -443,7 +436,7 @@ func TestDecodePayloadRulesPerPointD16(t *testing.T) {
 		extension.ContextPrepare:        {`{}`, `{"messages":null}`},
 		extension.ProviderRequestPoint:  {`{}`, `{"request":{"messages":[],"tools":[{"name":"t","parameters":"x"}],"maxTokens":0}}`},
 		extension.ProviderResponsePoint: {`{"calls":[{"id":"","name":"n","arguments":""}]}`},
-		extension.ToolBefore:            {`{"arguments":"{}"}`, `{"name":"x","arguments":"[1]"}`, `{"name":"x","arguments":"{"}`},
+		extension.ToolBefore:            {`{"arguments":"{}"}`, `{"name":"x","arguments":"[1]"}`, `{"name":"x","arguments":"{"}`, `{"name":"x","arguments":"{\"a\":1,\"a\":2}"}`, `{"name":"x","arguments":"{} {}"}`},
 		extension.ToolAfter:             {`{"name":"","result":"r"}`},
 		extension.PermissionDecision:    {`{"name":"x"}`, `{"name":"x","hostDecision":"maybe"}`},
 		extension.CompactionPrepare:     {`{"guidance":"g"}`},
@@ -466,5 +459,73 @@ func TestDecodePayloadRulesPerPointD16(t *testing.T) {
 	}
 	if _, err := extension.DecodePayload(extension.ToolBefore, []byte(`{"name":"x","arguments":""}`)); err != nil {
 		t.Errorf("empty tool arguments are allowed: %v", err)
+	}
+}
+
+// TestPermissionSlotOwnerHasTheFinalSayD17: a chain member's ruling ends
+// the chain, but the permission slot owner still rules last.
+func TestPermissionSlotOwnerHasTheFinalSayD17(t *testing.T) {
+	owner := func(verdict string) plugin {
+		return verdictPlugin("owner", verdict, false,
+			map[string]any{"intercepts": []string{"permission.decision"}, "replaces": []string{"permission"}},
+			map[string]string{"FIXTURE_SUBS": "permission.decision", "FIXTURE_OWNS": "permission"})
+	}
+	member := verdictPlugin("member", "allow", false, map[string]any{"intercepts": []string{"permission.decision"}},
+		map[string]string{"FIXTURE_SUBS": "permission.decision"})
+	deny := json.RawMessage(hostPayloads[extension.PermissionDecision]) // the host says deny
+	t.Run("owner deny overrides the member's allow", func(t *testing.T) {
+		var audits int
+		rt := startRuntime(t, func(h *extension.Host) { h.OnAudit = func(extension.AuditRecord) { audits++ } }, owner("deny"), member)
+		out, err := rt.Intercept(bg, extension.PermissionDecision, deny)
+		if err != nil || out.Permission != extension.DecisionDeny || out.PermissionBy != "owner" || out.Audit != nil || audits != 0 {
+			t.Fatalf("outcome %+v (%d audits), %v; want the owner's deny and no audit", out, audits, err)
+		}
+	})
+	t.Run("owner continue keeps the member's allow, audited", func(t *testing.T) {
+		rt := startRuntime(t, nil, owner("continue"), member)
+		out, err := rt.Intercept(bg, extension.PermissionDecision, deny)
+		if err != nil || out.Permission != extension.DecisionAllow || out.PermissionBy != "member" || out.Audit == nil || out.Audit.Plugin != "member" {
+			t.Fatalf("outcome %+v, %v; want member's allow with its audit", out, err)
+		}
+	})
+}
+
+func TestMissingSlotOwnerFailsTheOperationD17(t *testing.T) {
+	bad := `{"protocolVersion":"2","name":"x","version":"1","stateSchemaVersion":0}`
+	rt := startRuntime(t, nil, plugin{name: "owner", fixture: "raw", env: map[string]string{"FIXTURE_RESULT": bad},
+		runtime: map[string]any{"replaces": []string{"system_prompt"}}})
+	_, err := rt.Intercept(bg, extension.SystemPromptBuild, json.RawMessage(hostPayloads[extension.SystemPromptBuild]))
+	var ie *extension.InterceptError
+	if !errors.As(err, &ie) || ie.Plugin != "owner" || !errors.Is(err, extension.ReasonProviderInterrupted) {
+		t.Fatalf("Intercept = %v, want an InterceptError: the owner is not running, and there is no fallback", err)
+	}
+}
+
+func TestReplacementMayNotRewriteHostDecisionD16(t *testing.T) {
+	rt := startRuntime(t, nil, verdictPlugin("v", "replace", true, nil, nil)) // replaces with hostDecision "deny"
+	_, err := rt.Intercept(bg, extension.PermissionDecision, json.RawMessage(`{"name":"rm","hostDecision":"allow"}`))
+	if !errors.Is(err, extension.ReasonProtocolError) || !strings.Contains(err.Error(), "hostDecision") {
+		t.Fatalf("Intercept = %v, want a violation", err)
+	}
+}
+
+func TestInterceptBudgetNeverOverflowsD18(t *testing.T) {
+	h := &extension.Host{}
+	for _, ms := range []int64{1e13, 1<<63 - 1, 60000, 60001} {
+		if got := h.InterceptBudget(extension.ToolBefore, ms); got != 60*time.Second {
+			t.Errorf("manifest %d ms: budget %v, want the 60s clamp", ms, got)
+		}
+	}
+}
+
+func TestPayloadMustBeAnObject(t *testing.T) {
+	rt := startRuntime(t, nil, verdictPlugin("v", "continue", false, nil, nil))
+	for _, p := range []any{json.RawMessage(`null`), json.RawMessage(`[1]`), json.RawMessage(`"x"`), 42, nil} {
+		if _, err := rt.Intercept(bg, extension.ToolBefore, p); err == nil {
+			t.Errorf("Intercept accepted the payload %v", p)
+		}
+	}
+	if out, err := rt.Intercept(bg, extension.ToolBefore, []byte(`{"name":"ls"}`)); err != nil || string(out.Payload) != `{"name":"ls"}` {
+		t.Errorf("a []byte payload is raw JSON: %v, %v", out, err)
 	}
 }

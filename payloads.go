@@ -12,7 +12,7 @@ import (
 // travel in the free-form payload of extension/intercept and extension/event
 // and are not part of the frozen schema. Every member is optional on the
 // wire; a replacement is strictly decoded into the point's document and then
-// checked by the rules of its Validate method (D16).
+// checked by the point's rules (D16, see DecodePayload).
 
 // InputPayload is the payload of input.receive.
 type InputPayload struct {
@@ -188,20 +188,7 @@ func DecodePayload(p Point, doc []byte) (any, error) {
 	if len(strings.TrimSpace(string(doc))) == 0 {
 		return nil, fmt.Errorf("%s replacement is empty", p)
 	}
-	node := payloadSchema()[t.Name()]
-	v := validators.Get().(*validator)
-	v.s = scanner{data: doc}
-	v.def, v.path = t.Name(), v.path[:0]
-	v.dup.names, v.dup.escaped = v.dup.names[:0], v.dup.escaped[:0]
-	err := v.value(node)
-	if err == nil {
-		if err = v.s.end(); err != nil {
-			err = v.errorf("%s", err.(*syntaxError).msg)
-		}
-	}
-	v.s = scanner{}
-	validators.Put(v)
-	if err != nil {
+	if err := validateNode(t.Name(), payloadSchema()[t.Name()], doc); err != nil {
 		return nil, err
 	}
 	out := reflect.New(t)
@@ -244,10 +231,6 @@ func checkPayload(p Point, doc []byte, v any) error {
 	case *CompactionPreparePayload:
 		if !present("messages") {
 			return invalid("/messages", "messages must be present as an array (it may be [])")
-		}
-	case *ProviderRequestPayload:
-		if !present("request") {
-			return invalid("/request", "request must be present")
 		}
 	case *ProviderResponsePayload:
 		for i, c := range x.Calls {
@@ -294,9 +277,17 @@ func checkTool(invalid func(string, string, ...any) error, name, args string) er
 	if args == "" {
 		return nil
 	}
-	trimmed := strings.TrimSpace(args)
-	if !strings.HasPrefix(trimmed, "{") || !json.Valid([]byte(trimmed)) {
+	// The text is a JSON object read as strictly as the frames around it
+	// (D3): no duplicate member can hide one value behind another.
+	s := scanner{data: []byte(args)}
+	if s.peek() != '{' {
 		return invalid("/arguments", "arguments must be the text of a JSON object")
+	}
+	if _, err := s.value(&dupState{}); err != nil {
+		return invalid("/arguments", "arguments: %v", err)
+	}
+	if err := s.end(); err != nil {
+		return invalid("/arguments", "arguments: %v", err)
 	}
 	return nil
 }
