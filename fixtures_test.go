@@ -173,6 +173,9 @@ func fixtureSDK() {
 			opts.Subscriptions = append(opts.Subscriptions, extension.Point(s))
 		}
 	}
+	if os.Getenv("FIXTURE_HOLD") != "" {
+		opts.MaxHandlers = 64 // room for the crash test's 50 held calls
+	}
 	opts.Intercept = map[extension.Point]sdk.InterceptFunc{
 		"*": func(ctx context.Context, c *sdk.Call) (sdk.Verdict, error) {
 			if os.Getenv("FIXTURE_HOLD") != "" {

@@ -314,15 +314,16 @@ func TestCrashFailsEveryPendingCallD13(t *testing.T) {
 			t.Fatalf("pending call = %v, want provider_interrupted naming victim", err)
 		}
 	}
-	out := s.Stats().FramesOut
 	var res extension.InterceptResult
 	if err := s.Call(bg, extension.MethodIntercept, interceptParams(99, `{}`), &res); !errors.Is(err, extension.ReasonProviderInterrupted) {
 		t.Fatalf("later call = %v, want provider_interrupted", err)
 	}
-	if s.Stats().FramesOut != out {
-		t.Fatal("a call after the crash touched the wire")
-	}
 	rt.Close()
+	// Close joined the writer: initialize, initialized and the 50 calls,
+	// and nothing after the crash.
+	if n := s.Stats().FramesOut; n != 52 {
+		t.Fatalf("%d frames written, want 52: a call after the crash touched the wire", n)
+	}
 	if crashes.Load() != 1 || !errors.Is(crashErr, extension.ReasonProviderInterrupted) {
 		t.Fatalf("crash reported %d times (%v), want once with provider_interrupted", crashes.Load(), crashErr)
 	}
@@ -441,5 +442,73 @@ func TestSlotClaimedTwiceFailsStartNamingBothD17(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(pluginDirs[home+"/"+name], "pid")); !os.IsNotExist(err) {
 			t.Errorf("%s was started despite the conflict", name)
 		}
+	}
+}
+
+// TestExitRightAfterShutdownAnswerIsCleanD11: a sidecar that answers
+// extension/shutdown and exits at once shut down cleanly, even when the
+// host reads slowly (the answer is still in the pipe when the exit is seen).
+func TestExitRightAfterShutdownAnswerIsCleanD11(t *testing.T) {
+	home := installPlugins(t, plugin{name: "quick", fixture: "raw", env: map[string]string{"FIXTURE_RESULT": okResult}})
+	h := testHost(home)
+	h.Conn.Tap = func(inbound bool, frame []byte) {
+		if inbound && strings.Contains(string(frame), `"accepted":true`) {
+			time.Sleep(30 * time.Millisecond) // a slow reader, not synchronisation
+		}
+	}
+	rt, err := h.Start(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Close(); err != nil {
+		t.Fatalf("Close = %v, want nil: the sidecar answered and exited", err)
+	}
+}
+
+// TestPendingCallsFailWhileOnCrashRunsD13: the calls fail at once, not
+// after the crash callback.
+func TestPendingCallsFailWhileOnCrashRunsD13(t *testing.T) {
+	home := installPlugins(t, plugin{name: "victim", fixture: "sdk", env: map[string]string{"FIXTURE_HOLD": "1"}})
+	release := make(chan struct{})
+	entered := make(chan struct{})
+	h := testHost(home)
+	h.OnCrash = func(string, error) { close(entered); <-release }
+	rt, err := h.Start(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := rt.Sidecar("victim")
+	errc := make(chan error, 1)
+	go func() {
+		var res extension.InterceptResult
+		errc <- s.Call(bg, extension.MethodIntercept, interceptParams(1, `{}`), &res)
+	}()
+	for s.Stats().FramesOut < 3 {
+		runtime.Gosched()
+	}
+	proc, _ := os.FindProcess(s.PID())
+	proc.Kill()
+	<-entered
+	if err := <-errc; !errors.Is(err, extension.ReasonProviderInterrupted) {
+		t.Fatalf("pending call = %v while OnCrash runs, want provider_interrupted", err)
+	}
+	close(release)
+	rt.Close()
+}
+
+func TestStartupWarningsInInstalledOrderD10(t *testing.T) {
+	bad := `{"protocolVersion":"2","name":"x","version":"1","stateSchemaVersion":0}`
+	home := installPlugins(t,
+		plugin{name: "a-bad", fixture: "raw", env: map[string]string{"FIXTURE_RESULT": bad}},
+		plugin{name: "b-refused", fixture: "sdk", runtime: map[string]any{"command": "/bin/sh"}},
+	)
+	rt, err := testHost(home).Start(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	w := rt.Warnings()
+	if len(w) != 2 || w[0].Plugin != "a-bad" || w[1].Plugin != "b-refused" || !errors.Is(w[1].Err, extension.ErrShellCommand) {
+		t.Fatalf("warnings %v, want a-bad then b-refused (a shell command)", w)
 	}
 }

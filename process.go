@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -15,7 +16,8 @@ import (
 //
 // Goroutines: reap (waits for the child and closes exited) and drain (copies
 // stderr into the tail until every writer of the pipe is gone or release
-// closes it). release joins both.
+// closes it). release joins drain; reap ends when the child is reaped,
+// which stop waits for.
 type process struct {
 	cmd    *exec.Cmd
 	pid    int
@@ -29,6 +31,7 @@ type process struct {
 	drained chan struct{} // closed when the stderr drain ends
 
 	releaseOnce sync.Once
+	groupGone   atomic.Bool // the group was seen empty after the leader exited: never signal it again
 }
 
 // startProcess spawns spec in exec form (never through a shell, D8) with
@@ -98,8 +101,14 @@ func (p *process) drain() {
 	io.Copy(p.tail, p.stderr)
 }
 
-// kill terminates the whole process group.
-func (p *process) kill() error { return killGroup(p.pid) }
+// kill terminates the whole process group, unless the group is known to be
+// gone: its id could belong to another process by now.
+func (p *process) kill() error {
+	if p.groupGone.Load() {
+		return nil
+	}
+	return killGroup(p.cmd)
+}
 
 // waitExit waits up to d for the child to exit and reports whether it did.
 func (p *process) waitExit(d time.Duration) bool {
@@ -135,7 +144,7 @@ func (p *process) stop(grace, reap time.Duration) (killed bool, err error) {
 			err = fmt.Errorf("process %d was not reaped within %v of SIGKILL", p.pid, reap)
 		}
 	}
-	if groupAlive(p.pid) {
+	if !p.groupGone.Load() && groupAlive(p.pid) {
 		// D12: the sidecar is gone but members of its group live on.
 		killed = true
 		p.kill()
@@ -143,9 +152,15 @@ func (p *process) stop(grace, reap time.Duration) (killed bool, err error) {
 			err = fmt.Errorf("process group %d still has live members %v after SIGKILL", p.pid, reap)
 		}
 	}
+	if err == nil {
+		p.groupGone.Store(true)
+	}
 	p.release()
 	return killed, err
 }
+
+// groupPoll is how often waitGroupGone looks at the group again.
+const groupPoll = 5 * time.Millisecond
 
 // waitGroupGone waits up to d for the kernel to tear down every member of
 // the killed group, so that nothing of it runs once stop returns.
@@ -155,7 +170,7 @@ func (p *process) waitGroupGone(d time.Duration) bool {
 		if time.Now().After(deadline) {
 			return false
 		}
-		time.Sleep(2 * time.Millisecond)
+		time.Sleep(groupPoll)
 	}
 	return true
 }

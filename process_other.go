@@ -2,21 +2,14 @@
 
 package extension
 
-import (
-	"os"
-	"os/exec"
-)
+import "os/exec"
 
 // D12: outside Unix there is no process group to kill; the kill is best
 // effort and reaches the sidecar only, not its children.
 func setProcessGroup(cmd *exec.Cmd) {}
 
-func killGroup(pid int) error {
-	p, err := os.FindProcess(pid)
-	if err != nil {
-		return nil
-	}
-	return p.Kill()
-}
+// killGroup kills the sidecar itself through its process handle, which
+// stays valid after Wait (a bare pid could be reused).
+func killGroup(cmd *exec.Cmd) error { return cmd.Process.Kill() }
 
 func groupAlive(pid int) bool { return false }

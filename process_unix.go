@@ -19,9 +19,9 @@ func setProcessGroup(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 }
 
-// killGroup sends SIGKILL to every process of the group led by pid.
-func killGroup(pid int) error {
-	err := syscall.Kill(-pid, syscall.SIGKILL)
+// killGroup sends SIGKILL to every process of the group cmd leads.
+func killGroup(cmd *exec.Cmd) error {
+	err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	if errors.Is(err, syscall.ESRCH) {
 		return nil // the group is already empty
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -47,8 +48,12 @@ type Host struct {
 	// ReapTimeout bounds the wait for a killed sidecar to be reaped (D11).
 	// Default 5 s.
 	ReapTimeout time.Duration
+	// ExitDrain is how long, after a sidecar's process exits, the host
+	// still reads the frames it wrote before its connection is failed; a
+	// grandchild holding stdout cannot stretch it. Default 250 ms.
+	ExitDrain time.Duration
 	// StderrTailBytes is how much of a sidecar's stderr is kept for
-	// diagnostics (D10). Default 16 KiB.
+	// diagnostics (D10). Default 16 KiB ([DefaultTailSize]).
 	StderrTailBytes int
 	// Conn configures each sidecar connection: queue bounds and the
 	// write-stall watchdog (D13, default 10 s). Its Gate is the host's own.
@@ -67,18 +72,28 @@ type Host struct {
 	// OnWarning, if set, receives each warning as it happens: optional
 	// sidecars that failed to start, in installed order (D10); optional
 	// interceptors skipped after a failure or violation, and dropped
-	// events, once per plugin and category per generation (D19, D20).
+	// events, once per plugin and category per generation (D19, D20). It
+	// may be called from several goroutines at once.
 	OnWarning func(Warning)
 	// OnAudit, if set, receives each audit record: an extension allow
-	// that overrode a host deny at permission.decision (D16).
+	// that overrode a host deny at permission.decision (D16). It may be
+	// called from several goroutines at once.
 	OnAudit func(AuditRecord)
 	// OnCrash, if set, is called once per crashed sidecar with an error of
-	// reason provider_interrupted naming the plugin (D13).
+	// reason provider_interrupted naming the plugin (D13). It runs on the
+	// sidecar's watcher goroutine after every pending call has failed, and
+	// Runtime.Close waits for it: it must not call Close or Reload itself,
+	// but may start a goroutine that does (an idle reload is how a crashed
+	// sidecar comes back).
 	OnCrash func(plugin string, err error)
 
 	reloadMu  sync.Mutex // protects reloading
 	reloading bool       // a reload is waiting or building (D14)
 }
+
+// DefaultParallelStarts is how many sidecars of a generation initialize at
+// once unless [Host.MaxParallelStarts] says otherwise (D10).
+const DefaultParallelStarts = 4
 
 // Warning is a non-fatal problem of one plugin, such as an optional
 // sidecar that failed to start.
@@ -105,6 +120,7 @@ type hostConfig struct {
 	stdinGrace        time.Duration
 	reapTimeout       time.Duration
 	stderrTailBytes   int
+	exitDrain         time.Duration
 	conn              ConnOptions
 	fastTimeout       time.Duration
 	slowTimeout       time.Duration
@@ -131,6 +147,7 @@ func (h *Host) config() *hostConfig {
 		stdinGrace:        orDuration(h.StdinGrace, 750*time.Millisecond),
 		reapTimeout:       orDuration(h.ReapTimeout, 5*time.Second),
 		stderrTailBytes:   h.StderrTailBytes,
+		exitDrain:         orDuration(h.ExitDrain, 250*time.Millisecond),
 		conn:              h.Conn,
 		fastTimeout:       orDuration(h.FastInterceptTimeout, 5*time.Second),
 		slowTimeout:       orDuration(h.InterceptTimeout, 30*time.Second),
@@ -149,10 +166,10 @@ func (h *Host) config() *hostConfig {
 		c.redactor = &Redactor{}
 	}
 	if c.maxParallel <= 0 {
-		c.maxParallel = 4
+		c.maxParallel = DefaultParallelStarts
 	}
 	if c.stderrTailBytes <= 0 {
-		c.stderrTailBytes = 16 << 10
+		c.stderrTailBytes = DefaultTailSize
 	}
 	return c
 }
@@ -192,7 +209,8 @@ func (rt *Runtime) Sidecar(id string) *Sidecar { return rt.byID[id] }
 // SlotOwner returns the plugin that owns slot, or "" (D17).
 func (rt *Runtime) SlotOwner(slot string) string { return rt.slots[slot] }
 
-// Warnings returns the generation's startup warnings in installed order.
+// Warnings returns the generation's warnings so far: first the startup
+// warnings in installed order, then those of its operations as they came.
 func (rt *Runtime) Warnings() []Warning {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
@@ -218,6 +236,14 @@ func (cfg *hostConfig) start(ctx context.Context) (*Runtime, error) {
 	if err := rt.claimSlots(specs); err != nil {
 		return nil, err
 	}
+	// Startup warnings are reported in installed order (D10), refusals of
+	// the launch gate and failed starts alike, once the outcome is known.
+	type warning struct {
+		order int
+		w     Warning
+	}
+	var warnings []warning
+	order := installedOrder(cfg.home)
 	for _, err := range refusals {
 		var le *LaunchError
 		switch {
@@ -226,7 +252,8 @@ func (cfg *hostConfig) start(ctx context.Context) (*Runtime, error) {
 			// generation before anything starts.
 			return nil, fmt.Errorf("required extension runtime %s failed to start: %w", le.Plugin, &StartError{Plugin: le.Plugin, Stage: "resolve", Err: err})
 		case errors.As(err, &le):
-			rt.warn(Warning{Plugin: le.Plugin, Err: fmt.Errorf("optional extension runtime failed to start: %w", &StartError{Plugin: le.Plugin, Stage: "resolve", Err: err})})
+			warnings = append(warnings, warning{order[le.Plugin], Warning{Plugin: le.Plugin,
+				Err: fmt.Errorf("optional extension runtime failed to start: %w", &StartError{Plugin: le.Plugin, Stage: "resolve", Err: err})}})
 		default:
 			return nil, err // plugin-packages.json itself is unreadable
 		}
@@ -242,10 +269,13 @@ func (cfg *hostConfig) start(ctx context.Context) (*Runtime, error) {
 	var wg sync.WaitGroup
 	for i, spec := range specs {
 		// D10: launches begin in installed order; the semaphore keeps at
-		// most maxParallel in their initialization.
+		// most maxParallel in their initialization, and nothing launches
+		// once the shared deadline has passed.
 		select {
 		case sem <- struct{}{}:
 		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
 			results[i].err = &StartError{Plugin: spec.ID, Stage: "resolve", Err: fmt.Errorf("startup stopped before launch: %w", ctx.Err())}
 			continue
 		}
@@ -268,15 +298,31 @@ func (cfg *hostConfig) start(ctx context.Context) (*Runtime, error) {
 		case specs[i].Runtime.Required && failed == nil:
 			failed = fmt.Errorf("required extension runtime %s failed to start: %w", specs[i].ID, r.err)
 		case !specs[i].Runtime.Required:
-			rt.warn(Warning{Plugin: specs[i].ID, Err: fmt.Errorf("optional extension runtime failed to start: %w", r.err)})
+			warnings = append(warnings, warning{order[specs[i].ID], Warning{Plugin: specs[i].ID, Err: fmt.Errorf("optional extension runtime failed to start: %w", r.err)}})
 		}
 	}
 	if failed != nil {
 		rt.Close()
 		return nil, failed
 	}
+	sort.SliceStable(warnings, func(i, j int) bool { return warnings[i].order < warnings[j].order })
+	for _, w := range warnings {
+		rt.warn(w.w)
+	}
 	rt.buildChains()
 	return rt, nil
+}
+
+// installedOrder maps each installed plugin to its position in
+// plugin-packages.json.
+func installedOrder(home string) map[string]int {
+	order := map[string]int{}
+	if pkgs, err := LoadPackages(home); err == nil {
+		for i, e := range pkgs.Entries {
+			order[e.Name] = i
+		}
+	}
+	return order
 }
 
 func (rt *Runtime) warn(w Warning) {
@@ -358,7 +404,7 @@ func (rt *Runtime) begin() error {
 	rt.opsMu.Lock()
 	defer rt.opsMu.Unlock()
 	if rt.closing {
-		return errors.New("extension: the runtime generation is closed")
+		return Errorf(ReasonProviderInterrupted, "the runtime generation is closed or retired")
 	}
 	rt.ops++
 	return nil
@@ -401,9 +447,12 @@ var ErrReloadPending = errors.New("extension: a reload is already waiting")
 // Reload replaces old with a new generation (D14). It waits until old is
 // idle, builds a complete new generation (start, handshake, slot
 // ownership) with the session's generation number incremented, and only
-// on full success stops old and returns the new one. On failure old keeps
-// serving untouched and the error says why. The caller swaps its pointer
-// to the returned Runtime.
+// on full success retires old: old takes no new operation, finishes the
+// ones in flight, and stops. On failure old keeps serving untouched and the
+// error says why. The caller swaps its pointer to the returned Runtime;
+// operations started on old after Reload returned fail with
+// provider_interrupted. One reload runs at a time; another asked for
+// meanwhile gets [ErrReloadPending].
 func (h *Host) Reload(ctx context.Context, old *Runtime) (*Runtime, error) {
 	h.reloadMu.Lock()
 	if h.reloading {
@@ -426,6 +475,16 @@ func (h *Host) Reload(ctx context.Context, old *Runtime) (*Runtime, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reload: the new generation failed, the old one keeps serving: %w", err)
 	}
-	old.Close()
+	old.retire(ctx)
 	return next, nil
+}
+
+// retire stops a generation that a reload replaced (D14): it takes no new
+// operation, lets the ones in flight finish (until ctx ends), then closes.
+func (rt *Runtime) retire(ctx context.Context) {
+	rt.opsMu.Lock()
+	rt.closing = true
+	rt.opsMu.Unlock()
+	rt.waitIdle(ctx)
+	rt.Close()
 }

@@ -35,8 +35,9 @@ func (e *StartError) Error() string {
 // Unwrap returns the cause.
 func (e *StartError) Unwrap() error { return e.Err }
 
-// sidecarState is where a sidecar is in its life; transitions only move
-// forward: starting → ready → (crashed | stopping) → stopped.
+// sidecarState is where a sidecar is in its life; the state only moves
+// forward: starting → ready or poisoned → crashed → stopping → stopped,
+// skipping any step.
 type sidecarState uint8
 
 const (
@@ -67,13 +68,14 @@ type Sidecar struct {
 	index  int              // position in installed order (D15's last tie-break)
 	seq    atomic.Int64     // the last intercept seq sent; chain and strategy calls share it
 
-	mu       sync.Mutex // protects state, failure
-	state    sidecarState
-	failure  error // why the sidecar is poisoned or crashed
-	initID   ID    // the id of extension/initialize, the only response the barrier admits
-	watched  chan struct{}
-	stopOnce sync.Once
-	stopErr  error
+	mu         sync.Mutex // protects state, failure
+	state      sidecarState
+	failure    error         // why the sidecar is poisoned or crashed
+	classified chan struct{} // closed once watch has classified the end (crash or stop)
+	watched    chan struct{} // closed when watch returns, after OnCrash
+	live       atomic.Bool   // the start succeeded: crashes are reported from now on
+	stopOnce   sync.Once
+	stopErr    error
 }
 
 // ID returns the plugin ID: the installed name.
@@ -98,7 +100,7 @@ func (s *Sidecar) Done() <-chan struct{} { return s.conn.Done() }
 // launchSidecar starts one sidecar through the handshake. On failure
 // nothing is left running and the error is a *StartError.
 func launchSidecar(ctx context.Context, spec *LaunchSpec, cfg *hostConfig) (*Sidecar, error) {
-	s := &Sidecar{id: spec.ID, spec: spec, cfg: cfg, start: time.Now(), watched: make(chan struct{})}
+	s := &Sidecar{id: spec.ID, spec: spec, cfg: cfg, start: time.Now(), classified: make(chan struct{}), watched: make(chan struct{})}
 	s.tail = &Tail{Size: cfg.stderrTailBytes, Redactor: cfg.redactor}
 	proc, stage, err := startProcess(spec, spec.Env(cfg.env), s.tail)
 	if err != nil {
@@ -120,6 +122,7 @@ func launchSidecar(ctx context.Context, spec *LaunchSpec, cfg *hostConfig) (*Sid
 		s.abort()
 		return nil, s.startError("handshake", err)
 	}
+	s.live.Store(true)
 	return s, nil
 }
 
@@ -134,11 +137,9 @@ func (s *Sidecar) startError(stage string, err error) *StartError {
 // abort kills a sidecar that failed its start and joins everything.
 func (s *Sidecar) abort() {
 	s.setState(stateStopping)
-	s.proc.kill()
-	s.proc.waitExit(s.cfg.reapTimeout)
+	s.proc.stop(0, s.cfg.reapTimeout) // no grace: kill the group and reap it
 	s.conn.Close()
 	<-s.watched
-	s.proc.release()
 }
 
 func (s *Sidecar) setState(st sidecarState) {
@@ -152,20 +153,21 @@ func (s *Sidecar) setState(st sidecarState) {
 // gate enforces the barrier (D6) on the read loop, before any handler runs.
 func (s *Sidecar) gate(m *Message, fe *FrameError) error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.state == stateReady {
+	state := s.state
+	isResponse := fe == nil && m.Kind == KindResponse
+	switch {
+	case state == stateReady:
+		s.mu.Unlock()
 		return nil
-	}
-	if s.state >= stateStopping {
-		// After shutdown began the sidecar may only answer; anything it
-		// starts is refused without ceremony.
-		if fe == nil && m.Kind == KindResponse {
-			return nil
-		}
+	case state >= stateStopping && isResponse:
+		s.mu.Unlock()
+		return nil // while stopping the sidecar may still answer
+	case state != stateStarting:
+		s.mu.Unlock()
 		return NewError(ReasonProtocolError, "extension sidecar "+s.id+" is shutting down")
-	}
-	if fe == nil && m.Kind == KindResponse && m.ID == s.initID && s.conn.isPending(m.ID) {
-		return nil
+	case isResponse && s.conn.isPending(m.ID):
+		s.mu.Unlock()
+		return nil // the answer to extension/initialize, our only request so far
 	}
 	var what string
 	switch {
@@ -179,11 +181,10 @@ func (s *Sidecar) gate(m *Message, fe *FrameError) error {
 	// D6: nothing may precede extension/initialized. The connection is
 	// poisoned and the process tree killed; the pending start fails.
 	err := Errorf(ReasonProtocolError, "extension sidecar %s sent %s before extension/initialized", s.id, what)
-	if s.state == stateStarting {
-		s.state, s.failure = statePoisoned, err
-		s.conn.Fail(err)
-		s.proc.kill()
-	}
+	s.state, s.failure = statePoisoned, err
+	s.mu.Unlock()
+	s.conn.Fail(err) // outside the lock: Fail calls the host's Logf
+	s.proc.kill()
 	return err
 }
 
@@ -200,9 +201,6 @@ func (s *Sidecar) handshake(ctx context.Context) error {
 		Session:         s.cfg.session,
 		Capabilities:    HostCapabilities{ContentRefs: true, UIHost: s.cfg.uiHost, ProtocolVersion: ProtocolVersion},
 	}
-	s.mu.Lock()
-	s.initID = 1 // each side numbers its requests from 1 (D4); this is our first
-	s.mu.Unlock()
 	raw, err := s.conn.Call(ctx, MethodInitialize, params)
 	if err != nil {
 		if f := s.poisoned(); f != nil {
@@ -216,7 +214,7 @@ func (s *Sidecar) handshake(ctx context.Context) error {
 	}
 	var res InitializeResult
 	if err := DecodeResult(MethodInitialize, raw, &res); err != nil {
-		return err
+		return s.redactErr(err)
 	}
 	if err := checkDeclaration(s.id, rt, &res); err != nil {
 		return err
@@ -311,7 +309,8 @@ func containsPoint(list []Point, s string) bool {
 
 // watch turns the end of the connection or of the process into a crash
 // (D13): the process tree is killed, pending calls fail with the terminal
-// error, and the crash is reported once, only after a completed handshake.
+// error, and the crash is reported once, only for a sidecar that started.
+// During a stop it only records the end: the stop owns the teardown.
 func (s *Sidecar) watch() {
 	defer close(s.watched)
 	var cause error
@@ -319,20 +318,32 @@ func (s *Sidecar) watch() {
 	case <-s.conn.Done():
 		cause = s.conn.Err()
 	case <-s.proc.exited:
+		// The process wrote its last frames before it exited; let the
+		// reader get to them (an answer may still be in the pipe), but
+		// not forever: a grandchild may hold stdout open (D12).
+		t := time.NewTimer(s.cfg.exitDrain)
+		select {
+		case <-s.conn.Done():
+		case <-t.C:
+		}
+		t.Stop()
 		cause = fmt.Errorf("the process %v", s.proc.exitError())
 	}
 	s.mu.Lock()
 	wasReady := s.state == stateReady
+	stopping := s.state >= stateStopping
 	if s.state < stateCrashed {
 		s.state, s.failure = stateCrashed, cause
 	}
 	s.mu.Unlock()
-	s.conn.Fail(cause)
-	if !wasReady {
-		return // a failed start or a stop: the caller reports it
+	if !stopping {
+		s.conn.Fail(cause) // D13: every pending call fails at once
 	}
-	s.proc.kill()
-	if s.cfg.onCrash != nil {
+	if wasReady {
+		s.proc.kill()
+	}
+	close(s.classified)
+	if wasReady && s.live.Load() && s.cfg.onCrash != nil {
 		s.cfg.onCrash(s.id, s.interrupted(cause))
 	}
 }
@@ -384,7 +395,7 @@ func (s *Sidecar) Call(ctx context.Context, method string, params, result any) e
 		}
 		select {
 		case <-s.conn.Done():
-			<-s.watched // the watcher has classified the end
+			<-s.classified // the watcher has classified the end
 			if uerr := s.usable(); uerr != nil {
 				return uerr
 			}
@@ -396,7 +407,7 @@ func (s *Sidecar) Call(ctx context.Context, method string, params, result any) e
 		}
 		return err
 	}
-	return DecodeResult(method, raw, result)
+	return s.redactErr(DecodeResult(method, raw, result))
 }
 
 // Notify sends a notification, waiting for room in the write queue.
@@ -418,6 +429,11 @@ func (s *Sidecar) stop() error {
 func (s *Sidecar) doStop() error {
 	s.mu.Lock()
 	wasReady := s.state == stateReady
+	select {
+	case <-s.conn.Done():
+		wasReady = false // crashed a moment ago: nothing to ask
+	default:
+	}
 	if s.state < stateStopping {
 		s.state = stateStopping
 	}
@@ -432,22 +448,34 @@ func (s *Sidecar) doStop() error {
 			err = DecodeResult(MethodShutdown, raw, &res)
 		}
 		if err != nil {
-			late = fmt.Errorf("extension/shutdown: %w", err)
+			late = err
 		}
 	}
 	killed, reapErr := s.proc.stop(s.cfg.stdinGrace, s.cfg.reapTimeout)
 	s.conn.Close()
-	<-s.watched
+	<-s.watched // joins the watcher, OnCrash included
 	s.setState(stateStopped)
 	switch {
 	case reapErr != nil:
 		return Errorf(ReasonShutdownTimeout, "extension sidecar %s: %w", s.id, reapErr)
+	case late != nil && errors.Is(late, context.DeadlineExceeded):
+		return Errorf(ReasonShutdownTimeout, "extension sidecar %s did not answer extension/shutdown within %v", s.id, s.cfg.shutdownTimeout)
 	case late != nil:
-		return Errorf(ReasonShutdownTimeout, "extension sidecar %s did not shut down cleanly: %w", s.id, late)
+		return fmt.Errorf("extension sidecar %s: extension/shutdown: %w", s.id, s.redactErr(late))
 	case killed:
 		return Errorf(ReasonShutdownTimeout, "extension sidecar %s did not exit cleanly within %v of stdin closing; its process group was killed", s.id, s.cfg.stdinGrace)
 	}
 	return nil
+}
+
+// redactErr returns err with the text of a peer's *Error redacted,
+// keeping its reason (D25: whatever the sidecar says is untrusted).
+func (s *Sidecar) redactErr(err error) error {
+	var e *Error
+	if errors.As(err, &e) {
+		return s.redacted(e)
+	}
+	return err
 }
 
 // hostHandler answers the sidecar's requests. The UI and content methods
