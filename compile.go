@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -122,7 +123,7 @@ func (c *compiler) fill(n *vnode, s map[string]any) error {
 		for name := range props {
 			names = append(names, name)
 		}
-		sortStrings(names)
+		slices.Sort(names)
 		if len(names) > 64 {
 			return fmt.Errorf("more than 64 properties")
 		}
@@ -186,14 +187,6 @@ func (c *compiler) fill(n *vnode, s map[string]any) error {
 		n.max = &v
 	}
 	return nil
-}
-
-func sortStrings(s []string) {
-	for i := 1; i < len(s); i++ {
-		for j := i; j > 0 && s[j] < s[j-1]; j-- {
-			s[j], s[j-1] = s[j-1], s[j]
-		}
-	}
 }
 
 // overlayGoRules lays the tag rules of a DTO's fields over its def node.

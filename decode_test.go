@@ -224,6 +224,8 @@ func TestStrictRulesBeyondTheSchemaD3(t *testing.T) {
 		{"uppercase sha256", "ExternalizedField", `{"jsonPointer":"/payload","contentRef":"c","totalBytes":1,"sha256":"` + strings.ToUpper(sha) + `"}`, "/sha256", "lowercase hex"},
 		{"short sha256", "ExternalizedField", `{"jsonPointer":"/payload","contentRef":"c","totalBytes":1,"sha256":"abc"}`, "/sha256", "lowercase hex"},
 		{"negative uint generation", "InitializeParams", init(`"session":{"sessionId":"s","workspaceRoot":"/w","generation":-1}`), "/session/generation", "negative"},
+		{"negative zero for an unsigned integer", "UIActionParams", `{"actionId":"a","sessionId":"s","generation":-0}`, "/generation", "negative"},
+		{"a huge unknown member name is quoted short", "ShutdownParams", `{"timeoutMillis":1,"` + strings.Repeat("x", 4096) + `":1}`, "/" + strings.Repeat("x", 4096), `"` + strings.Repeat("x", 64) + `"…`},
 		{"fractional integer", "ShutdownParams", `{"timeoutMillis":1.5}`, "/timeoutMillis", "want an integer"},
 		{"1.0 is not an integer", "ShutdownParams", `{"timeoutMillis":1.0}`, "/timeoutMillis", "want an integer"},
 		{"exponent integer", "ShutdownParams", `{"timeoutMillis":1e3}`, "/timeoutMillis", "want an integer"},

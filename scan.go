@@ -235,7 +235,7 @@ func (s *scanner) skipObject(dup *dupState) error {
 		}
 		if dup.seen(mark, key, escaped) {
 			s.pos = keyAt
-			return s.fail(fmt.Sprintf("duplicate member %q", unquote(key, escaped)))
+			return s.fail("duplicate member " + quoteName(unquote(key, escaped)))
 		}
 		if _, err = s.value(dup); err != nil {
 			break
@@ -331,6 +331,15 @@ func (s *scanner) nextElement() (more bool, err error) {
 	return false, s.fail("expected ',' or ']' in array")
 }
 
+// quoteName quotes a peer-supplied name for an error message, cut to 64
+// bytes: an answer quoting it must stay far below the frame limit (D2).
+func quoteName(name string) string {
+	if len(name) > 64 {
+		return fmt.Sprintf("%q…", name[:64])
+	}
+	return fmt.Sprintf("%q", name)
+}
+
 // unquote returns the decoded name of a raw string token.
 func unquote(raw []byte, escaped bool) string {
 	if !escaped {
@@ -411,7 +420,7 @@ func (s *scanner) envelope(spans *[6][]byte) *FrameError {
 		}
 		if dup.seen(0, key, escaped) {
 			// D3: a repeated member is ambiguous, whatever its name.
-			return &FrameError{Err: invalidRequest(fmt.Sprintf("duplicate member %q", unquote(key, escaped)))}
+			return &FrameError{Err: invalidRequest("duplicate member " + quoteName(unquote(key, escaped)))}
 		}
 		var v []byte
 		if v, err = s.value(nil); err != nil { // member values are free-form here

@@ -142,6 +142,11 @@ func Validate(def string, doc []byte) error {
 	if n == nil {
 		return &ValidationError{Def: def, Msg: "no such $def in the v1 schema"}
 	}
+	return validateNode(def, n, doc)
+}
+
+// validateNode walks doc against n with a pooled validator.
+func validateNode(def string, n *vnode, doc []byte) error {
 	v := validators.Get().(*validator)
 	v.s = scanner{data: doc}
 	v.def, v.path = def, v.path[:0]
@@ -264,7 +269,7 @@ func (v *validator) object(n *vnode) error {
 			return v.unknownMember(n, string(name))
 		}
 		if present&(1<<i) != 0 {
-			return v.errorf("duplicate member %q", name) // D3
+			return v.errorf("duplicate member %s", quoteName(string(name))) // D3
 		}
 		present |= 1 << i
 		enums[i] = -1
@@ -298,13 +303,13 @@ func (v *validator) object(n *vnode) error {
 func (v *validator) unknownMember(n *vnode, name string) error {
 	for _, p := range n.props {
 		if strings.EqualFold(p.name, name) {
-			return v.errorf("unknown member %q: member names are case-sensitive, did you mean %q?", name, p.name)
+			return v.errorf("unknown member %s: member names are case-sensitive, did you mean %q?", quoteName(name), p.name)
 		}
 	}
 	if n.def != "" {
-		return v.errorf("unknown member %q: %s has no such member", name, n.def)
+		return v.errorf("unknown member %s: %s has no such member", quoteName(name), n.def)
 	}
-	return v.errorf("unknown member %q", name)
+	return v.errorf("unknown member %s", quoteName(name))
 }
 
 // member validates one property value of a closed object.
@@ -346,7 +351,7 @@ func (v *validator) mapMembers(n *vnode, more bool) error {
 		}
 		v.path = append(v.path, pathToken{key: key, escaped: escaped})
 		if v.dup.seen(mark, key, escaped) {
-			return v.errorf("duplicate member %q", unquote(key, escaped)) // D3
+			return v.errorf("duplicate member %s", quoteName(unquote(key, escaped))) // D3
 		}
 		if n.addl == nil {
 			_, err = v.s.value(&v.dup)
@@ -417,7 +422,7 @@ func (v *validator) stringValue(n *vnode, r *stringRules) error {
 			}
 		}
 		if idx < 0 {
-			return v.errorf("%q is not one of %s", body, strings.Join(n.enum, ", "))
+			return v.errorf("%s is not one of %s", quoteName(string(body)), strings.Join(n.enum, ", "))
 		}
 		if r != nil {
 			*r.enumIdx = int8(idx)
@@ -467,7 +472,9 @@ func (v *validator) number(n *vnode, unsigned bool) error {
 		return v.errorf("want an integer, got %.40s", num.raw) // D3
 	}
 	if unsigned {
-		if num.negative && len(bytes.Trim(num.raw, "-0")) != 0 {
+		if num.negative {
+			// D3: encoding/json refuses any sign for an unsigned field,
+			// "-0" included, so the validator does too.
 			return v.errorf("must not be negative")
 		}
 		if _, ok := parseUint64(bytes.TrimPrefix(num.raw, []byte("-"))); !ok {
@@ -477,7 +484,7 @@ func (v *validator) number(n *vnode, unsigned bool) error {
 	}
 	i, ok := parseInt64(num.raw)
 	if !ok {
-		return v.errorf("integer %.40s is out of range", num.raw)
+		return v.errorf("integer %.40s is out of range", num.raw) // D3
 	}
 	if n.min != nil && i < *n.min {
 		return v.errorf("must be at least %d", *n.min)
