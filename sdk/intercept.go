@@ -98,6 +98,9 @@ func (s *server) intercept(ctx context.Context, raw json.RawMessage) (any, error
 	if err := extension.DecodeParams(extension.MethodIntercept, raw, &p); err != nil {
 		return nil, err
 	}
+	if err := checkInline(p.Payload, p.Externalized); err != nil {
+		return nil, err
+	}
 	fn := s.opts.Intercept[p.Event]
 	if fn == nil {
 		fn = s.opts.Intercept["*"]
@@ -138,6 +141,10 @@ func (s *server) event(ctx context.Context, raw json.RawMessage) {
 		s.logf("dropped %s: %v", extension.MethodEvent, err)
 		return
 	}
+	if err := checkInline(p.Payload, p.Externalized); err != nil {
+		s.logf("dropped %s: %v", extension.MethodEvent, err)
+		return
+	}
 	fn := s.opts.Observe[p.Event]
 	if fn == nil {
 		fn = s.opts.Observe["*"]
@@ -145,4 +152,20 @@ func (s *server) event(ctx context.Context, raw json.RawMessage) {
 	if fn != nil {
 		fn(ctx, &Event{Point: p.Event, Payload: p.Payload})
 	}
+}
+
+// checkInline refuses a payload the callback cannot see: a null
+// placeholder without its descriptor is invalid (D22), and an externalized
+// payload needs host/content/read, which this SDK does not page yet, so
+// the call fails instead of handing the callback a null payload.
+func checkInline(payload json.RawMessage, ext []extension.ExternalizedField) error {
+	if string(payload) != "null" {
+		return nil
+	}
+	for _, f := range ext {
+		if f.JSONPointer == "/payload" {
+			return extension.Errorf(extension.ReasonInternal, "the payload was externalized as %s; this SDK does not read content refs yet", f.ContentRef)
+		}
+	}
+	return extension.NewError(extension.ReasonInvalidParams, "payload is null without an externalized /payload descriptor")
 }

@@ -133,6 +133,31 @@ func TestInterceptDeadlineIsInterceptTimeout(t *testing.T) {
 	}
 }
 
+// TestInterceptNullPayloadNeverReachesTheCallbackD22: a null placeholder
+// without its descriptor is invalid_params; an externalized payload, which
+// this SDK cannot page yet, fails the call rather than handing the callback
+// a null payload.
+func TestInterceptNullPayloadNeverReachesTheCallbackD22(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		called := false
+		opts := minimalOptions
+		opts.Intercept = map[extension.Point]sdk.InterceptFunc{"*": func(context.Context, *sdk.Call) (sdk.Verdict, error) {
+			called = true
+			return sdk.Continue(), nil
+		}}
+		p := serve(t, context.Background(), opts)
+		defer p.close()
+		p.handshake()
+		wantError(t, p.call(request(2, extension.MethodIntercept, `{"event":"tool.before","seq":1,"payload":null,"timeoutMillis":0}`)), "2", -32602, extension.ReasonInvalidParams)
+		sha := strings.Repeat("ab", 32)
+		ext := `{"event":"tool.before","seq":2,"payload":null,"timeoutMillis":0,"externalized":[{"jsonPointer":"/payload","contentRef":"content_1","totalBytes":70000,"sha256":"` + sha + `"}]}`
+		wantError(t, p.call(request(3, extension.MethodIntercept, ext)), "3", -32603, extension.ReasonInternal)
+		if called {
+			t.Fatal("the callback saw a null payload")
+		}
+	})
+}
+
 func TestInterceptCallCarriesTheHostsCall(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		type seen struct {

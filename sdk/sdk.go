@@ -9,7 +9,7 @@
 //			Name: "no-rm", Version: "0.1.0",
 //			Intercept: map[extension.Point]sdk.InterceptFunc{
 //				extension.ToolBefore: func(ctx context.Context, c *sdk.Call) (sdk.Verdict, error) {
-//					var tool struct{ Name string }
+//					var tool extension.ToolPayload
 //					if err := c.Decode(&tool); err != nil {
 //						return sdk.Verdict{}, err
 //					}
@@ -55,7 +55,10 @@ type Options struct {
 	Name, Version string
 
 	// Subscriptions are the hook points declared in the handshake; nil
-	// means the points of Intercept (without the "*" wildcard).
+	// means the points that Intercept and Observe name. The "*" wildcard
+	// subscribes to nothing by itself: the host sends a sidecar only the
+	// points it subscribed to (and its manifest's runtime.intercepts must
+	// list them, D9), so list the points when you use "*".
 	Subscriptions []extension.Point
 	// Replaces are the slots the sidecar owns (D17).
 	Replaces []string
@@ -94,10 +97,6 @@ type Options struct {
 	Logf func(format string, args ...any)
 }
 
-// ErrNotInitialized is returned by calls to the host made before the
-// barrier opened (D6).
-var ErrNotInitialized = errors.New("sdk: the host has not sent extension/initialized yet")
-
 // barrier states of the sidecar side (CONTRACT-NOTES §4.6).
 const (
 	awaitingInitialize = iota
@@ -114,8 +113,6 @@ type server struct {
 
 	mu       sync.Mutex // protects the following
 	barrier  int
-	session  extension.SessionContext
-	host     extension.HostCapabilities
 	fatal    error // the error Serve returns, once a fatal answer was written
 	shutdown bool  // the host asked to stop and was answered
 }
@@ -235,7 +232,7 @@ func (s *server) HandleNotification(ctx context.Context, method string, params j
 	}
 }
 
-// fail makes err the one Serve returns and ends the connection once the
+// failAfterAnswer makes err the one Serve returns and ends the connection once the
 // answer carrying it has been written.
 func (s *server) failAfterAnswer(ctx context.Context, err *extension.Error) error {
 	s.mu.Lock()
@@ -292,29 +289,30 @@ func (s *server) initialize(ctx context.Context, raw json.RawMessage) (any, erro
 	}
 	s.mu.Lock()
 	s.barrier = awaitingInitialized
-	s.session, s.host = p.Session, p.Capabilities
 	s.mu.Unlock()
 	return res, nil
 }
 
 // subscriptions are the declared points: Options.Subscriptions, else the
-// keys of Options.Intercept.
+// points Options.Intercept and Options.Observe name.
 func (s *server) subscriptions() []extension.Point {
 	if s.opts.Subscriptions != nil {
 		return s.opts.Subscriptions
 	}
 	var out []extension.Point
 	for _, pt := range extension.Points() {
-		if _, ok := s.opts.Intercept[pt]; ok {
+		_, intercepts := s.opts.Intercept[pt]
+		_, observes := s.opts.Observe[pt]
+		if intercepts || observes {
 			out = append(out, pt)
 		}
 	}
 	return out
 }
 
-// shutdownRequest answers extension/shutdown: the Shutdown callback runs
-// bounded by timeoutMillis, the answer is written, then the sidecar's side
-// closes and Serve returns nil (CONTRACT-NOTES §4.7).
+// shutdownRequest answers extension/shutdown (D11): the Shutdown callback
+// runs bounded by timeoutMillis, the answer is written, then the sidecar's
+// side closes and Serve returns nil (CONTRACT-NOTES §4.7).
 func (s *server) shutdownRequest(ctx context.Context, raw json.RawMessage) (any, error) {
 	var p extension.ShutdownParams
 	if err := extension.DecodeParams(extension.MethodShutdown, raw, &p); err != nil {

@@ -448,6 +448,10 @@ func TestServeHandshakeDeclaration(t *testing.T) {
 			sdk.Options{Name: "t", Version: "1", Intercept: map[extension.Point]sdk.InterceptFunc{
 				extension.ToolBefore: noop, extension.InputReceive: noop, "*": noop}},
 			`{"protocolVersion":"1","name":"t","version":"1","subscriptions":["input.receive","tool.before"],"stateSchemaVersion":0}`},
+		{"subscriptions from Observe too",
+			sdk.Options{Name: "t", Version: "1", Intercept: map[extension.Point]sdk.InterceptFunc{extension.ToolBefore: noop},
+				Observe: map[extension.Point]sdk.ObserveFunc{extension.SessionStart: func(context.Context, *sdk.Event) {}}},
+			`{"protocolVersion":"1","name":"t","version":"1","subscriptions":["session.start","tool.before"],"stateSchemaVersion":0}`},
 		{"explicit subscriptions win",
 			sdk.Options{Name: "t", Version: "1", Subscriptions: []extension.Point{extension.SessionStart},
 				Intercept: map[extension.Point]sdk.InterceptFunc{extension.ToolBefore: noop}},
