@@ -37,9 +37,16 @@ type ConnOptions struct {
 
 	// NotificationQueue bounds the inbound notifications waiting for the
 	// single notification worker, which handles them one at a time in
-	// arrival order. Overflow fails the connection: notifications are
-	// never dropped silently. Zero means 256.
+	// arrival order. Overflow fails the connection, unless
+	// DropOverflowingNotifications is set. Zero means 256.
 	NotificationQueue int
+
+	// DropOverflowingNotifications makes an inbound notification that
+	// does not fit the queue be dropped, counted and logged instead of
+	// failing the connection. The SDK sets it: a sidecar may lose an
+	// observation but not its life to a burst of events (CONTRACT-NOTES
+	// §1.3). The host leaves it false, so stream chunks are never lost.
+	DropOverflowingNotifications bool
 
 	// WriteQueue bounds the outbound frames waiting for the writer.
 	// Blocking senders ([Conn.Call], [Conn.Notify], responses) wait for
@@ -142,6 +149,9 @@ type ConnStats struct {
 	// UnknownResponses counts the responses dropped because their id
 	// matched no pending call (D4).
 	UnknownResponses uint64
+	// DroppedNotifications counts the inbound notifications dropped
+	// because the queue was full (ConnOptions.DropOverflowingNotifications).
+	DroppedNotifications uint64
 	// MalformedResponses counts the response-shaped frames (a result or
 	// error member, no method) dropped because their envelope was invalid.
 	MalformedResponses uint64
@@ -193,7 +203,7 @@ type Conn struct {
 	closeWriter func() error // closes w once
 	wg          sync.WaitGroup
 
-	framesIn, framesOut, unknownResponses, droppedEvents, malformedResponses atomic.Uint64
+	framesIn, framesOut, unknownResponses, droppedEvents, malformedResponses, droppedNotifications atomic.Uint64
 
 	mu      sync.Mutex // protects the following
 	err     error      // the terminal error; set once, never cleared
@@ -457,11 +467,12 @@ func (c *Conn) Err() error {
 // Stats returns the counters of the connection so far.
 func (c *Conn) Stats() ConnStats {
 	return ConnStats{
-		FramesIn:           c.framesIn.Load(),
-		FramesOut:          c.framesOut.Load(),
-		UnknownResponses:   c.unknownResponses.Load(),
-		MalformedResponses: c.malformedResponses.Load(),
-		DroppedEvents:      c.droppedEvents.Load(),
+		FramesIn:             c.framesIn.Load(),
+		FramesOut:            c.framesOut.Load(),
+		UnknownResponses:     c.unknownResponses.Load(),
+		MalformedResponses:   c.malformedResponses.Load(),
+		DroppedNotifications: c.droppedNotifications.Load(),
+		DroppedEvents:        c.droppedEvents.Load(),
 	}
 }
 
@@ -545,8 +556,16 @@ func (c *Conn) dispatch(m Message, fe *FrameError) {
 		select {
 		case c.notifq <- m:
 		default:
-			// CONTRACT-NOTES §1.3: notifications are never dropped
-			// silently; overflow fails the connection.
+			if c.opts.DropOverflowingNotifications {
+				// CONTRACT-NOTES §1.3 (sidecar side): an observation that
+				// does not fit is dropped with a log line.
+				c.droppedNotifications.Add(1)
+				c.opts.Logf("extension: dropped %s: %d notifications already queued", m.Method, c.opts.NotificationQueue)
+				return
+			}
+			// CONTRACT-NOTES §1.3 (host side): notifications, such as
+			// stream chunks, are never dropped silently; overflow fails
+			// the connection.
 			c.fail(fmt.Errorf("extension: inbound notification queue overflow (%d queued) at %s", c.opts.NotificationQueue, m.Method))
 		}
 	case KindResponse:

@@ -673,6 +673,38 @@ func TestConnNotificationQueueOverflowFailsTheConnection(t *testing.T) {
 	}
 }
 
+// TestConnDropOverflowingNotificationsKeepsTheConnection: with the SDK's
+// policy, a notification that does not fit is dropped and counted, and the
+// connection goes on (CONTRACT-NOTES §1.3).
+func TestConnDropOverflowingNotificationsKeepsTheConnection(t *testing.T) {
+	hangWatchdog(t)
+	entered := make(chan struct{}, 1)
+	h := funcHandler{
+		notification: func(ctx context.Context, _ string, _ json.RawMessage) {
+			entered <- struct{}{}
+			<-ctx.Done()
+		},
+		request: func(context.Context, string, json.RawMessage) (any, error) { return map[string]bool{"ok": true}, nil },
+	}
+	c, peer := newPipeConn(t, h, ConnOptions{NotificationQueue: 1, DropOverflowingNotifications: true})
+	peer.send(t, `{"jsonrpc":"2.0","method":"n0"}`)
+	<-entered // the worker holds n0, so n1 fills the queue and n2 is dropped
+	peer.send(t, `{"jsonrpc":"2.0","method":"n1"}`)
+	peer.send(t, `{"jsonrpc":"2.0","method":"n2"}`)
+	peer.send(t, `{"jsonrpc":"2.0","id":1,"method":"ping"}`)
+	if f := peer.recv(t); string(f.ID) != "1" || string(f.Result) != `{"ok":true}` {
+		t.Fatalf("answer: got %+v, want the ping's result", f)
+	}
+	if n := c.Stats().DroppedNotifications; n != 1 {
+		t.Fatalf("DroppedNotifications = %d, want 1", n)
+	}
+	select {
+	case <-c.Done():
+		t.Fatalf("the connection ended: %v", c.Err())
+	default:
+	}
+}
+
 func TestConnAfterAnswerRunsOnceTheAnswerIsWritten(t *testing.T) {
 	hangWatchdog(t)
 	end := errors.New("ended after answering")

@@ -138,7 +138,8 @@ func Serve(ctx context.Context, opts Options) error {
 	}
 	ready := make(chan struct{})
 	s.conn = extension.NewConn(in, out, s, extension.ConnOptions{
-		MaxHandlers: maxHandlers,
+		MaxHandlers:                  maxHandlers,
+		DropOverflowingNotifications: true, // CONTRACT-NOTES §1.3: a slow observer loses events, not the sidecar
 		Gate: func(m *extension.Message, fe *extension.FrameError) error {
 			<-ready
 			return s.gate(m, fe)
