@@ -86,8 +86,9 @@ type ConnOptions struct {
 
 	// Tap, when set, sees every frame: each inbound line as read (before
 	// the Gate) and each outbound frame once written, without its "\n".
-	// The slice is only valid during the call. It runs on the reader or
-	// the writer goroutine and must not block. Nil means no tap.
+	// The slice is only valid during the call. It runs on the reader and
+	// the writer goroutines, possibly at the same time, so it must be safe
+	// for concurrent use, and it must not block. Nil means no tap.
 	Tap func(inbound bool, frame []byte)
 
 	// Logf receives diagnostics: handler panics, dropped responses, the
@@ -298,7 +299,7 @@ func (c *Conn) Call(ctx context.Context, method string, params any) (json.RawMes
 	c.pending[id] = call
 	c.mu.Unlock()
 
-	f := &outFrame{data: data}
+	f := &outFrame{data: data, call: true}
 	select {
 	case c.writeq <- f:
 	case <-ctx.Done():
@@ -445,6 +446,11 @@ func (c *Conn) fail(err error) {
 // the running handlers, which see their context cancelled. It is idempotent
 // and returns the first error from closing r or w. Close must not be called
 // from a handler or a Gate, which it would wait for; they call [Conn.Fail].
+//
+// Close is as prompt as what it waits for: handlers must return once their
+// context is cancelled, the Tap and AfterAnswer functions must not block,
+// and closing r and w must interrupt a Read or Write in progress (true for
+// pipes and sockets, not for a blocking terminal or file).
 func (c *Conn) Close() error {
 	c.fail(ErrClosed)
 	c.wg.Wait()
@@ -494,8 +500,8 @@ func (c *Conn) readLoop() {
 				// D2: an oversized inbound frame is fatal. One
 				// best-effort error frame with id null, then the
 				// frame_too_large error ends the connection.
+				c.fail(tooLarge) // first: the answer must not delay the end
 				c.sendAnswer(encodeError(nil, tooLarge))
-				c.fail(tooLarge)
 			case err == io.EOF:
 				c.fail(fmt.Errorf("extension: peer closed the connection: %w", io.EOF))
 			default:
@@ -591,7 +597,7 @@ func (c *Conn) dispatch(m Message, fe *FrameError) {
 // past the writer's end, and is still flushed after the connection ended.
 func (c *Conn) sendAnswer(data []byte) {
 	select {
-	case c.writeq <- &outFrame{data: data, final: true}:
+	case c.writeq <- &outFrame{data: data}:
 	case <-c.writerDone:
 	}
 }
@@ -607,9 +613,11 @@ func (c *Conn) handleRequest(m Message) {
 		c.opts.Logf("extension: response to %s is %d bytes, over the frame limit", m.Method, len(data))
 		data = encodeError(&m.ID, &Error{Code: CodeInternal, Message: "response exceeds frame size limit"})
 	}
+	// Like every answer, it is still written while the connection drains
+	// after its end (best effort, within WriterDrainTimeout).
 	select {
-	case c.writeq <- &outFrame{data: data, final: true, hooks: hooks}:
-	case <-c.done:
+	case c.writeq <- &outFrame{data: data, hooks: hooks}:
+	case <-c.writerDone:
 	}
 }
 
@@ -676,8 +684,10 @@ func (c *Conn) handleNotification(m Message) {
 // function that calls [Conn.Fail], and returns its answer.
 //
 // f runs on the Conn's writer goroutine, so it must not block and must not
-// call [Conn.Close]. If the connection ends before the answer is written, f
-// does not run. If ctx is not a handler's context, f runs at once.
+// call [Conn.Close]. An answer queued when the connection ends is still
+// written while the writer drains (within WriterDrainTimeout); if it is
+// never written, f does not run. If ctx is not a handler's context, f runs
+// at once.
 func AfterAnswer(ctx context.Context, f func()) {
 	h, _ := ctx.Value(answerHooksKey{}).(*answerHooks)
 	if h == nil || h.add(f) {

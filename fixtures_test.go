@@ -38,6 +38,7 @@ var fixtures = map[string]func(){
 	"gauge":              fixtureGauge,
 	"verdict":            fixtureVerdict,
 	"pingpong":           fixturePingPong,
+	"serve-cancel":       fixtureServeCancel,
 }
 
 // usedFixtures records which fixtures a test started, so that TestMain
@@ -469,4 +470,18 @@ func fixturePingPong() {
 		out.Write(append(b, '\n'))
 		out.Flush()
 	}
+}
+
+// fixtureServeCancel is an SDK sidecar whose own context is cancelled by
+// its first intercept; Serve must then return at once and the process exit
+// 1, even though the host keeps stdin open.
+func fixtureServeCancel() {
+	ctx, cancel := context.WithCancel(context.Background())
+	err := sdk.Serve(ctx, sdk.Options{Name: "c", Version: "1", Logf: func(string, ...any) {},
+		Intercept: map[extension.Point]sdk.InterceptFunc{"*": func(context.Context, *sdk.Call) (sdk.Verdict, error) {
+			cancel()
+			return sdk.Continue(), nil
+		}}})
+	fmt.Fprintln(os.Stderr, "serve returned:", err)
+	os.Exit(1)
 }

@@ -1,11 +1,14 @@
 package extension_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -510,5 +513,49 @@ func TestStartupWarningsInInstalledOrderD10(t *testing.T) {
 	w := rt.Warnings()
 	if len(w) != 2 || w[0].Plugin != "a-bad" || w[1].Plugin != "b-refused" || !errors.Is(w[1].Err, extension.ErrShellCommand) {
 		t.Fatalf("warnings %v, want a-bad then b-refused (a shell command)", w)
+	}
+}
+
+// TestServeEndsWhileTheHostHoldsStdin: the SDK makes its inherited pipes
+// pollable, so Serve returns on its context even though the host neither
+// closes stdin nor reads on.
+func TestServeEndsWhileTheHostHoldsStdin(t *testing.T) {
+	usedFixtures["serve-cancel"] = true
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), fixtureEnv+"=serve-cancel", "GORACE=atexit_sleep_ms=0")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close() // held open until the test ends
+	io.WriteString(stdin, `{"jsonrpc":"2.0","id":1,"method":"extension/initialize","params":{"protocolVersion":"1","protocolId":"reasonix.extension.v1","manifest":{},"session":{"sessionId":"s","workspaceRoot":"/w","generation":1},"capabilities":{"contentRefs":true,"uiHost":"headless","protocolVersion":"1"}}}`+"\n")
+	if _, err := bufio.NewReader(stdout).ReadBytes('\n'); err != nil { // the answer, before the barrier opens (D6)
+		t.Fatal(err)
+	}
+	io.WriteString(stdin, `{"jsonrpc":"2.0","method":"extension/initialized","params":{}}`+"\n")
+	io.WriteString(stdin, `{"jsonrpc":"2.0","id":2,"method":"extension/intercept","params":{"event":"tool.before","seq":1,"payload":{},"timeoutMillis":0}}`+"\n")
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if !strings.Contains(stderr.String(), "serve returned: context canceled") {
+			t.Fatalf("the sidecar exited (%v) but Serve said %q", err, stderr.String())
+		}
+	case <-time.After(30 * time.Second): // hang guard only
+		cmd.Process.Kill()
+		t.Fatal("Serve did not return on its context while the host held stdin open")
 	}
 }

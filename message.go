@@ -365,8 +365,13 @@ func orEmptyObject(v any) any {
 // encodeError encodes an error response; a nil id is sent as null.
 func encodeError(id *ID, e *Error) []byte {
 	w := e.toWire()
-	// Only strings and integers are encoded, which cannot fail.
-	b, _ := encodeFrame(responseFrame{JSONRPC: "2.0", ID: id, Error: &w})
+	b, err := encodeFrame(responseFrame{JSONRPC: "2.0", ID: id, Error: &w})
+	if err != nil {
+		// Only a caller-supplied Data that is not valid JSON can fail;
+		// the answer goes out without it rather than not at all.
+		w.Data = nil
+		b, _ = encodeFrame(responseFrame{JSONRPC: "2.0", ID: id, Error: &w})
+	}
 	return b
 }
 

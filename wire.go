@@ -196,7 +196,7 @@ type outFrame struct {
 	data  []byte
 	state atomic.Int32 // frameQueued, then frameWriting or frameSkipped
 	event bool         // sent by TryNotify: counts against EventBudget
-	final bool         // an answer: still flushed after the connection ended
+	call  bool         // a request: dropped once the connection has ended, its caller has failed
 	hooks *answerHooks // for an answer: run once it is written (AfterAnswer)
 }
 
@@ -207,12 +207,16 @@ const (
 )
 
 // writeLoop is the writer goroutine, the only one that writes to w (D2:
-// frames never interleave). Once the connection has ended it only flushes
-// answers, until the reader has stopped and the queue is empty, or the
-// supervisor ends the drain.
+// frames never interleave). Once the connection has ended it drains.
 func (c *Conn) writeLoop() {
 	defer close(c.writerDone)
 	for {
+		select {
+		case <-c.done:
+			c.drain()
+			return
+		default:
+		}
 		select {
 		case f := <-c.writeq:
 			if !c.write(f) {
@@ -225,15 +229,24 @@ func (c *Conn) writeLoop() {
 	}
 }
 
-// drain is the writer once the connection has ended. Only answers are
-// still written (a Gate's rejection, the frame_too_large error frame, late
-// handler responses); requests and notifications no caller waits for any
-// more are dropped.
+// drain is the writer once the connection has ended: it still writes what
+// is queued, in order, so that a Gate's rejection, the frame_too_large
+// error frame or a late answer reaches the peer after the notifications
+// queued before it, never ahead of them. Requests are dropped: their
+// callers have already failed. It stops when the reader has stopped and
+// the queue is empty, or when the supervisor ends the drain.
 func (c *Conn) drain() {
+	flush := func(f *outFrame) bool {
+		if f.call {
+			return true
+		}
+		return c.write(f)
+	}
 	for {
 		select {
 		case f := <-c.writeq:
-			if f.final && !c.write(f) {
+			if !flush(f) {
+				c.dropQueued()
 				return
 			}
 		case <-c.readerDone:
@@ -242,7 +255,8 @@ func (c *Conn) drain() {
 			for {
 				select {
 				case f := <-c.writeq:
-					if f.final && !c.write(f) {
+					if !flush(f) {
+						c.dropQueued()
 						return
 					}
 				default:
@@ -250,6 +264,22 @@ func (c *Conn) drain() {
 				}
 			}
 		case <-c.drainStop:
+			c.dropQueued()
+			return
+		}
+	}
+}
+
+// dropQueued discards what is left in the queue, returning the event
+// budget its events held.
+func (c *Conn) dropQueued() {
+	for {
+		select {
+		case f := <-c.writeq:
+			if f.event {
+				c.events.Add(-1)
+			}
+		default:
 			return
 		}
 	}
@@ -261,7 +291,7 @@ func (c *Conn) write(f *outFrame) bool {
 	if f.event {
 		defer c.events.Add(-1)
 	}
-	if !f.state.CompareAndSwap(frameQueued, frameWriting) {
+	if !f.state.CompareAndSwap(frameQueued, frameWriting) || len(f.data) == 0 {
 		return true // skipped: the caller gave up before the write began
 	}
 	if err := c.fw.writeFrame(f.data); err != nil {

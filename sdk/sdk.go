@@ -127,10 +127,10 @@ func Serve(ctx context.Context, opts Options) error {
 	}
 	in, out := opts.Stdin, opts.Stdout
 	if in == nil {
-		in = os.Stdin
+		in = pollable(os.Stdin)
 	}
 	if out == nil {
-		out = os.Stdout
+		out = pollable(os.Stdout)
 	}
 	maxHandlers := opts.MaxHandlers
 	if maxHandlers <= 0 {
