@@ -705,6 +705,21 @@ func TestConnDropOverflowingNotificationsKeepsTheConnection(t *testing.T) {
 	}
 }
 
+// TestConnErrorWithInvalidDataIsStillAnswered: a handler's *Error whose
+// Data is not JSON is answered without it, never with an empty frame.
+func TestConnErrorWithInvalidDataIsStillAnswered(t *testing.T) {
+	hangWatchdog(t)
+	h := funcHandler{request: func(context.Context, string, json.RawMessage) (any, error) {
+		return nil, &Error{Code: CodeDomain, Message: "custom", Data: json.RawMessage("{bad")}
+	}}
+	_, peer := newPipeConn(t, h, ConnOptions{Tap: func(bool, []byte) {}})
+	peer.send(t, `{"jsonrpc":"2.0","id":1,"method":"x"}`)
+	f := peer.recv(t)
+	if string(f.ID) != "1" || f.Error == nil || f.Error.Code != CodeDomain || f.Error.Message != "custom" || f.Error.Data != nil {
+		t.Fatalf("answer: got %+v, want the error without its data", f)
+	}
+}
+
 func TestConnAfterAnswerRunsOnceTheAnswerIsWritten(t *testing.T) {
 	hangWatchdog(t)
 	end := errors.New("ended after answering")
