@@ -2,6 +2,7 @@ package extension
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 )
 
@@ -43,5 +44,29 @@ func BenchmarkStrictDecodeBaseline(b *testing.B) {
 		if err := json.Unmarshal(interceptFrame, &env); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkValidateManyMembers validates free-form objects of growing size;
+// the cost per member stays flat (the duplicate check is linear, D3).
+func BenchmarkValidateManyMembers(b *testing.B) {
+	for _, n := range []int{1000, 4000, 16000, 64000} {
+		var doc []byte
+		doc = append(doc, `{"decision":"replace","replacement":{`...)
+		for i := range n {
+			if i > 0 {
+				doc = append(doc, ',')
+			}
+			doc = fmt.Appendf(doc, `"member%d":%d`, i, i)
+		}
+		doc = append(doc, "}}"...)
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			for b.Loop() {
+				if err := Validate("InterceptResult", doc); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/member")
+		})
 	}
 }

@@ -3,6 +3,7 @@ package extension
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"reflect"
 	"sort"
@@ -301,5 +302,36 @@ func TestDecodeParamsMapsToInvalidParamsAndResultsToProtocolError(t *testing.T) 
 	}
 	if err := DecodeParams("extension/bogus", nil, &p); !errors.Is(err, ReasonUnknownMethod) {
 		t.Fatalf("DecodeParams(bogus) = %v, want unknown_method", err)
+	}
+}
+
+// TestDuplicateDetectionInLargeObjectsD3: past the linear threshold the
+// check switches to a set and still finds every duplicate, escaped
+// spellings included, at any depth.
+func TestDuplicateDetectionInLargeObjectsD3(t *testing.T) {
+	members := func(n int) string {
+		var b strings.Builder
+		for i := range n {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, `"k%d":%d`, i, i)
+		}
+		return b.String()
+	}
+	big := members(100000)
+	if err := Validate("InterceptResult", []byte(`{"decision":"replace","replacement":{`+big+`}}`)); err != nil {
+		t.Fatalf("100,000 distinct members rejected: %v", err)
+	}
+	for _, dup := range []string{`"k99999":0`, `"k17":0`, `"\u006b5":0`} {
+		doc := `{"decision":"replace","replacement":{"nested":{` + big + `,` + dup + `}}}`
+		if err := Validate("InterceptResult", []byte(doc)); err == nil || !strings.Contains(err.Error(), "duplicate member") {
+			t.Errorf("duplicate %s among 100,000 members: %v, want a duplicate error", dup, err)
+		}
+	}
+	// A small object after a large one at the same depth starts clean.
+	doc := `{"decision":"replace","replacement":[{` + members(40) + `},{"k1":1,"k2":2}]}`
+	if err := Validate("InterceptResult", []byte(doc)); err != nil {
+		t.Fatalf("sibling objects: %v", err)
 	}
 }

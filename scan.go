@@ -358,10 +358,24 @@ func sameName(a []byte, aEsc bool, b []byte, bEsc bool) bool {
 }
 
 // dupState finds repeated member names (D3) across nested objects with one
-// reusable stack of raw names; a nil *dupState disables the check.
+// reusable stack of raw names; a nil *dupState disables the check. Small
+// objects are checked by a scan of their names; an object with more than
+// dupLinear members switches to a set, so a hostile frame with a million
+// members costs linear time, not quadratic.
 type dupState struct {
 	names   [][]byte // raw names of the open objects' members, innermost last
 	escaped []bool
+	sets    map[int]map[string]struct{} // decoded names of large objects, by mark
+}
+
+// dupLinear is how many members an object may have before its duplicate
+// check uses a set.
+const dupLinear = 16
+
+// reset empties d for reuse.
+func (d *dupState) reset() {
+	d.names, d.escaped = d.names[:0], d.escaped[:0]
+	clear(d.sets)
 }
 
 func (d *dupState) push() int {
@@ -374,13 +388,22 @@ func (d *dupState) push() int {
 func (d *dupState) pop(mark int) {
 	if d != nil {
 		d.names, d.escaped = d.names[:mark], d.escaped[:mark]
+		delete(d.sets, mark)
 	}
 }
 
-// seen records key in the innermost object and reports whether it was
+// seen records key in the object opened at mark and reports whether it was
 // already there.
 func (d *dupState) seen(mark int, key []byte, escaped bool) bool {
 	if d == nil {
+		return false
+	}
+	if set := d.sets[mark]; set != nil {
+		name := unquote(key, escaped)
+		if _, dup := set[name]; dup {
+			return true
+		}
+		set[name] = struct{}{}
 		return false
 	}
 	for i := mark; i < len(d.names); i++ {
@@ -389,6 +412,16 @@ func (d *dupState) seen(mark int, key []byte, escaped bool) bool {
 		}
 	}
 	d.names, d.escaped = append(d.names, key), append(d.escaped, escaped)
+	if len(d.names)-mark > dupLinear {
+		set := make(map[string]struct{}, 2*dupLinear)
+		for i := mark; i < len(d.names); i++ {
+			set[unquote(d.names[i], d.escaped[i])] = struct{}{}
+		}
+		if d.sets == nil {
+			d.sets = map[int]map[string]struct{}{}
+		}
+		d.sets[mark] = set
+	}
 	return false
 }
 

@@ -150,7 +150,7 @@ func validateNode(def string, n *vnode, doc []byte) error {
 	v := validators.Get().(*validator)
 	v.s = scanner{data: doc}
 	v.def, v.path = def, v.path[:0]
-	v.dup.names, v.dup.escaped = v.dup.names[:0], v.dup.escaped[:0]
+	v.dup.reset()
 	err := v.value(n)
 	if err == nil {
 		if err = v.s.end(); err != nil {
