@@ -30,9 +30,17 @@ const maxManifestBytes = 1 << 20
 // whose name matches a field only case-insensitively, a null, or a value of
 // the wrong type is a [*ManifestError] naming the member (D3).
 //
+// Text a person will see is free of control characters: name, version,
+// description, command, args, env keys and every list element (provider
+// refs, slots, action IDs, hook points, capabilities) may not hold a C0
+// control (NUL, tab, newline, ESC...), DEL or a C1 control, so a manifest
+// cannot fake or hide rows of the FULL TRUST summary on a terminal (D8).
+// Env values, which are never shown, may hold anything but NUL.
+//
 // A manifest without "apiVersion" is a legacy manifest. It is read
 // leniently, only for its name, version, description and contributes;
-// other members are ignored. A legacy manifest cannot have a sidecar: a
+// other members are ignored. Its name, version and description are still
+// free of control characters. A legacy manifest cannot have a sidecar: a
 // runtime member in it is an error rather than being silently dropped, so
 // an author who forgot the apiVersion line learns why nothing starts (D8).
 type Manifest struct {
@@ -58,15 +66,19 @@ type Manifest struct {
 // CONTRACT-NOTES §12.1 plus the two optional lists of D9. Nil slices and
 // maps mean the member was absent.
 type RuntimeSpec struct {
-	// Command is the sidecar executable as written (trimmed non-blank). It
+	// Command is the sidecar executable as written: non-blank once
+	// trimmed, and free of control characters (NUL included) inside. It
 	// may start with ${REASONIX_PLUGIN_ROOT}; the launch gate resolves it to
 	// an absolute, non-shell path (CONTRACT-NOTES §4.1).
 	Command string
 	// Args are passed verbatim as argv[1:], never through a shell; each is
-	// non-blank.
+	// non-blank and free of control characters. Unlike the other lists,
+	// args may repeat ("-v", "-v"): they are a command line, not a set.
 	Args []string
 	// Env holds variables layered over the inherited environment. Keys are
-	// non-blank and contain neither '=' nor NUL.
+	// non-blank, contain neither '=' nor a control character, and no two
+	// differ only by case (Windows would merge them). Values may hold
+	// anything but NUL.
 	Env map[string]string
 	// Required makes the plugin required-class (D10, D19).
 	Required bool
@@ -83,8 +95,9 @@ type RuntimeSpec struct {
 	// (clamped to 60 s at dispatch, D18); 0 keeps the defaults.
 	TimeoutMillis int64
 	// Providers optionally lists the provider refs the sidecar may declare
-	// (D9); see [ValidProviderRef]. Non-empty only with the providers
-	// capability.
+	// (D9): each a plugin ref plugin/<pluginID>/<provider>/<model>, the
+	// only form a sidecar can declare (a short <provider>/<model> could
+	// never match). Non-empty only with the providers capability.
 	Providers []string
 	// UIActions optionally lists the UI action IDs the sidecar may declare
 	// (D9); see [ValidActionID]. Non-empty only with the ui capability.
@@ -213,15 +226,15 @@ func parseV1(root objMembers, api []byte) (*Manifest, error) {
 		return nil, err
 	}
 	for _, mem := range root {
-		field := mem.name
+		field := fieldName(mem.name)
 		switch mem.name {
 		case "apiVersion":
 		case "name":
-			m.Name, err = stringValue(mem.raw, field)
+			m.Name, err = textValue(mem.raw, field)
 		case "version":
-			m.Version, err = stringValue(mem.raw, field)
+			m.Version, err = textValue(mem.raw, field)
 		case "description":
-			m.Description, err = stringValue(mem.raw, field)
+			m.Description, err = textValue(mem.raw, field)
 		case "contributes":
 			m.Contributes, err = freeFormObject(mem.raw, field)
 		case "runtime":
@@ -274,7 +287,7 @@ func parseLegacy(root objMembers) (*Manifest, error) {
 			// D8: only a v1 manifest can declare a runtime.
 			return nil, &ManifestError{Field: "runtime", Msg: fmt.Sprintf("a runtime needs \"apiVersion\": %q; add it to the manifest", ManifestAPIVersion)}
 		case strings.EqualFold(mem.name, "apiVersion") || strings.EqualFold(mem.name, "runtime"):
-			return nil, &ManifestError{Field: mem.name, Msg: "unknown field; names are case-sensitive: did you mean " + strconv.Quote(closestName(mem.name, manifestRootFields)) + "?"}
+			return nil, &ManifestError{Field: fieldName(mem.name), Msg: "unknown field; names are case-sensitive: did you mean " + strconv.Quote(closestName(mem.name, manifestRootFields)) + "?"}
 		case mem.name == "name":
 			m.Name, _ = plainString(mem.raw)
 		case mem.name == "version":
@@ -288,6 +301,12 @@ func parseLegacy(root objMembers) (*Manifest, error) {
 	if strings.TrimSpace(m.Name) == "" {
 		return nil, &ManifestError{Field: "name", Msg: "missing or blank; every manifest names its plugin"}
 	}
+	// Lenient about types, never about what a person will read.
+	for _, f := range []struct{ name, value string }{{"name", m.Name}, {"version", m.Version}, {"description", m.Description}} {
+		if err := checkText(f.value, f.name); err != nil {
+			return nil, err
+		}
+	}
 	return m, nil
 }
 
@@ -300,15 +319,20 @@ func parseRuntime(raw []byte) (*RuntimeSpec, error) {
 	r := new(RuntimeSpec)
 	hasCommand := false
 	for _, mem := range mems {
-		field := "runtime." + mem.name
+		field := "runtime." + fieldName(mem.name)
 		switch mem.name {
 		case "command":
 			hasCommand = true
 			if r.Command, err = stringValue(mem.raw, field); err == nil && strings.TrimSpace(r.Command) == "" {
 				err = &ManifestError{Field: field, Msg: "blank; name the sidecar executable, e.g. \"${REASONIX_PLUGIN_ROOT}/bin/my-plugin\""}
+			} else if err == nil {
+				// The command is trimmed (CONTRACT-NOTES §4.1); what
+				// remains runs and is shown, so it must be plain text.
+				err = checkText(strings.TrimSpace(r.Command), field)
 			}
 		case "args":
-			r.Args, err = stringList(mem.raw, field, nonBlank, "is a blank argument; remove it or give it a value")
+			// CONTRACT-NOTES §12.1: args are argv verbatim, so a repeat is kept.
+			r.Args, err = stringList(mem.raw, field, listArgv, nonBlank, "is a blank argument; remove it or give it a value")
 		case "env":
 			r.Env, err = envObject(mem.raw, field)
 		case "required":
@@ -322,24 +346,26 @@ func parseRuntime(raw []byte) (*RuntimeSpec, error) {
 			r.Priority = int(p)
 		case "intercepts":
 			var ps []string
-			ps, err = stringList(mem.raw, field, func(s string) bool { return Point(s).Valid() }, "is not a hook point; use one of "+joinPoints())
+			ps, err = stringList(mem.raw, field, listSet, func(s string) bool { return Point(s).Valid() }, "is not a hook point; use one of "+joinPoints())
 			for _, p := range ps {
 				r.Intercepts = append(r.Intercepts, Point(p))
 			}
 		case "replaces":
 			// D17: each claim is a slot of the closed set or a parameterized one.
-			r.Replaces, err = stringList(mem.raw, field, ValidSlot, "is not a slot; use one of "+strings.Join(bareSlots(), ", ")+", tool:<name> or provider:<name>/<model>")
+			r.Replaces, err = stringList(mem.raw, field, listSet, ValidSlot, "is not a slot; use one of "+strings.Join(bareSlots(), ", ")+", tool:<name> or provider:<name>/<model>")
 		case "capabilities":
-			r.Capabilities, err = stringList(mem.raw, field, validCapability, "is not a capability; use interceptors, strategies, providers or ui")
+			r.Capabilities, err = stringList(mem.raw, field, listSet, validCapability, "is not a capability; use interceptors, strategies, providers or ui")
 		case "timeoutMillis":
 			if r.TimeoutMillis, err = intValue(mem.raw, field); err == nil && r.TimeoutMillis < 0 {
 				err = &ManifestError{Field: field, Msg: fmt.Sprintf("%d is negative; use 0 for the per-point defaults or a positive number of milliseconds", r.TimeoutMillis)}
 			}
 		case "providers":
-			r.Providers, err = stringList(mem.raw, field, ValidProviderRef, "is not a provider ref; use plugin/<pluginID>/<provider>/<model>")
+			// D9: a sidecar can only declare refs under plugin/<pluginID>/,
+			// so a short <provider>/<model> here could never match.
+			r.Providers, err = stringList(mem.raw, field, listSet, validPluginProviderRef, "is not a provider ref of the form plugin/<pluginID>/<provider>/<model>; a sidecar's providers live under its plugin ID")
 		case "uiActions":
 			// D9: action IDs match ^[a-z0-9][a-z0-9-]*$.
-			r.UIActions, err = stringList(mem.raw, field, ValidActionID, "is not an action ID; use lower-case letters, digits and '-', starting with a letter or digit")
+			r.UIActions, err = stringList(mem.raw, field, listSet, ValidActionID, "is not an action ID; use lower-case letters, digits and '-', starting with a letter or digit")
 		default:
 			err = unknownField(field, mem.name, runtimeFields)
 		}
@@ -444,6 +470,12 @@ func ValidProviderRef(ref string) bool {
 	return false
 }
 
+// validPluginProviderRef reports whether ref is a [ValidProviderRef] of
+// the plugin form plugin/<pluginID>/<provider>/<model>.
+func validPluginProviderRef(ref string) bool {
+	return strings.HasPrefix(ref, "plugin/") && strings.Count(ref, "/") == 3 && ValidProviderRef(ref)
+}
+
 // ValidActionID reports whether id is a UI action ID: it matches
 // ^[a-z0-9][a-z0-9-]*$ (D9).
 func ValidActionID(id string) bool {
@@ -459,6 +491,37 @@ func ValidActionID(id string) bool {
 }
 
 func nonBlank(s string) bool { return strings.TrimSpace(s) != "" }
+
+// controlChar returns the first C0 control (NUL, tab, newline, ESC...),
+// DEL or C1 control in s, or -1 when there is none. Such characters can
+// move the cursor, hide text or fake lines on a terminal.
+func controlChar(s string) rune {
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f || 0x80 <= r && r <= 0x9f {
+			return r
+		}
+	}
+	return -1
+}
+
+// checkText rejects a value a person will read that holds a control
+// character (D8: the FULL TRUST summary must show what runs).
+func checkText(s, field string) error {
+	if r := controlChar(s); r >= 0 {
+		return &ManifestError{Field: field, Msg: fmt.Sprintf("contains the control character %U; remove it (control characters can disguise what a plugin runs)", r)}
+	}
+	return nil
+}
+
+// fieldName returns a member name for an error's Field: as is when it is
+// plain text, else quoted, so an error message cannot carry control
+// characters either.
+func fieldName(name string) string {
+	if controlChar(name) >= 0 {
+		return strconv.Quote(name)
+	}
+	return name
+}
 
 func validCapability(c string) bool {
 	switch c {
@@ -536,9 +599,9 @@ func objectMembers(raw []byte, field string) (objMembers, error) {
 
 func joinField(parent, name string) string {
 	if parent == "" {
-		return name
+		return fieldName(name)
 	}
-	return parent + "." + name
+	return parent + "." + fieldName(name)
 }
 
 // unknownField names an unknown member, and the intended one when the name
@@ -582,6 +645,15 @@ func stringValue(raw []byte, field string) (string, error) {
 	return s, nil
 }
 
+// textValue reads a string a person will read: no control characters.
+func textValue(raw []byte, field string) (string, error) {
+	s, err := stringValue(raw, field)
+	if err == nil {
+		err = checkText(s, field)
+	}
+	return s, err
+}
+
 func boolValue(raw []byte, field string) (bool, error) {
 	switch string(raw) {
 	case "true":
@@ -609,10 +681,19 @@ func intValue(raw []byte, field string) (int64, error) {
 	return i, nil
 }
 
+// listKind says whether a string list is a set (a repeated element is an
+// error) or an argv (repeats are kept verbatim).
+type listKind bool
+
+const (
+	listSet  listKind = true
+	listArgv listKind = false
+)
+
 // stringList reads an array of strings; an element that is not valid is
-// reported as "<quoted element> <hint>". Repeated elements are rejected:
-// each list is a set.
-func stringList(raw []byte, field string, valid func(string) bool, hint string) ([]string, error) {
+// reported as "<quoted element> <hint>", and one that holds a control
+// character is rejected. In a set, a repeated element is rejected.
+func stringList(raw []byte, field string, kind listKind, valid func(string) bool, hint string) ([]string, error) {
 	s := scanner{data: raw}
 	if s.peek() != '[' {
 		return nil, typeError(raw, field, "an array of strings")
@@ -632,9 +713,14 @@ func stringList(raw []byte, field string, valid func(string) bool, hint string) 
 		if !valid(str) {
 			return nil, &ManifestError{Field: elem, Msg: strconv.Quote(str) + " " + hint}
 		}
-		for _, prev := range out {
-			if prev == str {
-				return nil, &ManifestError{Field: elem, Msg: fmt.Sprintf("%q is listed twice; list it once", str)}
+		if err := checkText(str, elem); err != nil {
+			return nil, err
+		}
+		if kind == listSet {
+			for _, prev := range out {
+				if prev == str {
+					return nil, &ManifestError{Field: elem, Msg: fmt.Sprintf("%q is listed twice; list it once", str)}
+				}
 			}
 		}
 		out = append(out, str)
@@ -646,18 +732,26 @@ func stringList(raw []byte, field string, valid func(string) bool, hint string) 
 	return out, nil
 }
 
-// envObject reads runtime.env: an object of strings with usable keys.
+// envObject reads runtime.env: an object of strings with usable keys, no
+// two of which differ only by case.
 func envObject(raw []byte, field string) (map[string]string, error) {
 	mems, err := objectMembers(raw, field)
 	if err != nil {
 		return nil, err
 	}
 	env := make(map[string]string, len(mems))
+	folded := make(map[string]string, len(mems))
 	for _, mem := range mems {
 		f := fmt.Sprintf("%s[%q]", field, mem.name)
-		if strings.TrimSpace(mem.name) == "" || strings.ContainsAny(mem.name, "=\x00") {
-			return nil, &ManifestError{Field: f, Msg: "not a usable variable name; use a non-blank name without '=' or NUL"}
+		if strings.TrimSpace(mem.name) == "" || strings.ContainsRune(mem.name, '=') || controlChar(mem.name) >= 0 {
+			return nil, &ManifestError{Field: f, Msg: "not a usable variable name; use a non-blank name without '=' or control characters"}
 		}
+		// Windows compares variable names case-insensitively, so FOO and
+		// foo would silently become one variable there.
+		if prev, ok := folded[strings.ToUpper(mem.name)]; ok {
+			return nil, &ManifestError{Field: f, Msg: fmt.Sprintf("differs only by case from %q; Windows treats them as one variable, so keep one", prev)}
+		}
+		folded[strings.ToUpper(mem.name)] = mem.name
 		v, err := stringValue(mem.raw, f)
 		if err != nil {
 			return nil, err

@@ -523,9 +523,124 @@ func FuzzParseManifest(f *testing.F) {
 			}
 		}
 		for _, a := range r.Args {
-			if strings.TrimSpace(a) == "" {
-				t.Fatalf("accepted blank arg %q", a)
+			if strings.TrimSpace(a) == "" || controlChar(a) >= 0 {
+				t.Fatalf("accepted arg %q", a)
+			}
+		}
+		for _, text := range append([]string{m.Name, m.Version, m.Description, strings.TrimSpace(r.Command)}, r.Providers...) {
+			if controlChar(text) >= 0 {
+				t.Fatalf("accepted control characters in %q", text)
+			}
+		}
+		for k := range r.Env {
+			if controlChar(k) >= 0 {
+				t.Fatalf("accepted env key %q", k)
+			}
+		}
+		for _, ref := range r.Providers {
+			if !validPluginProviderRef(ref) {
+				t.Fatalf("accepted provider %q", ref)
 			}
 		}
 	})
+}
+
+func TestParseManifestD8RejectsControlCharacters(t *testing.T) {
+	const spoof = `X\n  intercepts:     none\u001b[8m`
+	tests := []struct {
+		name, doc, field string
+	}{
+		{"name newline", `{"apiVersion":"reasonix.io/plugin/v1","name":"p\nq"}`, "name"},
+		{"name DEL", `{"apiVersion":"reasonix.io/plugin/v1","name":"p\u007f"}`, "name"},
+		{"version ESC", `{"apiVersion":"reasonix.io/plugin/v1","name":"p","version":"1\u001b[8m"}`, "version"},
+		{"description C1 CSI", `{"apiVersion":"reasonix.io/plugin/v1","name":"p","description":"d\u009b2J"}`, "description"},
+		{"legacy name ESC", `{"name":"old\u001b[2K"}`, "name"},
+		{"legacy version newline", `{"name":"old","version":"1\nsets env: none"}`, "version"},
+		{"command NUL", `{"apiVersion":"reasonix.io/plugin/v1","name":"p","runtime":{"command":"/opt/p\u0000/x"}}`, "runtime.command"},
+		{"command ESC", `{"apiVersion":"reasonix.io/plugin/v1","name":"p","runtime":{"command":"/opt/p\u001b[8m"}}`, "runtime.command"},
+		{"command inner newline", `{"apiVersion":"reasonix.io/plugin/v1","name":"p","runtime":{"command":"/opt/p\n/x"}}`, "runtime.command"},
+		{"arg NUL", v1(`,"args":["a\u0000b"]`), "runtime.args[0]"},
+		{"arg newline", v1(`,"args":["ok","` + spoof + `"]`), "runtime.args[1]"},
+		{"env key spoofing rows", v1(`,"env":{"` + spoof + `":"v"}`), `runtime.env["X\n  intercepts:     none\x1b[8m"]`},
+		{"env key C1", v1(`,"env":{"A\u0085":"v"}`), `runtime.env["A\u0085"]`},
+		{"provider ref ESC", v1(`,"capabilities":["providers"],"providers":["plugin/p/acme/m\u001b[8m"]`), "runtime.providers[0]"},
+		{"tool slot ESC", v1(`,"replaces":["tool:x\u001b[8m"]`), "runtime.replaces[0]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseManifest([]byte(tt.doc))
+			wantManifestError(t, err, tt.field, "control character")
+			if msg := err.Error(); controlChar(msg) >= 0 {
+				t.Errorf("the error itself carries a control character: %q", msg)
+			}
+		})
+	}
+	t.Run("unknown member name is quoted in the error", func(t *testing.T) {
+		_, err := ParseManifest([]byte(v1(`,"x\u001b[8m":1`)))
+		if err == nil || controlChar(err.Error()) >= 0 {
+			t.Errorf("err = %q, want an error without control characters", err)
+		}
+	})
+	t.Run("env values are never shown and may hold newlines", func(t *testing.T) {
+		m, err := ParseManifest([]byte(v1(`,"env":{"PEM":"line1\nline2\t\u001b"}`)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := m.Runtime.Env["PEM"]; got != "line1\nline2\t\x1b" {
+			t.Errorf("Env[PEM] = %q", got)
+		}
+	})
+	t.Run("the command is trimmed before the check", func(t *testing.T) {
+		if _, err := ParseManifest([]byte(`{"apiVersion":"reasonix.io/plugin/v1","name":"p","runtime":{"command":" \t/opt/p\n"}}`)); err != nil {
+			t.Errorf("err = %v, want the surrounding whitespace trimmed away", err)
+		}
+	})
+}
+
+func TestParseManifestD8ArgsKeepDuplicatesVerbatim(t *testing.T) {
+	m, err := ParseManifest([]byte(v1(`,"args":["-v","-v","--flag","x","--flag","x"]`)))
+	if err != nil {
+		t.Fatalf("err = %v; CONTRACT-NOTES §12.1 passes args verbatim, repeats included", err)
+	}
+	if want := []string{"-v", "-v", "--flag", "x", "--flag", "x"}; !reflect.DeepEqual(m.Runtime.Args, want) {
+		t.Errorf("Args = %q, want %q", m.Runtime.Args, want)
+	}
+	// The other lists stay sets.
+	for _, members := range []string{
+		`,"capabilities":["ui","ui"]`,
+		`,"replaces":["context","context"]`,
+		`,"capabilities":["providers"],"providers":["plugin/p/a/m","plugin/p/a/m"]`,
+		`,"capabilities":["ui"],"uiActions":["go","go"]`,
+	} {
+		_, err := ParseManifest([]byte(v1(members)))
+		var me *ManifestError
+		if !errors.As(err, &me) || !strings.Contains(me.Msg, "listed twice") {
+			t.Errorf("%s: err = %v, want \"listed twice\"", members, err)
+		}
+	}
+}
+
+func TestParseManifestD9ProvidersArePluginRefs(t *testing.T) {
+	for _, ref := range []string{"openai/gpt-4o", "a/b", "plugin/p/acme", "notplugin/p/acme/m", "plugin//acme/m"} {
+		t.Run(ref, func(t *testing.T) {
+			_, err := ParseManifest([]byte(v1(`,"capabilities":["providers"],"providers":[` + jsonString(ref) + `]`)))
+			wantManifestError(t, err, "runtime.providers[0]", "plugin/<pluginID>/<provider>/<model>")
+		})
+	}
+	m, err := ParseManifest([]byte(v1(`,"capabilities":["providers"],"providers":["plugin/p/acme/m1","plugin/other-id/x/y"]`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"plugin/p/acme/m1", "plugin/other-id/x/y"}; !reflect.DeepEqual(m.Runtime.Providers, want) {
+		t.Errorf("Providers = %q, want %q", m.Runtime.Providers, want)
+	}
+}
+
+func TestParseManifestD8RejectsEnvKeysDifferingOnlyByCase(t *testing.T) {
+	_, err := ParseManifest([]byte(v1(`,"env":{"Path":"a","B":"1","PATH":"b"}`)))
+	wantManifestError(t, err, `runtime.env["PATH"]`, `differs only by case from "Path"`)
+	m, err := ParseManifest([]byte(v1(`,"env":{"A_B":"1","A_C":"2"}`)))
+	if err != nil || len(m.Runtime.Env) != 2 {
+		t.Errorf("distinct keys: %v, %v", m, err)
+	}
 }
