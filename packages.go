@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -38,8 +37,14 @@ import (
 // (the default) or "project"; "linked" is true when root is the plugin's
 // own directory rather than a copy under <home>/plugins/; "source" is the
 // directory it was installed from. The file is read strictly (D3): an
-// unknown or repeated member, a wrong type or a repeated name makes it
-// corrupt, never silently empty.
+// unknown or repeated member, a wrong type, a repeated name or a control
+// character in version, root or source makes it corrupt, never silently
+// empty. "version" is checked first, so a file of a later format says so
+// instead of failing on an entry it does not know.
+//
+// Writers are not coordinated: two processes that install, enable or
+// remove at once each rewrite the whole file and the last rename wins,
+// dropping the other's change (see [Packages.Save]).
 const PackagesFile = "plugin-packages.json"
 
 // maxPackagesBytes bounds the plugin-packages.json [LoadPackages] reads (8 MiB).
@@ -179,7 +184,9 @@ func (e *PluginError) Unwrap() error { return e.Err }
 // ValidPluginName reports whether name can be an installed name: 1 to 128
 // ASCII letters, digits, '.', '_' and '-', starting with a letter or digit.
 // Such a name is safe as a directory name, in a provider ref
-// plugin/<name>/... and in a slash action /<name>:<action>.
+// plugin/<name>/... and in a slash action /<name>:<action>. Names are
+// case-sensitive here, but not on a case-insensitive filesystem, where
+// "Acme" and "acme" share one <home>/plugins/ directory (see [Install]).
 func ValidPluginName(name string) bool {
 	if name == "" || len(name) > 128 {
 		return false
@@ -223,20 +230,15 @@ func parsePackages(data []byte) (*Packages, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Packages{}
-	var version []byte
 	for _, m := range root {
-		switch m.name {
-		case "version":
-			version = m.raw
-		case "packages":
-			if p.Entries, err = parseEntries(m.raw); err != nil {
-				return nil, err
-			}
-		default:
-			return nil, unknownField(m.name, m.name, []string{"version", "packages"})
+		if m.name != "version" && m.name != "packages" {
+			return nil, unknownField(fieldName(m.name), m.name, []string{"version", "packages"})
 		}
 	}
+	// The version decides how the rest reads, so it is checked before the
+	// entries: a later format reports "unsupported version", not an odd
+	// entry.
+	version := root.get("version")
 	if version == nil {
 		return nil, &ManifestError{Field: "version", Msg: "missing"}
 	}
@@ -244,6 +246,12 @@ func parsePackages(data []byte) (*Packages, error) {
 		return nil, err
 	} else if v != 1 {
 		return nil, &ManifestError{Field: "version", Msg: fmt.Sprintf("unsupported version %d; this host reads version 1", v)}
+	}
+	p := &Packages{}
+	if raw := root.get("packages"); raw != nil {
+		if p.Entries, err = parseEntries(raw); err != nil {
+			return nil, err
+		}
 	}
 	return p, nil
 }
@@ -288,16 +296,16 @@ func parseEntry(raw []byte, field string) (PackageEntry, error) {
 	}
 	var hasEnabled bool
 	for _, m := range mems {
-		f := field + "." + m.name
+		f := field + "." + fieldName(m.name)
 		switch m.name {
 		case "name":
 			if e.Name, err = stringValue(m.raw, f); err == nil && !ValidPluginName(e.Name) {
 				err = &ManifestError{Field: f, Msg: fmt.Sprintf("%q is not a valid plugin name", e.Name)}
 			}
 		case "root":
-			e.Root, err = stringValue(m.raw, f)
+			e.Root, err = textValue(m.raw, f)
 		case "version":
-			e.Version, err = stringValue(m.raw, f)
+			e.Version, err = textValue(m.raw, f)
 		case "enabled":
 			hasEnabled = true
 			e.Enabled, err = boolValue(m.raw, f)
@@ -310,7 +318,7 @@ func parseEntry(raw []byte, field string) (PackageEntry, error) {
 		case "linked":
 			e.Linked, err = boolValue(m.raw, f)
 		case "source":
-			e.Source, err = stringValue(m.raw, f)
+			e.Source, err = textValue(m.raw, f)
 		default:
 			err = unknownField(f, m.name, entryFields)
 		}
@@ -400,182 +408,6 @@ func writeFileAtomic(path string, data []byte) (err error) {
 	return nil
 }
 
-// InstallOptions configure [Install].
-type InstallOptions struct {
-	// Name is the installed name, which becomes the plugin ID; empty means
-	// the manifest's name. It must satisfy [ValidPluginName].
-	Name string
-	// Link records the plugin directory in place instead of copying it to
-	// <home>/plugins/<name>/.
-	Link bool
-	// Version is the installed version; empty means the manifest's.
-	Version string
-	// Scope is ScopeUser (the zero value) or ScopeProject.
-	Scope Scope
-}
-
-// Install records the plugin in pluginDir as installed and enabled in
-// <home>/plugin-packages.json; installing is the consent to run its
-// runtime (CONTRACT-NOTES §12.2). The manifest must parse. Unless
-// opts.Link, the directory is copied to <home>/plugins/<name>/: regular
-// files keep their permission bits, symlinks are copied as symlinks only
-// when their target is relative and stays inside the directory, and
-// anything else (an escaping symlink, a device, a pipe) fails the install
-// with [ErrUnsafeFile]. Installing a name that exists replaces the
-// package in its place in the installed order and enables it.
-func Install(home, pluginDir string, opts InstallOptions) (*PackageEntry, error) {
-	m, err := LoadManifest(pluginDir)
-	if err != nil {
-		name := opts.Name
-		if name == "" {
-			name = filepath.Base(pluginDir)
-		}
-		return nil, &PluginError{Plugin: name, Op: "install", Err: err}
-	}
-	name := opts.Name
-	if name == "" {
-		name = m.Name
-	}
-	fail := func(err error) (*PackageEntry, error) {
-		return nil, &PluginError{Plugin: name, Op: "install", Err: err}
-	}
-	if !ValidPluginName(name) {
-		return fail(fmt.Errorf("%w %q: use letters, digits, '.', '_' and '-' (InstallOptions.Name overrides the manifest name)", ErrInvalidPluginName, name))
-	}
-	scope := opts.Scope
-	switch scope {
-	case "":
-		scope = ScopeUser
-	case ScopeUser, ScopeProject:
-	default:
-		return fail(fmt.Errorf("scope %q: use user or project", scope))
-	}
-	src, err := filepath.Abs(pluginDir)
-	if err != nil {
-		return fail(err)
-	}
-	pkgs, err := LoadPackages(home)
-	if err != nil {
-		return fail(err)
-	}
-	e := PackageEntry{Name: name, Version: opts.Version, Enabled: true, Scope: scope, Linked: opts.Link, Source: src}
-	if e.Version == "" {
-		e.Version = m.Version
-	}
-	if opts.Link {
-		e.Root = src
-	} else {
-		if err := copyInto(home, src, name); err != nil {
-			return fail(err)
-		}
-		e.Root = "plugins/" + name
-	}
-	if old := pkgs.Entry(name); old != nil {
-		*old = e
-	} else {
-		pkgs.Entries = append(pkgs.Entries, e)
-	}
-	if err := pkgs.Save(home); err != nil {
-		return fail(err)
-	}
-	return &e, nil
-}
-
-// copyInto copies src to <home>/plugins/<name> through a temporary
-// sibling directory, so a failed copy leaves any previous install intact.
-func copyInto(home, src, name string) error {
-	if real, err := filepath.EvalSymlinks(src); err == nil {
-		src = real
-	}
-	plugins, err := filepath.Abs(filepath.Join(home, "plugins"))
-	if err != nil {
-		return err
-	}
-	if rel, err := filepath.Rel(src, plugins); err == nil && filepath.IsLocal(rel) {
-		return fmt.Errorf("the home directory %s is inside the plugin directory %s; install with Link or from elsewhere", home, src)
-	}
-	if err := os.MkdirAll(plugins, 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.MkdirTemp(plugins, "."+name+".*.install")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(tmp)
-	if err := copyTree(src, tmp); err != nil {
-		return err
-	}
-	dst := filepath.Join(plugins, name)
-	old := tmp + ".old"
-	if err := os.Rename(dst, old); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
-	}
-	if err := os.Rename(tmp, dst); err != nil {
-		os.Rename(old, dst)
-		return err
-	}
-	return os.RemoveAll(old)
-}
-
-// copyTree copies the directory src into the existing directory dst.
-func copyTree(src, dst string) error {
-	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(src, path)
-		if err != nil {
-			return err
-		}
-		target := filepath.Join(dst, rel)
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		switch mode := info.Mode(); {
-		case mode.IsDir():
-			if rel == "." {
-				return os.Chmod(dst, mode.Perm()|0o700)
-			}
-			return os.Mkdir(target, mode.Perm()|0o700)
-		case mode.IsRegular():
-			return copyFile(path, target, mode.Perm())
-		case mode&fs.ModeSymlink != 0:
-			link, err := os.Readlink(path)
-			if err != nil {
-				return err
-			}
-			if filepath.IsAbs(link) || !filepath.IsLocal(filepath.Join(filepath.Dir(rel), link)) {
-				return fmt.Errorf("%w: symlink %s points outside the plugin directory (%s)", ErrUnsafeFile, rel, link)
-			}
-			return os.Symlink(link, target)
-		default:
-			return fmt.Errorf("%w: %s is a %s, not a regular file", ErrUnsafeFile, rel, mode.Type())
-		}
-	})
-}
-
-func copyFile(src, dst string, perm fs.FileMode) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	if err := out.Chmod(perm); err != nil { // the umask may have narrowed it
-		out.Close()
-		return err
-	}
-	return out.Close()
-}
-
 // Enable marks the installed plugin name as enabled.
 func Enable(home, name string) error { return setEnabled(home, name, true, "enable") }
 
@@ -629,23 +461,4 @@ func Remove(home, name string) error {
 		}
 	}
 	return nil
-}
-
-// InstallTemp installs pluginDir into a new temporary home, for tools such
-// as a conformance checker that must run one plugin directory: the launch
-// gate has no call that takes a command line (D8). opts.Link is forced on,
-// so the plugin runs in place; cleanup removes the temporary home and
-// never the plugin directory.
-func InstallTemp(pluginDir string, opts InstallOptions) (home string, cleanup func() error, err error) {
-	home, err = os.MkdirTemp("", "reasonix-home-*")
-	if err != nil {
-		return "", nil, err
-	}
-	cleanup = func() error { return os.RemoveAll(home) }
-	opts.Link = true
-	if _, err := Install(home, pluginDir, opts); err != nil {
-		cleanup()
-		return "", nil, err
-	}
-	return home, cleanup, nil
 }

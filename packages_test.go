@@ -246,6 +246,14 @@ func TestLoadPackagesD3CorruptFileIsTypedError(t *testing.T) {
 		{"entry bad name", `{"version":1,"packages":[{"name":"../x","root":"r","enabled":true}]}`, "packages[0].name", "not a valid plugin name"},
 		{"entry bad scope", `{"version":1,"packages":[{"name":"a","root":"r","enabled":true,"scope":"global"}]}`, "packages[0].scope", "not a scope"},
 		{"repeated name", `{"version":1,"packages":[` + entry + `,` + entry + `]}`, "packages[1].name", "installed twice"},
+		// A later format is named as such, not as an entry this host does
+		// not know, whatever the member order.
+		{"version 2 with future entries", `{"packages":[{"name":"a","root":"r","enabled":true,"sandbox":"strict"}],"version":2}`, "version", "unsupported version 2"},
+		{"version 2 with a future entry shape", `{"version":2,"packages":{"a":{"root":"r"}}}`, "version", "unsupported version 2"},
+		// D8: the record's shown fields are plain text.
+		{"root with ESC", `{"version":1,"packages":[{"name":"a","root":"plugins/a\u001b[8m","enabled":true}]}`, "packages[0].root", "control character"},
+		{"version with newline", `{"version":1,"packages":[{"name":"a","root":"r","enabled":true,"version":"1\n  intercepts: none"}]}`, "packages[0].version", "control character"},
+		{"source with C1", `{"version":1,"packages":[{"name":"a","root":"r","enabled":true,"source":"/s\u009b"}]}`, "packages[0].source", "control character"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,0 +1,280 @@
+package extension
+
+// Installing a plugin: recording it in plugin-packages.json and, unless it
+// is linked, copying its directory under <home>/plugins/.
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// InstallOptions configure [Install].
+type InstallOptions struct {
+	// Name is the installed name, which becomes the plugin ID; empty means
+	// the manifest's name. It must satisfy [ValidPluginName].
+	Name string
+	// Link records the plugin directory in place instead of copying it to
+	// <home>/plugins/<name>/.
+	Link bool
+	// Version is the installed version; empty means the manifest's. It may
+	// not hold control characters.
+	Version string
+	// Scope is ScopeUser (the zero value) or ScopeProject.
+	Scope Scope
+}
+
+// Install records the plugin in pluginDir as installed and enabled in
+// <home>/plugin-packages.json; installing is the consent to run its
+// runtime (CONTRACT-NOTES §12.2). The manifest must parse. Unless
+// opts.Link, the directory is copied to <home>/plugins/<name>/: regular
+// files keep their permission bits; a symlink is copied as a symlink only
+// when its target is relative and the link, followed step by step through
+// any other links on the way, never leaves the directory; anything else
+// (an escaping or dangling symlink, a device, a pipe) fails the install
+// with [ErrUnsafeFile]. The copy reads the directory through an [os.Root],
+// so a file swapped for a link during the copy is refused too. Installing
+// a name that exists replaces the package in its place in the installed
+// order and enables it.
+//
+// Names are compared exactly; on a case-insensitive filesystem "Acme" and
+// "acme" are two entries that share one <home>/plugins/ directory, so the
+// later install replaces the earlier one's files. Concurrent installs are
+// not coordinated: each rewrites plugin-packages.json and the last rename
+// wins (see [Packages.Save]).
+func Install(home, pluginDir string, opts InstallOptions) (*PackageEntry, error) {
+	m, err := LoadManifest(pluginDir)
+	if err != nil {
+		name := opts.Name
+		if name == "" {
+			name = filepath.Base(pluginDir)
+		}
+		return nil, &PluginError{Plugin: name, Op: "install", Err: err}
+	}
+	name := opts.Name
+	if name == "" {
+		name = m.Name
+	}
+	fail := func(err error) (*PackageEntry, error) {
+		return nil, &PluginError{Plugin: name, Op: "install", Err: err}
+	}
+	if !ValidPluginName(name) {
+		return fail(fmt.Errorf("%w %q: use letters, digits, '.', '_' and '-' (InstallOptions.Name overrides the manifest name)", ErrInvalidPluginName, name))
+	}
+	scope := opts.Scope
+	switch scope {
+	case "":
+		scope = ScopeUser
+	case ScopeUser, ScopeProject:
+	default:
+		return fail(fmt.Errorf("scope %q: use user or project", scope))
+	}
+	src, err := filepath.Abs(pluginDir)
+	if err != nil {
+		return fail(err)
+	}
+	// The record holds only text a person can read (D8); refuse before
+	// copying anything rather than when saving.
+	if err := checkText(opts.Version, "version"); err != nil {
+		return fail(err)
+	}
+	if controlChar(src) >= 0 {
+		return fail(fmt.Errorf("the plugin directory %q has a control character in its path; move it", src))
+	}
+	pkgs, err := LoadPackages(home)
+	if err != nil {
+		return fail(err)
+	}
+	e := PackageEntry{Name: name, Version: opts.Version, Enabled: true, Scope: scope, Linked: opts.Link, Source: src}
+	if e.Version == "" {
+		e.Version = m.Version
+	}
+	if opts.Link {
+		e.Root = src
+	} else {
+		if err := copyInto(home, src, name); err != nil {
+			return fail(err)
+		}
+		e.Root = "plugins/" + name
+	}
+	if old := pkgs.Entry(name); old != nil {
+		*old = e
+	} else {
+		pkgs.Entries = append(pkgs.Entries, e)
+	}
+	if err := pkgs.Save(home); err != nil {
+		return fail(err)
+	}
+	return &e, nil
+}
+
+// copyInto copies src to <home>/plugins/<name> through a temporary
+// sibling directory, so a failed copy leaves any previous install intact.
+// It refuses when the plugins directory lies inside src, also when home
+// reaches it through a symlink, since the copy would then copy itself.
+func copyInto(home, src, name string) error {
+	src, err := filepath.EvalSymlinks(src)
+	if err != nil {
+		return err
+	}
+	plugins, err := filepath.Abs(filepath.Join(home, "plugins"))
+	if err != nil {
+		return err
+	}
+	insideSrc := func(p string) error {
+		if rel, err := filepath.Rel(src, p); err == nil && filepath.IsLocal(rel) {
+			return fmt.Errorf("the home directory %s is inside the plugin directory %s; install with Link or from elsewhere", home, src)
+		}
+		return nil
+	}
+	// Check before creating anything, as far as the path exists, and again
+	// once it does.
+	if err := insideSrc(plugins); err != nil {
+		return err
+	}
+	if real, err := filepath.EvalSymlinks(home); err == nil {
+		if err := insideSrc(filepath.Join(real, "plugins")); err != nil {
+			return err
+		}
+	}
+	if err := os.MkdirAll(plugins, 0o755); err != nil {
+		return err
+	}
+	if plugins, err = filepath.EvalSymlinks(plugins); err != nil {
+		return err
+	}
+	if err := insideSrc(plugins); err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp(plugins, "."+name+".*.install")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	if err := copyTree(src, tmp); err != nil {
+		return err
+	}
+	dst := filepath.Join(plugins, name)
+	old := tmp + ".old"
+	if err := os.Rename(dst, old); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if err := os.Rename(tmp, dst); err != nil {
+		os.Rename(old, dst)
+		return err
+	}
+	return os.RemoveAll(old)
+}
+
+// copyTree copies the directory src into the existing, empty directory
+// dst. Both are opened as an [os.Root], so nothing is read from outside
+// src or written outside dst whatever links the tree holds; dst itself is
+// skipped if the walk meets it.
+func copyTree(src, dst string) error {
+	sr, err := os.OpenRoot(src)
+	if err != nil {
+		return err
+	}
+	defer sr.Close()
+	dr, err := os.OpenRoot(dst)
+	if err != nil {
+		return err
+	}
+	defer dr.Close()
+	self, err := os.Stat(dst)
+	if err != nil {
+		return err
+	}
+	return fs.WalkDir(sr.FS(), ".", func(name string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel := filepath.FromSlash(name)
+		info, err := sr.Lstat(rel)
+		if err != nil {
+			return err
+		}
+		switch mode := info.Mode(); {
+		case mode.IsDir():
+			if os.SameFile(info, self) {
+				return fs.SkipDir // never copy the copy into itself
+			}
+			if name == "." {
+				return os.Chmod(dst, mode.Perm()|0o700)
+			}
+			return dr.Mkdir(rel, mode.Perm()|0o700)
+		case mode.IsRegular():
+			return copyFile(sr, dr, rel, info)
+		case mode&fs.ModeSymlink != 0:
+			link, err := sr.Readlink(rel)
+			if err != nil {
+				return err
+			}
+			if filepath.IsAbs(link) || !filepath.IsLocal(filepath.Join(filepath.Dir(rel), link)) {
+				return fmt.Errorf("%w: symlink %s points outside the plugin directory (%s)", ErrUnsafeFile, rel, link)
+			}
+			// The text stays inside, but a link on the way (d/e/f -> ../..)
+			// can still lead out: follow the whole chain inside the root,
+			// which refuses any step above it.
+			if _, err := sr.Stat(rel); err != nil {
+				return fmt.Errorf("%w: symlink %s (%s) does not resolve inside the plugin directory: %v", ErrUnsafeFile, rel, link, err)
+			}
+			return dr.Symlink(link, rel)
+		default:
+			return fmt.Errorf("%w: %s is a %s, not a regular file", ErrUnsafeFile, rel, mode.Type())
+		}
+	})
+}
+
+// copyFile copies the regular file rel, whose Lstat is info, from sr to
+// dr. The file opened must be the one inspected: if it was swapped for a
+// symlink (or anything else) in between, the copy fails with
+// [ErrUnsafeFile] instead of following it.
+func copyFile(sr, dr *os.Root, rel string, info fs.FileInfo) error {
+	in, err := sr.Open(rel)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	if got, err := in.Stat(); err != nil {
+		return err
+	} else if !got.Mode().IsRegular() || !os.SameFile(got, info) {
+		return fmt.Errorf("%w: %s changed while it was being copied", ErrUnsafeFile, rel)
+	}
+	perm := info.Mode().Perm()
+	out, err := dr.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	if err := out.Chmod(perm); err != nil { // the umask may have narrowed it
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// InstallTemp installs pluginDir into a new temporary home, for tools such
+// as a conformance checker that must run one plugin directory: the launch
+// gate has no call that takes a command line (D8). opts.Link is forced on,
+// so the plugin runs in place; cleanup removes the temporary home and
+// never the plugin directory.
+func InstallTemp(pluginDir string, opts InstallOptions) (home string, cleanup func() error, err error) {
+	home, err = os.MkdirTemp("", "reasonix-home-*")
+	if err != nil {
+		return "", nil, err
+	}
+	cleanup = func() error { return os.RemoveAll(home) }
+	opts.Link = true
+	if _, err := Install(home, pluginDir, opts); err != nil {
+		cleanup()
+		return "", nil, err
+	}
+	return home, cleanup, nil
+}
