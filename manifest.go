@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"unicode"
 )
 
 // ManifestFile is the name of a plugin's manifest inside its directory.
@@ -422,106 +421,7 @@ func cloneList(s []string) []string {
 	return append([]string(nil), s...)
 }
 
-// bareSlots returns the closed set of parameterless slots (CONTRACT-NOTES §5.2).
-func bareSlots() []string {
-	return []string{
-		"system_prompt", "context", "provider_request", "provider_response",
-		"compaction", "session_policy", "permission", "frontend_events",
-	}
-}
-
-// ValidSlot reports whether s is a replacement slot (D17, CONTRACT-NOTES
-// §5.2): one of system_prompt, context, provider_request,
-// provider_response, compaction, session_policy, permission and
-// frontend_events; tool:<name> with a non-empty name free of space, tab
-// and newline; or provider:<ref> with ref a [ValidProviderRef].
-func ValidSlot(s string) bool {
-	if name, ok := strings.CutPrefix(s, "tool:"); ok {
-		return name != "" && !strings.ContainsAny(name, " \t\n")
-	}
-	if ref, ok := strings.CutPrefix(s, "provider:"); ok {
-		return ValidProviderRef(ref)
-	}
-	for _, b := range bareSlots() {
-		if s == b {
-			return true
-		}
-	}
-	return false
-}
-
-// ValidProviderRef reports whether ref is a provider ref
-// (CONTRACT-NOTES §5.2): <name>/<model> with exactly one slash and both
-// parts non-empty, or plugin/<pluginID>/<name>/<model> with every part
-// non-empty and a pluginID free of whitespace.
-func ValidProviderRef(ref string) bool {
-	parts := strings.Split(ref, "/")
-	for _, p := range parts {
-		if p == "" {
-			return false
-		}
-	}
-	switch len(parts) {
-	case 2:
-		return true
-	case 4:
-		return parts[0] == "plugin" && strings.IndexFunc(parts[1], unicode.IsSpace) < 0
-	}
-	return false
-}
-
-// validPluginProviderRef reports whether ref is a [ValidProviderRef] of
-// the plugin form plugin/<pluginID>/<provider>/<model>.
-func validPluginProviderRef(ref string) bool {
-	return strings.HasPrefix(ref, "plugin/") && strings.Count(ref, "/") == 3 && ValidProviderRef(ref)
-}
-
-// ValidActionID reports whether id is a UI action ID: it matches
-// ^[a-z0-9][a-z0-9-]*$ (D9).
-func ValidActionID(id string) bool {
-	if id == "" || id[0] == '-' {
-		return false
-	}
-	for _, c := range []byte(id) {
-		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
-
 func nonBlank(s string) bool { return strings.TrimSpace(s) != "" }
-
-// controlChar returns the first C0 control (NUL, tab, newline, ESC...),
-// DEL or C1 control in s, or -1 when there is none. Such characters can
-// move the cursor, hide text or fake lines on a terminal.
-func controlChar(s string) rune {
-	for _, r := range s {
-		if r < 0x20 || r == 0x7f || 0x80 <= r && r <= 0x9f {
-			return r
-		}
-	}
-	return -1
-}
-
-// checkText rejects a value a person will read that holds a control
-// character (D8: the FULL TRUST summary must show what runs).
-func checkText(s, field string) error {
-	if r := controlChar(s); r >= 0 {
-		return &ManifestError{Field: field, Msg: fmt.Sprintf("contains the control character %U; remove it (control characters can disguise what a plugin runs)", r)}
-	}
-	return nil
-}
-
-// fieldName returns a member name for an error's Field: as is when it is
-// plain text, else quoted, so an error message cannot carry control
-// characters either.
-func fieldName(name string) string {
-	if controlChar(name) >= 0 {
-		return strconv.Quote(name)
-	}
-	return name
-}
 
 func validCapability(c string) bool {
 	switch c {

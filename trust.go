@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 )
 
 // The launch gate (D8, CONTRACT-NOTES §4.1).
@@ -48,6 +49,9 @@ type LaunchSpec struct {
 	Root string
 	// Version is the installed version, else the manifest's.
 	Version string
+	// Linked is true when the package runs in place from the directory it
+	// was installed from (InstallOptions.Link), not from a copy.
+	Linked bool
 	// Manifest is the parsed manifest.
 	Manifest *Manifest
 	// Runtime is Manifest.Runtime, never nil.
@@ -113,6 +117,11 @@ func envKey(kv string) string {
 // <workspaceRoot>/.reasonix is project configuration; an empty
 // workspaceRoot skips that check. Nothing is started: this layer has no
 // process code.
+//
+// The project-level check compares paths exactly after resolving
+// symlinks; on a case-insensitive filesystem a root under
+// <workspaceRoot>/.Reasonix names the same directory but is not
+// recognized, so that check is weaker there.
 func ResolveLaunch(home, id, workspaceRoot string) (*LaunchSpec, error) {
 	pkgs, err := LoadPackages(home)
 	if err != nil {
@@ -197,6 +206,7 @@ func launchGate(home string, e *PackageEntry, workspaceRoot string) (spec *Launc
 		ID:       e.Name,
 		Root:     root,
 		Version:  version,
+		Linked:   e.Linked,
 		Manifest: m,
 		Runtime:  rt,
 		Command:  command,
@@ -210,7 +220,8 @@ const rootVariable = "${REASONIX_PLUGIN_ROOT}"
 // resolveCommand applies CONTRACT-NOTES §4.1: trim; replace a leading
 // ${REASONIX_PLUGIN_ROOT} by joining the root with the rest (a prefix, not
 // a general expansion); reject shells, bare names and relative paths. There
-// is no PATH lookup.
+// is no PATH lookup. When the path exists, the file it resolves to after
+// symlinks must not be a shell either (bin/run -> /bin/sh).
 func resolveCommand(root, command string) (string, error) {
 	c := strings.TrimSpace(command)
 	if rest, ok := strings.CutPrefix(c, rootVariable); ok {
@@ -226,16 +237,34 @@ func resolveCommand(root, command string) (string, error) {
 	if !filepath.IsAbs(c) {
 		return "", fmt.Errorf("%w (%q): use an absolute path or start it with %s/", ErrRelativeCommand, command, rootVariable)
 	}
+	if real, err := filepath.EvalSymlinks(c); err == nil && isShell(real) {
+		return "", fmt.Errorf("%w (%q is a link to %q): runtimes are exec-form only; point runtime.command at the sidecar executable itself", ErrShellCommand, command, real)
+	}
 	return c, nil
 }
 
-// isShell reports whether the lower-cased basename of command, split at
-// either kind of separator on every platform, is a shell.
+// isShell reports whether command names a shell (CONTRACT-NOTES §4.1) in
+// any form Windows or Unix would run as one. The basename is split at
+// either kind of separator on every platform and lower-cased; an NTFS
+// "::$DATA" stream suffix and trailing dots and spaces, which Windows
+// ignores, are removed; a .exe or .com extension is optional (so sh.exe
+// and bash.exe count too); and a .bat or .cmd script is a shell
+// everywhere, since Windows runs it through cmd.exe. A copy or hard link
+// of a shell under another name cannot be told apart from a sidecar.
 func isShell(command string) bool {
 	base := strings.ToLower(command[strings.LastIndexAny(command, `/\`)+1:])
+	base = strings.TrimSuffix(base, "::$data")
+	base = strings.TrimRight(base, ". ")
+	if i := strings.LastIndexByte(base, '.'); i >= 0 {
+		switch base[i:] {
+		case ".bat", ".cmd":
+			return true
+		case ".exe", ".com":
+			base = base[:i]
+		}
+	}
 	switch base {
-	case "sh", "bash", "zsh", "fish", "dash", "ksh", "cmd", "cmd.exe",
-		"powershell", "powershell.exe", "pwsh", "pwsh.exe":
+	case "sh", "bash", "zsh", "fish", "dash", "ksh", "cmd", "powershell", "pwsh":
 		return true
 	}
 	return false
@@ -273,6 +302,9 @@ type TrustSummary struct {
 	Version string
 	// Root is the absolute package root.
 	Root string
+	// Linked is true when the package runs in place from the directory it
+	// was installed from, so later edits there change what runs.
+	Linked bool
 	// Command is the resolved absolute executable.
 	Command string
 	// Args are the arguments, verbatim.
@@ -283,7 +315,9 @@ type TrustSummary struct {
 	Required bool
 	// Priority is runtime.priority.
 	Priority int
-	// TimeoutMillis is runtime.timeoutMillis; 0 means per-point defaults.
+	// TimeoutMillis is runtime.timeoutMillis as written; 0 means per-point
+	// defaults. Text shows it clamped to 60000 ms, as dispatch applies it
+	// (D18).
 	TimeoutMillis int64
 	// Intercepts are the hook points the sidecar may intercept.
 	Intercepts []Point
@@ -305,6 +339,7 @@ func (s *LaunchSpec) Trust() TrustSummary {
 		ManifestName:  s.Manifest.Name,
 		Version:       s.Version,
 		Root:          s.Root,
+		Linked:        s.Linked,
 		Command:       s.Command,
 		Args:          append([]string(nil), s.Args...),
 		EnvKeys:       slices.Sorted(maps.Keys(rt.Env)),
@@ -347,17 +382,25 @@ func TrustPlugin(pluginDir, pluginID string) (TrustSummary, error) {
 	return spec.Trust(), nil
 }
 
+// maxTimeoutMillis is the clamp dispatch applies to a manifest's
+// timeoutMillis (D18).
+const maxTimeoutMillis = 60000
+
 // Text renders the summary as a block for a person, deterministic for
 // given data. It opens with the FULL TRUST heading and what it means, then
 // lists the command line, the hook points, the slots and the provider and
-// UI capabilities.
+// UI capabilities. Every value that came from the manifest or the package
+// record is quoted in Go syntax (strconv.Quote), so a control character
+// or a look-alike row shows up escaped inside its quotes instead of
+// acting on the terminal; hook points and capabilities, which are checked
+// against closed sets, are shown as they are.
 func (t TrustSummary) Text() string {
 	var b strings.Builder
-	version := t.Version
-	if version == "" {
-		version = "(unversioned)"
+	version := "unversioned"
+	if t.Version != "" {
+		version = "version " + strconv.Quote(t.Version)
 	}
-	fmt.Fprintf(&b, "FULL TRUST: plugin %q %s\n", t.Plugin, version)
+	fmt.Fprintf(&b, "FULL TRUST: plugin %q, %s\n", t.Plugin, version)
 	b.WriteString("Its sidecar runs outside the sandbox, as you, with your full environment\n")
 	b.WriteString("(including any credentials in it). It can read and change whatever you can.\n")
 	b.WriteString("Installing and enabling the plugin is the consent; there is no further prompt.\n\n")
@@ -365,19 +408,21 @@ func (t TrustSummary) Text() string {
 	if t.ManifestName != "" && t.ManifestName != t.Plugin {
 		row("manifest name", strconv.Quote(t.ManifestName))
 	}
-	row("root", t.Root)
-	row("command", t.Command)
-	args := make([]string, len(t.Args))
-	for i, a := range t.Args {
-		args[i] = strconv.Quote(a)
+	row("root", strconv.Quote(t.Root))
+	if t.Linked {
+		row("linked", "yes: runs in place from that directory; changes there apply at the next launch")
 	}
-	row("args", trustList(args))
-	row("sets env", trustList(t.EnvKeys))
+	row("command", strconv.Quote(t.Command))
+	row("args", quotedList(t.Args))
+	row("sets env", quotedList(t.EnvKeys))
 	row("required", yesNo(t.Required, "yes: its failure fails startup and every operation it joins", "no"))
 	row("priority", fmt.Sprint(t.Priority))
-	if t.TimeoutMillis > 0 {
+	switch {
+	case t.TimeoutMillis > maxTimeoutMillis:
+		row("timeout", fmt.Sprintf("%d ms per call (the manifest asks for %d ms; clamped to %d ms)", maxTimeoutMillis, t.TimeoutMillis, maxTimeoutMillis))
+	case t.TimeoutMillis > 0:
 		row("timeout", fmt.Sprintf("%d ms per call", t.TimeoutMillis))
-	} else {
+	default:
 		row("timeout", "per-point defaults")
 	}
 	points := make([]string, len(t.Intercepts))
@@ -385,16 +430,16 @@ func (t TrustSummary) Text() string {
 		points[i] = string(p)
 	}
 	row("intercepts", trustList(points))
-	row("slots", trustList(t.Slots))
+	row("slots", quotedList(t.Slots))
 	row("capabilities", trustList(t.Capabilities))
 	has := func(c string) bool { return slices.Contains(t.Capabilities, c) }
 	switch {
 	case !has("providers"):
 		row("providers", "none")
 	case len(t.Providers) == 0:
-		row("providers", fmt.Sprintf("any model under plugin/%s/ (none listed)", t.Plugin))
+		row("providers", fmt.Sprintf("any model under %q (none listed)", "plugin/"+t.Plugin+"/"))
 	default:
-		row("providers", trustList(t.Providers))
+		row("providers", quotedList(t.Providers))
 	}
 	switch {
 	case !has("ui"):
@@ -402,11 +447,13 @@ func (t TrustSummary) Text() string {
 	case len(t.UIActions) == 0:
 		row("ui actions", "any (none listed); may publish UI and ask you questions")
 	default:
-		row("ui actions", trustList(t.UIActions)+"; may publish UI and ask you questions")
+		row("ui actions", quotedList(t.UIActions)+"; may publish UI and ask you questions")
 	}
 	return b.String()
 }
 
+// trustList joins items that are plain by construction (hook points,
+// capabilities), or says none.
 func trustList(items []string) string {
 	if len(items) == 0 {
 		return "none"
@@ -414,9 +461,124 @@ func trustList(items []string) string {
 	return strings.Join(items, ", ")
 }
 
+// quotedList quotes each item and joins them, or says none.
+func quotedList(items []string) string {
+	quoted := make([]string, len(items))
+	for i, s := range items {
+		quoted[i] = strconv.Quote(s)
+	}
+	return trustList(quoted)
+}
+
 func yesNo(v bool, yes, no string) string {
 	if v {
 		return yes
 	}
 	return no
+}
+
+// What a runtime may claim (D9, D17): the forms the manifest parser and
+// the handshake accept for slots, provider refs and UI action IDs.
+
+// bareSlots returns the closed set of parameterless slots (CONTRACT-NOTES §5.2).
+func bareSlots() []string {
+	return []string{
+		"system_prompt", "context", "provider_request", "provider_response",
+		"compaction", "session_policy", "permission", "frontend_events",
+	}
+}
+
+// ValidSlot reports whether s is a replacement slot (D17, CONTRACT-NOTES
+// §5.2): one of system_prompt, context, provider_request,
+// provider_response, compaction, session_policy, permission and
+// frontend_events; tool:<name> with a non-empty name free of space, tab
+// and newline; or provider:<ref> with ref a [ValidProviderRef].
+func ValidSlot(s string) bool {
+	if name, ok := strings.CutPrefix(s, "tool:"); ok {
+		return name != "" && !strings.ContainsAny(name, " \t\n")
+	}
+	if ref, ok := strings.CutPrefix(s, "provider:"); ok {
+		return ValidProviderRef(ref)
+	}
+	for _, b := range bareSlots() {
+		if s == b {
+			return true
+		}
+	}
+	return false
+}
+
+// ValidProviderRef reports whether ref is a provider ref
+// (CONTRACT-NOTES §5.2): <name>/<model> with exactly one slash and both
+// parts non-empty, or plugin/<pluginID>/<name>/<model> with every part
+// non-empty and a pluginID free of whitespace.
+func ValidProviderRef(ref string) bool {
+	parts := strings.Split(ref, "/")
+	for _, p := range parts {
+		if p == "" {
+			return false
+		}
+	}
+	switch len(parts) {
+	case 2:
+		return true
+	case 4:
+		return parts[0] == "plugin" && strings.IndexFunc(parts[1], unicode.IsSpace) < 0
+	}
+	return false
+}
+
+// validPluginProviderRef reports whether ref is a [ValidProviderRef] of
+// the plugin form plugin/<pluginID>/<provider>/<model>.
+func validPluginProviderRef(ref string) bool {
+	return strings.HasPrefix(ref, "plugin/") && strings.Count(ref, "/") == 3 && ValidProviderRef(ref)
+}
+
+// ValidActionID reports whether id is a UI action ID: it matches
+// ^[a-z0-9][a-z0-9-]*$ (D9).
+func ValidActionID(id string) bool {
+	if id == "" || id[0] == '-' {
+		return false
+	}
+	for _, c := range []byte(id) {
+		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// Text a person reads (D8): the FULL TRUST summary must show what runs,
+// so the manifest and the record may not carry characters that act on a
+// terminal.
+
+// controlChar returns the first C0 control (NUL, tab, newline, ESC...),
+// DEL or C1 control in s, or -1 when there is none. Such characters can
+// move the cursor, hide text or fake lines on a terminal.
+func controlChar(s string) rune {
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f || 0x80 <= r && r <= 0x9f {
+			return r
+		}
+	}
+	return -1
+}
+
+// checkText rejects a value a person will read that holds a control
+// character (D8: the FULL TRUST summary must show what runs).
+func checkText(s, field string) error {
+	if r := controlChar(s); r >= 0 {
+		return &ManifestError{Field: field, Msg: fmt.Sprintf("contains the control character %U; remove it (control characters can disguise what a plugin runs)", r)}
+	}
+	return nil
+}
+
+// fieldName returns a member name for an error's Field: as is when it is
+// plain text, else quoted, so an error message cannot carry control
+// characters either.
+func fieldName(name string) string {
+	if controlChar(name) >= 0 {
+		return strconv.Quote(name)
+	}
+	return name
 }

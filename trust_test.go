@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -128,9 +129,65 @@ func TestLaunchGateD8RefusesShellCommand(t *testing.T) {
 	}
 }
 
+func TestLaunchGateD8RefusesWindowsShellForms(t *testing.T) {
+	commands := []string{
+		// Windows ignores trailing dots and spaces.
+		`C:\Windows\System32\cmd.exe.`, `C:\Windows\System32\cmd.exe . .`, `C:\Windows\System32\cmd.`, "/bin/sh.", "/bin/bash ",
+		// .exe and .com are optional, for every shell name.
+		`C:\Git\bin\bash.exe`, "/opt/x/sh.exe", `C:\tools\ZSH.EXE`, "/opt/x/dash.com", `C:\Windows\System32\cmd.com`, `C:\x\pwsh.EXE.`,
+		// An NTFS data stream names the same file.
+		`C:\Windows\System32\cmd.exe::$DATA`, `C:\WindowsPowerShell\v1.0\powershell.exe::$data`,
+		// Batch scripts run through cmd.exe, whatever the platform.
+		`C:\plugins\run.bat`, "/opt/p/run.cmd", "${REASONIX_PLUGIN_ROOT}/start.BAT", "${REASONIX_PLUGIN_ROOT}/start.Cmd. ",
+	}
+	for _, command := range commands {
+		t.Run(command, func(t *testing.T) {
+			home := t.TempDir()
+			installRuntime(t, home, "shell", command, InstallOptions{})
+			spec, err := ResolveLaunch(home, "shell", "")
+			wantRefusal(t, spec, err, "shell", ErrShellCommand)
+		})
+	}
+}
+
+func TestLaunchGateD8RefusesCommandLinkedToShell(t *testing.T) {
+	shells := t.TempDir()
+	for _, name := range []string{"bash", "plugin"} {
+		if err := os.WriteFile(filepath.Join(shells, name), []byte("#!binary"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	home := t.TempDir()
+	dir := installRuntime(t, home, "linked", "${REASONIX_PLUGIN_ROOT}/bin/run", InstallOptions{})
+	// bin/run -> bin/tool -> <shells>/bash: a chain ending at a shell.
+	if !symlinkOrReturn(t, "tool", filepath.Join(dir, "bin", "run")) ||
+		!symlinkOrReturn(t, filepath.Join(shells, "bash"), filepath.Join(dir, "bin", "tool")) {
+		return
+	}
+	spec, err := ResolveLaunch(home, "linked", "")
+	wantRefusal(t, spec, err, "linked", ErrShellCommand)
+	if _, err := TrustPlugin(dir, ""); !errors.Is(err, ErrShellCommand) {
+		t.Errorf("TrustPlugin: err = %v, want ErrShellCommand", err)
+	}
+	// The same link to a non-shell launches, under the name written.
+	if err := os.Remove(filepath.Join(dir, "bin", "tool")); err != nil {
+		t.Fatal(err)
+	}
+	if !symlinkOrReturn(t, filepath.Join(shells, "plugin"), filepath.Join(dir, "bin", "tool")) {
+		return
+	}
+	spec, err = ResolveLaunch(home, "linked", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(dir, "bin", "run"); spec.Command != want {
+		t.Errorf("Command = %q, want %q", spec.Command, want)
+	}
+}
+
 func TestLaunchGateD8AllowsAbsoluteNonShellCommands(t *testing.T) {
 	abs := string(filepath.Separator) + filepath.Join("usr", "bin", "env")
-	for _, command := range []string{abs, "/bin/bashful", "/opt/sh-tools/plugin", "/opt/x/sh.exe", "/usr/bin/python3"} {
+	for _, command := range []string{abs, "/bin/bashful", "/opt/sh-tools/plugin", "/opt/x/shell.exe", "/opt/x/bat", "/opt/x/run.sh", "/opt/cmd.d/plugin", "/usr/bin/python3"} {
 		t.Run(command, func(t *testing.T) {
 			if !filepath.IsAbs(command) {
 				t.Logf("%q is not absolute on this platform; checking only that it is not refused as a shell", command)
@@ -445,7 +502,10 @@ func TestTrustSummaryGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := filepath.ToSlash(strings.ReplaceAll(spec.Trust().Text(), spec.Root, "<root>"))
+			// Text quotes the root, doubling a Windows backslash.
+			quotedRoot := strconv.Quote(spec.Root)
+			got := strings.ReplaceAll(spec.Trust().Text(), quotedRoot[1:len(quotedRoot)-1], "<root>")
+			got = filepath.ToSlash(strings.ReplaceAll(got, `\\`, `\`))
 			checkGolden(t, filepath.Join("testdata", "manifests", tt.name+".golden"), got)
 		})
 	}
@@ -458,6 +518,43 @@ func TestTrustSummaryGolden(t *testing.T) {
 		}
 		checkGolden(t, filepath.Join("testdata", "manifests", "constructed.golden"), s.Text())
 	})
+	t.Run("linked and clamped", func(t *testing.T) {
+		s := TrustSummary{
+			Plugin: "dev", Version: "0.0.1-dev", Root: "/src/dev-plugin", Linked: true,
+			Command: "/src/dev-plugin/bin/dev", TimeoutMillis: 90000,
+			Intercepts: []Point{ToolBefore}, Capabilities: []string{"ui"},
+		}
+		checkGolden(t, filepath.Join("testdata", "manifests", "linked.golden"), s.Text())
+	})
+}
+
+func TestTrustSummaryD8TextCannotBeSpoofed(t *testing.T) {
+	// What a hostile manifest or record would write if the parser let it
+	// (TrustSummary can also be built directly): rows that fake "none",
+	// and escapes that hide the real rows or clear the line.
+	const fake = "X\n  intercepts:     none\n  capabilities:   none\x1b[8m"
+	s := TrustSummary{
+		Plugin: "p", ManifestName: "p\x1b[2K", Version: "1.0\r  required:       no", Root: "/r\u009b8m",
+		Command: "/r/bin/p\x1b]8;;http://x\x07", Args: []string{fake, "a\x00b"}, EnvKeys: []string{fake, "\x7f"},
+		Slots: []string{"tool:" + fake}, Capabilities: []string{"providers", "ui"},
+		Providers: []string{"plugin/p/a/" + fake}, UIActions: []string{fake},
+	}
+	text := s.Text()
+	if r := controlChar(strings.ReplaceAll(text, "\n", "")); r >= 0 {
+		t.Errorf("Text carries the control character %U:\n%s", r, text)
+	}
+	plain := TrustSummary{Plugin: "p", ManifestName: "q", Version: "1", Root: "/r", Command: "/r/bin/p", Capabilities: []string{"providers", "ui"}}
+	if got, want := strings.Count(text, "\n"), strings.Count(plain.Text(), "\n"); got != want {
+		t.Errorf("Text has %d lines, want %d: fields added rows\n%s", got, want, text)
+	}
+	for _, want := range []string{
+		`version "1.0\r  required:       no"`, `"p\x1b[2K"`, `"/r\u009b8m"`, `"/r/bin/p\x1b]8;;http://x\a"`,
+		strconv.Quote(fake), `"a\x00b"`, `"\x7f"`, strconv.Quote("tool:" + fake),
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("Text lacks %s:\n%s", want, text)
+		}
+	}
 }
 
 func checkGolden(t *testing.T, path, got string) {
@@ -520,4 +617,23 @@ func TestTrustPluginBeforeInstall(t *testing.T) {
 	plain := writePlugin(t, filepath.Join(t.TempDir(), "plain"), `{"name":"plain"}`)
 	_, err = TrustPlugin(plain, "")
 	wantRefusal(t, nil, err, "plain", ErrNoRuntime)
+}
+
+func TestTrustSummaryD8ShowsLinkedInstall(t *testing.T) {
+	home := t.TempDir()
+	installRuntime(t, home, "inplace", "/opt/inplace", InstallOptions{})
+	src := writePlugin(t, filepath.Join(t.TempDir(), "copied"), runtimeManifest("copied", "/opt/copied"))
+	if _, err := Install(home, src, InstallOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for id, linked := range map[string]bool{"inplace": true, "copied": false} {
+		spec, err := ResolveLaunch(home, id, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := spec.Trust()
+		if spec.Linked != linked || s.Linked != linked || strings.Contains(s.Text(), "\n  linked:") != linked {
+			t.Errorf("%s: spec.Linked %v, summary %v, text:\n%s\nwant linked %v", id, spec.Linked, s.Linked, s.Text(), linked)
+		}
+	}
 }
