@@ -83,8 +83,10 @@ var (
 	ErrProjectRuntime = errors.New("project configuration cannot declare a runtime")
 	// ErrInvalidPluginName: an installed name that is not a valid plugin ID.
 	ErrInvalidPluginName = errors.New("invalid plugin name")
-	// ErrUnsafeFile: the plugin directory holds a symlink that leaves it,
-	// or a file that is neither regular, a directory nor a symlink.
+	// ErrUnsafeFile: the plugin directory holds a symlink that leaves it
+	// (by its text or through another link on the way) or resolves to
+	// nothing, a file that is neither regular, a directory nor a symlink,
+	// or a file that changed while it was being copied.
 	ErrUnsafeFile = errors.New("unsafe file in plugin directory")
 	// ErrCorruptPackages: plugin-packages.json exists but cannot be used.
 	ErrCorruptPackages = errors.New("corrupt plugin-packages.json")
