@@ -103,13 +103,18 @@ func (t *Tail) Written() int64 {
 
 // Redacted returns the kept text, trimmed of surrounding white space and
 // credential-redacted, such that a secret cut by the tail's start leaves
-// nothing behind (D25): once older bytes have been dropped, the kept text
-// starts mid-line, so everything up to and including the first line break is
-// dropped; when no line break was kept, the leading run of non-blank bytes
-// is dropped instead, and when that run ends in ':' or '=' (a key whose
-// value follows, as in "word: hunter2") the whole text is. The rest is
-// redacted as a whole, so a PEM private key whose BEGIN line was cut off
-// still loses its base64 lines before END.
+// nothing behind (D25). Once older bytes have been dropped, the kept text
+// starts mid-line, so everything up to and including the first line break
+// is dropped. When no line break was kept, the cut may have split a key from
+// its value ("...word hunter2" of "--password hunter2", "...rer abc..." of
+// "Bearer abc...") or a value in two, so the first two blank-separated runs
+// are dropped: the fragment and what may be its value. The whole text is
+// dropped instead when the value may run to the end of the line: when the
+// fragment ends in ':' or '=', or the second run is only separators (=, :,
+// :=, =>, quotes, as in `ss_key = ...` or `y" : "..."`) or an HTTP
+// authentication scheme (Basic, Bearer, Digest, ...). The rest is redacted
+// as a whole, so a PEM private key whose BEGIN line was cut off still loses
+// its base64 lines before END.
 func (t *Tail) Redacted() string {
 	raw, truncated := t.snapshot()
 	text := string(raw)
@@ -129,9 +134,39 @@ func tailDropFragment(text string) string {
 	if i := strings.IndexByte(text, '\n'); i >= 0 {
 		return text[i+1:]
 	}
-	i := strings.IndexAny(text, " \t\r")
-	if i <= 0 || text[i-1] == ':' || text[i-1] == '=' {
+	i := tailRunEnd(text, 0) // the fragment, possibly empty
+	if i > 0 && (text[i-1] == ':' || text[i-1] == '=') {
 		return ""
 	}
-	return text[i:]
+	j := i
+	for j < len(text) && tailBlank(text[j]) {
+		j++
+	}
+	k := tailRunEnd(text, j) // what may be the fragment's value
+	if k == j || strings.Trim(text[j:k], `=:"'\>`) == "" || tailAuthScheme(text[j:k]) {
+		return ""
+	}
+	return text[k:]
+}
+
+func tailBlank(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f' }
+
+// tailRunEnd returns the end of the run of non-blank bytes at i.
+func tailRunEnd(text string, i int) int {
+	for i < len(text) && !tailBlank(text[i]) {
+		i++
+	}
+	return i
+}
+
+// tailAuthScheme reports whether w names an HTTP authentication scheme,
+// whose credentials follow it to the end of the line.
+func tailAuthScheme(w string) bool {
+	for _, scheme := range [...]string{"basic", "bearer", "digest", "token", "bot", "apikey", "negotiate",
+		"ntlm", "oauth", "hoba", "mutual", "vapid", "hawk", "aws4-hmac-sha256", "scram-sha-1", "scram-sha-256"} {
+		if strings.EqualFold(w, scheme) {
+			return true
+		}
+	}
+	return false
 }

@@ -110,7 +110,7 @@ func TestTailD25CutSecretLeavesNoFragment(t *testing.T) {
 		{"key=value value", "export DB_PASSWORD=Zq8vFAKEpassw0rdValue\nok\n", "Zq8vFAKEpassw0rdValue", 3, "ok"},
 		{"key cut before its value", "password: Zq8vFAKEpassw0rdValue\nok\n", "Zq8vFAKEpassw0rdValue", -4, "ok"},
 		{"pem block without its BEGIN", "-----BEGIN RSA PRIVATE KEY-----\n" + pem + "-----END RSA PRIVATE KEY-----\nssh: done\n", strings.TrimSpace(pem), 5, "ssh: done"},
-		{"one long line, token cut", "x ghp_FAKE0123456789abcdefghijklmnopqrstuv and more words", "ghp_FAKE0123456789abcdefghijklmnopqrstuv", 20, "and more words"},
+		{"one long line, token cut", "x ghp_FAKE0123456789abcdefghijklmnopqrstuv and more words", "ghp_FAKE0123456789abcdefghijklmnopqrstuv", 20, "more words"},
 		{"one long line, key cut", "xx password: Zq8vFAKEpassw0rdValue and more", "Zq8vFAKEpassw0rdValue", -3, ""},
 	}
 	for _, tt := range tests {
@@ -130,6 +130,48 @@ func TestTailD25CutSecretLeavesNoFragment(t *testing.T) {
 			}
 			if !strings.Contains(out, tt.kept) {
 				t.Errorf("Redacted() = %q, want it to keep %q", out, tt.kept)
+			}
+		})
+	}
+}
+
+// TestTailD25LongLineCutKeyLeavesNoValue cuts one long line (no line break
+// kept) inside or right after the key of a credential, so the kept text
+// starts with the rest of the key and the value follows it after a blank:
+// the value must not survive, and what follows the value in the line may.
+func TestTailD25LongLineCutKeyLeavesNoValue(t *testing.T) {
+	tests := []struct {
+		name, cut, kept string // cut is written and dropped, kept is what the tail keeps
+		secret          string
+		want            string // survives in Redacted, if not empty
+	}{
+		{"basic credential after a cut scheme", "curl -H Authorization: Ba", "sic dXNlcjpodW50ZXIyaHVudGVyMg== https://api.example.invalid/v1 done",
+			"dXNlcjpodW50ZXIyaHVudGVyMg==", "https://api.example.invalid/v1 done"},
+		{"bearer token after a cut scheme", "Authorization: Bea", "rer abcdefghijklmnop1234567890XYZ and then the request failed",
+			"abcdefghijklmnop1234567890XYZ", "and then the request failed"},
+		{"aws key after a cut key and a spaced equals", "[default] aws_secret_acce", "ss_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY region = us-east-1",
+			"wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", ""},
+		{"password flag value after a cut flag", "mysql --pass", "word hunter2hunter2 -h db.internal --port 3306",
+			"hunter2hunter2", "-h db.internal --port 3306"},
+		{"json value after a cut key", `{"level":"debug","api_ke`, `y" : "abcd1234efgh5678ijkl", "n": 1}`,
+			"abcd1234efgh5678ijkl", ""},
+		{"scheme right after the cut", "Authorization:", " Digest username=bob, response=6629fae49393a05397450978507c4ef1",
+			"6629fae49393a05397450978507c4ef1", ""},
+		{"multi-word password after a cut key", "pass", "word: correct horse battery staple", "horse battery staple", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tl := Tail{Size: len(tt.kept), Redactor: newTestRedactor()}
+			fmt.Fprint(&tl, tt.cut, tt.kept)
+			if got := string(tl.Bytes()); got != tt.kept {
+				t.Fatalf("kept %q, want %q", got, tt.kept)
+			}
+			out := tl.Redacted()
+			if leak := redactLeak(out, tt.secret); leak != "" {
+				t.Errorf("Redacted() = %q leaks %q", out, leak)
+			}
+			if !strings.Contains(out, tt.want) {
+				t.Errorf("Redacted() = %q, want it to keep %q", out, tt.want)
 			}
 		})
 	}
