@@ -92,7 +92,7 @@ func (d *demo) run(args []string) error {
 		return err
 	}
 	trust := spec.Trust()
-	d.printf("FULL TRUST: %s %s runs %s outside the sandbox with your environment.\n\n", trust.Plugin, trust.Version, trust.Command)
+	d.printf("FULL TRUST: %s %q runs %q outside the sandbox with your environment.\n\n", trust.Plugin, trust.Version, trust.Command)
 
 	h := &extension.Host{
 		Home:    home,

@@ -15,7 +15,7 @@ func TestDemoRunsTheReferencePlugin(t *testing.T) {
 		t.Fatalf("exit %d: %s\n%s", code, errb.String(), out.String())
 	}
 	for _, want := range []string{
-		"FULL TRUST: fullsidecar",
+		"FULL TRUST: fullsidecar \"1.0.0\" runs",
 		`replaced by fullsidecar: {"text":"hello world [rewritten by fullsidecar]"}`,
 		"blocked by fullsidecar",
 		`\"sandbox\":true`,
