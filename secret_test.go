@@ -20,13 +20,13 @@ func secretLeaks(out string) bool {
 }
 
 func TestSecretRevealReturnsTheValue(t *testing.T) {
-	if got := Secret(secretTestValue).Reveal(); got != secretTestValue {
+	if got := NewSecret(secretTestValue).Reveal(); got != secretTestValue {
 		t.Errorf("Reveal() = %q, want %q", got, secretTestValue)
 	}
 }
 
 func TestSecretFormatNeverRevealsTheValue(t *testing.T) {
-	s := Secret(secretTestValue)
+	s := NewSecret(secretTestValue)
 	tests := []struct {
 		format string
 		arg    any
@@ -34,7 +34,7 @@ func TestSecretFormatNeverRevealsTheValue(t *testing.T) {
 	}{
 		{"%v", s, "[redacted]"},
 		{"%+v", s, "[redacted]"},
-		{"%#v", s, `extension.Secret("[redacted]")`},
+		{"%#v", s, `extension.NewSecret("[redacted]")`},
 		{"%s", s, "[redacted]"},
 		{"%q", s, `"[redacted]"`},
 		{"%x", s, "[redacted]"},
@@ -44,7 +44,7 @@ func TestSecretFormatNeverRevealsTheValue(t *testing.T) {
 		{"%10s", s, "[redacted]"},
 		{"%v", []Secret{s, s}, "[[redacted] [redacted]]"},
 		{"%+v", struct{ Key Secret }{s}, "{Key:[redacted]}"},
-		{"%#v", struct{ Key Secret }{s}, `struct { Key extension.Secret }{Key:extension.Secret("[redacted]")}`},
+		{"%#v", struct{ Key Secret }{s}, `struct { Key extension.Secret }{Key:extension.NewSecret("[redacted]")}`},
 		{"%v", map[string]Secret{"k": s}, "map[k:[redacted]]"},
 		{"%v", &s, ""}, // a pointer prints as an address; checked for leaks only
 	}
@@ -62,11 +62,11 @@ func TestSecretFormatNeverRevealsTheValue(t *testing.T) {
 }
 
 func TestSecretStringAndGoString(t *testing.T) {
-	s := Secret(secretTestValue)
+	s := NewSecret(secretTestValue)
 	if got := s.String(); got != RedactedMarker {
 		t.Errorf("String() = %q, want %q", got, RedactedMarker)
 	}
-	if got, want := s.GoString(), `extension.Secret("[redacted]")`; got != want {
+	if got, want := s.GoString(), `extension.NewSecret("[redacted]")`; got != want {
 		t.Errorf("GoString() = %q, want %q", got, want)
 	}
 	if got := fmt.Sprint(s) + fmt.Sprintln(s) + errors.New(fmt.Sprint("auth: ", s)).Error(); secretLeaks(got) {
@@ -84,13 +84,13 @@ func TestSecretLogValueNeverRevealsTheValue(t *testing.T) {
 	} {
 		t.Run(h.name, func(t *testing.T) {
 			var buf bytes.Buffer
-			slog.New(h.new(&buf)).Info("calling provider", "key", Secret(secretTestValue), slog.Any("group", struct{ K Secret }{Secret(secretTestValue)}))
+			slog.New(h.new(&buf)).Info("calling provider", "key", NewSecret(secretTestValue), slog.Any("group", struct{ K Secret }{NewSecret(secretTestValue)}))
 			if got := buf.String(); secretLeaks(got) || !strings.Contains(got, RedactedMarker) {
 				t.Errorf("log line = %q, want the marker and not the secret", got)
 			}
 		})
 	}
-	if got := Secret(secretTestValue).LogValue(); got.String() != RedactedMarker {
+	if got := NewSecret(secretTestValue).LogValue(); got.String() != RedactedMarker {
 		t.Errorf("LogValue() = %q, want %q", got.String(), RedactedMarker)
 	}
 }
@@ -101,7 +101,7 @@ func TestSecretMarshalNeverRevealsTheValue(t *testing.T) {
 		Ptr  *Secret `json:"ptr" xml:"ptr"`
 		List []Secret
 	}
-	s := Secret(secretTestValue)
+	s := NewSecret(secretTestValue)
 	c := config{Key: s, Ptr: &s, List: []Secret{s}}
 	j, err := json.Marshal(c)
 	if err != nil {
@@ -132,12 +132,69 @@ func TestSecretUnmarshalsFromJSON(t *testing.T) {
 	}
 }
 
+// TestSecretInUnexportedFieldNeverPrints: fmt cannot call the methods of a
+// value in an unexported field, so a string-typed Secret printed in clear
+// there; the pointer representation prints an address instead.
+func TestSecretInUnexportedFieldNeverPrints(t *testing.T) {
+	type inner struct{ key Secret }
+	type outer struct {
+		name  string
+		creds inner
+		list  []Secret
+		ptr   *Secret
+	}
+	s := NewSecret(secretTestValue)
+	v := outer{name: "acme", creds: inner{key: s}, list: []Secret{s}, ptr: &s}
+	for _, format := range []string{"%v", "%+v", "%#v", "%s", "%q", "%x"} {
+		if got := fmt.Sprintf(format, v); secretLeaks(got) {
+			t.Errorf("Sprintf(%q) of a struct with an unexported Secret = %q reveals the secret", format, got)
+		}
+	}
+	var buf bytes.Buffer
+	slog.New(slog.NewTextHandler(&buf, nil)).Info("config", "v", v)
+	slog.New(slog.NewJSONHandler(&buf, nil)).Info("config", "v", v)
+	if secretLeaks(buf.String()) {
+		t.Errorf("log lines reveal the secret: %q", buf.String())
+	}
+}
+
+func TestSecretZeroValueAndIsZero(t *testing.T) {
+	var zero Secret
+	if zero.Reveal() != "" || !zero.IsZero() || fmt.Sprint(zero) != RedactedMarker {
+		t.Errorf("zero Secret: Reveal %q, IsZero %v, Sprint %q; want \"\", true, %q", zero.Reveal(), zero.IsZero(), fmt.Sprint(zero), RedactedMarker)
+	}
+	if NewSecret("x").IsZero() {
+		t.Errorf("NewSecret(\"x\").IsZero() = true, want false")
+	}
+	j, err := json.Marshal(struct {
+		A Secret `json:"a,omitzero"`
+		B Secret `json:"b,omitzero"`
+	}{B: NewSecret("x")})
+	if err != nil || string(j) != `{"b":"[redacted]"}` {
+		t.Errorf("json.Marshal with omitzero = %s, %v; want {\"b\":\"[redacted]\"}", j, err)
+	}
+}
+
+func TestSecretUnmarshalTextAndBadJSON(t *testing.T) {
+	var s Secret
+	if err := s.UnmarshalText([]byte(secretTestValue)); err != nil || s.Reveal() != secretTestValue {
+		t.Errorf("UnmarshalText: Reveal() = %q, %v; want %q", s.Reveal(), err, secretTestValue)
+	}
+	if err := json.Unmarshal([]byte(`{"Key":null}`), &struct{ Key *Secret }{}); err != nil {
+		t.Errorf("null: %v", err)
+	}
+	err := json.Unmarshal([]byte(`{"Key":12345}`), &struct{ Key Secret }{})
+	if err == nil || strings.Contains(err.Error(), "12345") {
+		t.Errorf("a number: error %v, want one that does not quote the input", err)
+	}
+}
+
 func ExampleSecret() {
 	type config struct {
 		Endpoint string
 		APIKey   Secret
 	}
-	c := config{Endpoint: "https://api.example.invalid", APIKey: Secret("sk-FAKEexample0123456789")}
+	c := config{Endpoint: "https://api.example.invalid", APIKey: NewSecret("sk-FAKEexample0123456789")}
 	fmt.Printf("%+v\n", c)
 	j, _ := json.Marshal(c)
 	fmt.Println(string(j))
