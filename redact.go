@@ -46,8 +46,8 @@ type Redactor struct {
 
 	// MinEnvValueLen is the length below which an environment value is not
 	// redacted literally, since short values match ordinary text. Values that
-	// are absolute or home-relative paths are never redacted literally. Zero
-	// means 8.
+	// are absolute, home-relative or Windows paths (C:\..., \\server\...)
+	// are never redacted literally. Zero means 8.
 	MinEnvValueLen int
 
 	once sync.Once
@@ -86,19 +86,29 @@ const redactMaxPasses = 4
 // Redact returns s with every credential replaced by [RedactedMarker].
 // Redact(Redact(s)) == Redact(s).
 func (r *Redactor) Redact(s string) string {
+	out, _ := r.redact(s)
+	return out
+}
+
+// redact is Redact that also returns the bytes its rules examined, summed
+// over its passes: a measure of work that tests use to show that
+// redaction is linear in the input, whatever the input.
+func (r *Redactor) redact(s string) (string, int) {
 	p := r.program()
+	work := 0
 	for range redactMaxPasses {
-		spans := p.scan(s)
+		spans, w := p.scan(s)
+		work += w
 		if len(spans) == 0 {
-			return s
+			return s, work
 		}
 		out := redactApply(s, spans)
 		if out == s {
-			return s
+			return s, work
 		}
 		s = out
 	}
-	return s
+	return s, work
 }
 
 // RedactBytes is [Redactor.Redact] for a byte slice. When nothing is redacted
@@ -116,7 +126,7 @@ func (r *Redactor) RedactBytes(b []byte) []byte {
 // ordered by start offset. Spans of different rules may overlap.
 func (r *Redactor) Findings(s string) []Finding {
 	p := r.program()
-	spans := p.scan(s)
+	spans, _ := p.scan(s)
 	slices.SortStableFunc(spans, func(a, b redactSpan) int { return a.start - b.start })
 	out := make([]Finding, len(spans))
 	for i, sp := range spans {
@@ -230,7 +240,7 @@ func redactEnvValues(r *Redactor) []string {
 	for _, kv := range environ() {
 		name, val, ok := strings.Cut(kv, "=")
 		if !ok || len(val) < minLen || !isSecret(name) ||
-			strings.HasPrefix(val, "/") || strings.HasPrefix(val, "~") ||
+			strings.HasPrefix(val, "/") || strings.HasPrefix(val, "~") || redactDrivePath(val) ||
 			strings.Contains(RedactedMarker, val) || strings.Contains(val, RedactedMarker) {
 			continue
 		}
@@ -258,12 +268,14 @@ func redactSecretEnvName(name string) bool {
 
 // redactScan is the state of one pass over one input.
 type redactScan struct {
-	s     string
-	spans []redactSpan
-	cur   int   // rule being run
-	done  []int // per rule: end of its last span; hits before it are skipped
-	kvEnd int   // end of the last key the key=value rule examined
-	pemAt int   // offset of the END line closing the last PEM block, or -1
+	s      string
+	spans  []redactSpan
+	cur    int   // rule being run
+	done   []int // per rule: end of its last span; hits before it are skipped
+	kvEnd  int   // the key=value rule skips hits before this: keys and rejected values it examined
+	urlEnd int   // the URL userinfo rule skips hits before this: text it examined in vain
+	pemAt  int   // offset of the END line closing the last PEM block, or -1
+	work   int   // bytes the rules examined (see Redactor.redact)
 }
 
 // add records a span of the current rule under the given name.
@@ -275,8 +287,9 @@ func (st *redactScan) add(start, end int, name string) {
 	st.done[st.cur] = max(st.done[st.cur], end)
 }
 
-// scan runs every rule over s once and returns the spans to replace.
-func (p *redactProgram) scan(s string) []redactSpan {
+// scan runs every rule over s once and returns the spans to replace and
+// the bytes its rules examined.
+func (p *redactProgram) scan(s string) ([]redactSpan, int) {
 	st := redactScan{s: s, done: make([]int, len(p.rules)), pemAt: -1}
 	for i := 0; i+1 < len(s); i++ {
 		x := p.index[uint16(p.lower[s[i]])<<8|uint16(p.lower[s[i+1]])]
@@ -302,7 +315,7 @@ func (p *redactProgram) scan(s string) []redactSpan {
 			off += j + len(v)
 		}
 	}
-	return st.spans
+	return st.spans, st.work + len(s)*(1+len(p.env))
 }
 
 func (p *redactProgram) anchorAt(s string, i int, a *redactAnchor) bool {
@@ -318,4 +331,264 @@ func (p *redactProgram) anchorAt(s string, i int, a *redactAnchor) bool {
 		}
 	}
 	return true
+}
+
+// The structural rules without a key: URL userinfo, command-line
+// passwords, Telegram bot tokens and PEM private keys. The vendor token and
+// key=value rules are in redact_rules.go.
+
+// redactURLUserinfo removes the userinfo of scheme://user:pass@host, keeping
+// the scheme and the host. Userinfo without a password is removed only when
+// it looks like a token (16 or more characters mixing letters and digits).
+// A password may hold an unescaped '/', '?' or '#' (user:pa/ss@host): after
+// user: anything but a port, the userinfo runs on to the first '@'.
+func redactURLUserinfo(st *redactScan, p int) {
+	s := st.s
+	if p < st.urlEnd {
+		return
+	}
+	b := p
+	for b > 0 && p-b < 32 && (redactAlnum(s[b-1]) || strings.IndexByte("+.-", s[b-1]) >= 0) {
+		b--
+	}
+	if b == p {
+		return
+	}
+	start, at, colon, past := p+3, -1, -1, false
+	i := start
+	for ; i < len(s); i++ {
+		c := s[i]
+		if c == '@' {
+			at = i
+			if past {
+				break
+			}
+			continue
+		}
+		if c == ':' && colon < 0 && at < 0 {
+			colon = i
+		}
+		if c <= ' ' || strings.IndexByte("\"'<>\\`()[]{}|,", c) >= 0 {
+			break
+		}
+		if !past && (c == '/' || c == '?' || c == '#') {
+			if at >= 0 || colon < 0 || strings.Trim(s[colon+1:i], "0123456789") == "" { // host:port/path
+				break
+			}
+			past = true
+		}
+	}
+	st.work += i - b
+	if past && at < 0 { // no userinfo, nor for a "://" inside what was read
+		st.urlEnd = i
+	}
+	if at <= start {
+		return
+	}
+	info := s[start:at]
+	if info == RedactedMarker {
+		return
+	}
+	if !strings.Contains(info, ":") {
+		var letter, digit bool
+		for i := 0; i < len(info); i++ {
+			letter = letter || redactAlnum(info[i]) && info[i] > '9'
+			digit = digit || '0' <= info[i] && info[i] <= '9'
+		}
+		if len(info) < 16 || !letter || !digit {
+			return
+		}
+	}
+	st.add(start, at, "url-userinfo")
+}
+
+// redactUserFlag removes the password of curl -u user:password (also
+// --user), keeping the user name; a numeric uid:gid, as in docker -u, stays.
+func redactUserFlag(st *redactScan, p int) {
+	s := st.s
+	if p > 0 && s[p-1] != ' ' && s[p-1] != '\t' {
+		return
+	}
+	i := p + 2
+	if s[p+1] == '-' {
+		i = p + len("--user")
+	}
+	i++
+	q := byte(0)
+	if i < len(s) && (s[i] == '"' || s[i] == '\'') {
+		q, i = s[i], i+1
+	}
+	e := i
+	for e < len(s) && s[e] > ' ' && s[e] != q && (q != 0 || s[e] != '"' && s[e] != '\'') {
+		e++
+	}
+	st.work += e - p
+	c := strings.IndexByte(s[i:e], ':')
+	if c <= 0 || c+1 == e-i {
+		return
+	}
+	if pw := s[i+c+1 : e]; !strings.HasPrefix(pw, RedactedMarker) && strings.Trim(pw, "0123456789") != "" { // not docker -u 1000:1000
+		st.add(i+c+1, e, "user-password-flag")
+	}
+}
+
+// redactTelegram removes a Telegram bot token, 123456789:AA..., also in the
+// /bot<token>/ form of Bot API URLs. The hit is at the colon.
+func redactTelegram(st *redactScan, p int) {
+	s := st.s
+	b := p
+	for b > 0 && p-b < 10 && '0' <= s[b-1] && s[b-1] <= '9' {
+		b--
+	}
+	if p-b < 8 || !(redactBoundary(s, b) || b >= 3 && s[b-3:b] == "bot") {
+		return
+	}
+	e := p + 1
+	for e < len(s) && (redactAlnum(s[e]) || s[e] == '_' || s[e] == '-') {
+		e++
+	}
+	st.work += e - b
+	if e-(p+1) != 35 {
+		return
+	}
+	st.add(b, e, "telegram-bot-token")
+}
+
+// redactPEM removes the body of a PEM private key block and keeps its BEGIN
+// and END lines. Line breaks may be real or JSON-escaped (\n). A block
+// without an END line (cut off) loses every base64 line after BEGIN; an END
+// line without a BEGIN (the start cut off) loses the base64 lines before it.
+// Certificates and public keys are not secrets and stay.
+func redactPEM(st *redactScan, p int) {
+	s := st.s
+	if s[p+5] == 'E' { // -----END
+		if p == st.pemAt {
+			return
+		}
+		if _, ok := redactPEMLabel(s, p+len("-----END ")); ok {
+			start := redactPEMBodyBefore(s, p)
+			st.work += p - start
+			st.add(start, p, "pem-private-key")
+		}
+		return
+	}
+	hdr, ok := redactPEMLabel(s, p+len("-----BEGIN "))
+	if !ok {
+		return
+	}
+	end, endAt := redactPEMBody(s, hdr)
+	st.work += end - p
+	if endAt >= 0 {
+		st.pemAt = endAt
+	}
+	st.add(hdr, end, "pem-private-key")
+}
+
+// redactPEMLabel reads a PEM label ending in PRIVATE KEY (or PRIVATE KEY
+// BLOCK, for PGP) and the dashes after it; it returns the offset after them.
+func redactPEMLabel(s string, i int) (int, bool) {
+	j := i
+	for j < len(s) && j-i < 64 && ('A' <= s[j] && s[j] <= 'Z' || '0' <= s[j] && s[j] <= '9' || s[j] == ' ') {
+		j++
+	}
+	label := s[i:j]
+	if !strings.HasPrefix(s[j:], "-----") ||
+		!strings.HasSuffix(label, "PRIVATE KEY") && !strings.HasSuffix(label, "PRIVATE KEY BLOCK") {
+		return 0, false
+	}
+	return j + 5, true
+}
+
+func redactB64(c byte) bool { return redactAlnum(c) || c == '+' || c == '/' || c == '=' }
+
+// redactPEMBreaks skips line breaks and blanks, real or JSON-escaped.
+func redactPEMBreaks(s string, i int) int {
+	for i < len(s) {
+		switch c := s[i]; {
+		case c == ' ' || c == '\t' || c == '\r' || c == '\n':
+			i++
+		case c == '\\':
+			j := i
+			for j < len(s) && s[j] == '\\' {
+				j++
+			}
+			if j == len(s) || s[j] != 'n' && s[j] != 'r' && s[j] != 't' {
+				return i
+			}
+			i = j + 1
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// redactPEMBody finds the end of the body that starts at i: the offset of
+// the END line (returned twice) or, when there is none, the end of the last
+// whole base64 line (and -1).
+func redactPEMBody(s string, i int) (end, endAt int) {
+	end = i
+	body := false
+	for {
+		j := redactPEMBreaks(s, i)
+		if strings.HasPrefix(s[j:], "-----END ") {
+			return j, j
+		}
+		k := j
+		for k < len(s) && redactB64(s[k]) {
+			k++
+		}
+		if !body && k > j && k+1 < len(s) && s[k] == ':' && s[k+1] == ' ' { // Proc-Type: 4,ENCRYPTED
+			for k < len(s) && s[k] != '\n' && s[k] != '\\' {
+				k++
+			}
+			end, i = k, k
+			continue
+		}
+		if k == j {
+			return end, -1
+		}
+		body = true
+		end = k
+		if k == len(s) || redactPEMBreaks(s, k) == k {
+			return end, -1
+		}
+		i = k
+	}
+}
+
+// redactPEMBodyBefore walks back from an END line over whole base64 lines
+// and returns where the first of them starts.
+func redactPEMBodyBefore(s string, p int) int {
+	start, i := p, p
+	for {
+		for i > 0 { // line breaks, real or escaped
+			if c := s[i-1]; c == ' ' || c == '\t' || c == '\r' || c == '\n' {
+				i--
+			} else if i >= 2 && s[i-2] == '\\' && (c == 'n' || c == 'r' || c == 't') {
+				for i -= 2; i > 0 && s[i-1] == '\\'; i-- {
+				}
+			} else {
+				break
+			}
+		}
+		k := i
+		for k > 0 && redactB64(s[k-1]) {
+			k--
+		}
+		if k < i && k > 0 && s[k-1] == '\\' { // the n of an escaped line break
+			k++
+		}
+		if k == i {
+			return start
+		}
+		if k > 0 {
+			c := s[k-1]
+			escaped := k >= 2 && s[k-2] == '\\' && (c == 'n' || c == 'r' || c == 't')
+			if c != ' ' && c != '\t' && c != '\r' && c != '\n' && !escaped {
+				return start
+			}
+		}
+		start, i = k, k
+	}
 }

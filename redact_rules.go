@@ -17,7 +17,7 @@ type redactTokenRule struct {
 	re       string
 	window   int      // bytes after the prefix examined; zero means 512
 	alnumEnd bool     // the token must not run on into a letter or digit
-	mixed    bool     // the token must contain upper case, lower case and a digit
+	digit    bool     // after its prefix the token must contain a letter and a digit
 	yieldTo  []string // prefixes that belong to a more specific rule
 }
 
@@ -27,7 +27,7 @@ func redactRules() []redactRule {
 	tokens := []redactTokenRule{
 		{name: "anthropic-key", prefixes: []string{"sk-ant-"}, re: `^sk-ant-[a-z]+[0-9]*-[A-Za-z0-9_-]{20,}`},
 		{name: "openrouter-key", prefixes: []string{"sk-or-v1-"}, re: `^sk-or-v1-[A-Za-z0-9]{32,}`},
-		{name: "openai-key", prefixes: []string{"sk-"}, re: `^sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}`, mixed: true, yieldTo: []string{"sk-ant-", "sk-or-"}},
+		{name: "openai-key", prefixes: []string{"sk-"}, re: `^sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}`, digit: true, yieldTo: []string{"sk-ant-", "sk-or-"}},
 		{name: "github-token", prefixes: []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_"}, re: `^gh[pousr]_[A-Za-z0-9]{30,}`},
 		{name: "github-token", prefixes: []string{"github_pat_"}, re: `^github_pat_[A-Za-z0-9_]{30,}`},
 		{name: "gitlab-token", prefixes: []string{"glpat-", "gldt-", "glrt-", "glptt-"}, re: `^gl(?:pat|dt|rt|ptt)-[A-Za-z0-9_-]{20,}`},
@@ -89,6 +89,7 @@ func (t redactTokenRule) rule() redactRule {
 			}
 		}
 		w := s[p:min(len(s), p+window)]
+		st.work += len(w) // at most: the match is anchored at p
 		m := re.FindStringSubmatchIndex(w)
 		if m == nil {
 			return
@@ -97,8 +98,14 @@ func (t redactTokenRule) rule() redactRule {
 		if t.alnumEnd && end < len(w) && redactAlnum(w[end]) {
 			return
 		}
-		if t.mixed && !redactMixed(w[m[0]:end]) {
-			return
+		if t.digit {
+			body := w[m[0]+len(t.prefixes[0]) : end]
+			for _, kind := range [...]string{"proj-", "svcacct-", "admin-"} {
+				body = strings.TrimPrefix(body, kind)
+			}
+			if !redactLetterDigit(body) {
+				return
+			}
 		}
 		start := m[0]
 		if len(m) > 2 && m[2] >= 0 {
@@ -145,252 +152,24 @@ func redactBoundary(s string, p int) bool {
 	return false
 }
 
-// redactMixed reports whether tok has an upper-case letter, a lower-case
-// letter and a digit, as random keys do and hyphenated words do not.
-func redactMixed(tok string) bool {
-	var up, low, dig bool
+// redactLetterDigit reports whether tok has a letter and a digit, as random
+// keys (and CONTRACT-NOTES §10.2's sk-real-secret-value-123456) do and
+// hyphenated words (sk-learn-compatible-estimator-wrapper) do not.
+func redactLetterDigit(tok string) bool {
+	var letter, digit bool
 	for i := 0; i < len(tok); i++ {
 		c := tok[i]
-		up = up || 'A' <= c && c <= 'Z'
-		low = low || 'a' <= c && c <= 'z'
-		dig = dig || '0' <= c && c <= '9'
+		letter = letter || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
+		digit = digit || '0' <= c && c <= '9'
 	}
-	return up && low && dig
-}
-
-// redactURLUserinfo removes the userinfo of scheme://user:pass@host, keeping
-// the scheme and the host. Userinfo without a password is removed only when
-// it looks like a token (16 or more characters mixing letters and digits).
-func redactURLUserinfo(st *redactScan, p int) {
-	s := st.s
-	b := p
-	for b > 0 && p-b < 32 && (redactAlnum(s[b-1]) || strings.IndexByte("+.-", s[b-1]) >= 0) {
-		b--
-	}
-	if b == p {
-		return
-	}
-	start, at := p+3, -1
-	for i := start; i < len(s); i++ {
-		c := s[i]
-		if c == '@' {
-			at = i
-			continue
-		}
-		if c <= ' ' || strings.IndexByte("/?#\"'<>\\`()[]{}|,", c) >= 0 {
-			break
-		}
-	}
-	if at <= start {
-		return
-	}
-	info := s[start:at]
-	if info == RedactedMarker {
-		return
-	}
-	if !strings.Contains(info, ":") {
-		var letter, digit bool
-		for i := 0; i < len(info); i++ {
-			letter = letter || redactAlnum(info[i]) && info[i] > '9'
-			digit = digit || '0' <= info[i] && info[i] <= '9'
-		}
-		if len(info) < 16 || !letter || !digit {
-			return
-		}
-	}
-	st.add(start, at, "url-userinfo")
-}
-
-// redactUserFlag removes the password of curl -u user:password (also
-// --user), keeping the user name; a numeric uid:gid, as in docker -u, stays.
-func redactUserFlag(st *redactScan, p int) {
-	s := st.s
-	if p > 0 && s[p-1] != ' ' && s[p-1] != '\t' {
-		return
-	}
-	i := p + 2
-	if s[p+1] == '-' {
-		i = p + len("--user")
-	}
-	i++
-	q := byte(0)
-	if i < len(s) && (s[i] == '"' || s[i] == '\'') {
-		q, i = s[i], i+1
-	}
-	e := i
-	for e < len(s) && s[e] > ' ' && s[e] != q && (q != 0 || s[e] != '"' && s[e] != '\'') {
-		e++
-	}
-	c := strings.IndexByte(s[i:e], ':')
-	if c <= 0 || c+1 == e-i {
-		return
-	}
-	if pw := s[i+c+1 : e]; !strings.HasPrefix(pw, RedactedMarker) && strings.Trim(pw, "0123456789") != "" { // not docker -u 1000:1000
-		st.add(i+c+1, e, "user-password-flag")
-	}
-}
-
-// redactTelegram removes a Telegram bot token, 123456789:AA..., also in the
-// /bot<token>/ form of Bot API URLs. The hit is at the colon.
-func redactTelegram(st *redactScan, p int) {
-	s := st.s
-	b := p
-	for b > 0 && p-b < 10 && '0' <= s[b-1] && s[b-1] <= '9' {
-		b--
-	}
-	if p-b < 8 || !(redactBoundary(s, b) || b >= 3 && s[b-3:b] == "bot") {
-		return
-	}
-	e := p + 1
-	for e < len(s) && (redactAlnum(s[e]) || s[e] == '_' || s[e] == '-') {
-		e++
-	}
-	if e-(p+1) != 35 {
-		return
-	}
-	st.add(b, e, "telegram-bot-token")
-}
-
-// redactPEM removes the body of a PEM private key block and keeps its BEGIN
-// and END lines. Line breaks may be real or JSON-escaped (\n). A block
-// without an END line (cut off) loses every base64 line after BEGIN; an END
-// line without a BEGIN (the start cut off) loses the base64 lines before it.
-// Certificates and public keys are not secrets and stay.
-func redactPEM(st *redactScan, p int) {
-	s := st.s
-	if s[p+5] == 'E' { // -----END
-		if p == st.pemAt {
-			return
-		}
-		if _, ok := redactPEMLabel(s, p+len("-----END ")); ok {
-			st.add(redactPEMBodyBefore(s, p), p, "pem-private-key")
-		}
-		return
-	}
-	hdr, ok := redactPEMLabel(s, p+len("-----BEGIN "))
-	if !ok {
-		return
-	}
-	end, endAt := redactPEMBody(s, hdr)
-	if endAt >= 0 {
-		st.pemAt = endAt
-	}
-	st.add(hdr, end, "pem-private-key")
-}
-
-// redactPEMLabel reads a PEM label ending in PRIVATE KEY (or PRIVATE KEY
-// BLOCK, for PGP) and the dashes after it; it returns the offset after them.
-func redactPEMLabel(s string, i int) (int, bool) {
-	j := i
-	for j < len(s) && j-i < 64 && ('A' <= s[j] && s[j] <= 'Z' || '0' <= s[j] && s[j] <= '9' || s[j] == ' ') {
-		j++
-	}
-	label := s[i:j]
-	if !strings.HasPrefix(s[j:], "-----") ||
-		!strings.HasSuffix(label, "PRIVATE KEY") && !strings.HasSuffix(label, "PRIVATE KEY BLOCK") {
-		return 0, false
-	}
-	return j + 5, true
-}
-
-func redactB64(c byte) bool { return redactAlnum(c) || c == '+' || c == '/' || c == '=' }
-
-// redactPEMBreaks skips line breaks and blanks, real or JSON-escaped.
-func redactPEMBreaks(s string, i int) int {
-	for i < len(s) {
-		switch c := s[i]; {
-		case c == ' ' || c == '\t' || c == '\r' || c == '\n':
-			i++
-		case c == '\\':
-			j := i
-			for j < len(s) && s[j] == '\\' {
-				j++
-			}
-			if j == len(s) || s[j] != 'n' && s[j] != 'r' && s[j] != 't' {
-				return i
-			}
-			i = j + 1
-		default:
-			return i
-		}
-	}
-	return i
-}
-
-// redactPEMBody finds the end of the body that starts at i: the offset of
-// the END line (returned twice) or, when there is none, the end of the last
-// whole base64 line (and -1).
-func redactPEMBody(s string, i int) (end, endAt int) {
-	end = i
-	body := false
-	for {
-		j := redactPEMBreaks(s, i)
-		if strings.HasPrefix(s[j:], "-----END ") {
-			return j, j
-		}
-		k := j
-		for k < len(s) && redactB64(s[k]) {
-			k++
-		}
-		if !body && k > j && k+1 < len(s) && s[k] == ':' && s[k+1] == ' ' { // Proc-Type: 4,ENCRYPTED
-			for k < len(s) && s[k] != '\n' && s[k] != '\\' {
-				k++
-			}
-			end, i = k, k
-			continue
-		}
-		if k == j {
-			return end, -1
-		}
-		body = true
-		end = k
-		if k == len(s) || redactPEMBreaks(s, k) == k {
-			return end, -1
-		}
-		i = k
-	}
-}
-
-// redactPEMBodyBefore walks back from an END line over whole base64 lines
-// and returns where the first of them starts.
-func redactPEMBodyBefore(s string, p int) int {
-	start, i := p, p
-	for {
-		for i > 0 { // line breaks, real or escaped
-			if c := s[i-1]; c == ' ' || c == '\t' || c == '\r' || c == '\n' {
-				i--
-			} else if i >= 2 && s[i-2] == '\\' && (c == 'n' || c == 'r' || c == 't') {
-				for i -= 2; i > 0 && s[i-1] == '\\'; i-- {
-				}
-			} else {
-				break
-			}
-		}
-		k := i
-		for k > 0 && redactB64(s[k-1]) {
-			k--
-		}
-		if k < i && k > 0 && s[k-1] == '\\' { // the n of an escaped line break
-			k++
-		}
-		if k == i {
-			return start
-		}
-		if k > 0 {
-			c := s[k-1]
-			escaped := k >= 2 && s[k-2] == '\\' && (c == 'n' || c == 'r' || c == 't')
-			if c != ' ' && c != '\t' && c != '\r' && c != '\n' && !escaped {
-				return start
-			}
-		}
-		start, i = k, k
-	}
+	return letter && digit
 }
 
 // Kinds of key a key=value pair can have.
 const (
 	redactKeyNone = iota
 	redactKeySecret
+	redactKeyPassword // a secret key whose unquoted value may hold blanks
 	redactKeyAuthorization
 	redactKeyCookie
 )
@@ -428,12 +207,11 @@ func redactKeyKind(prev, key string) int {
 	case k == "cookie" || k == "setcookie" || suffix("cookie"): // not fCookie
 		return redactKeyCookie
 	}
-	secret := k == "auth" || k == "sig" || k == "pwd" || k == "pass" ||
-		strings.HasSuffix(k, "auth") && k != "oauth" ||
-		suffix("pwd") || suffix("pass")
-	for _, w := range [...]string{"password", "passwd", "passphrase", "secret", "token", "apikey",
-		"accesskey", "privatekey", "accountkey", "signingkey", "sessionkey", "encryptionkey",
-		"masterkey", "authkey", "credential", "signature"} {
+	password := k == "pwd" || k == "pass" || suffix("pwd") || suffix("pass") ||
+		strings.Contains(k, "password") || strings.Contains(k, "passwd") || strings.Contains(k, "passphrase")
+	secret := password || k == "auth" || k == "sig" || strings.HasSuffix(k, "auth") && k != "oauth"
+	for _, w := range [...]string{"secret", "token", "apikey", "accesskey", "privatekey", "accountkey",
+		"signingkey", "sessionkey", "encryptionkey", "masterkey", "authkey", "credential", "signature"} {
 		if secret {
 			break
 		}
@@ -460,6 +238,9 @@ func redactKeyKind(prev, key string) int {
 			return redactKeyNone
 		}
 	}
+	if password {
+		return redactKeyPassword
+	}
 	return redactKeySecret
 }
 
@@ -467,7 +248,13 @@ func redactKeyKind(prev, key string) int {
 // "key": "value" (also with JSON-escaped quotes) or --key value pair whose
 // key names a secret, and keeps the key. For Authorization and Cookie
 // headers (and keys ending in those words) the whole header value goes,
-// scheme and attributes included.
+// scheme and attributes included. The unquoted value of a password after
+// ':' or a spaced '=' (YAML, INI) runs over blanks to the next key.
+//
+// It stays linear in the input: every byte of a value is scanned once.
+// A value that is redacted ends the rule's hits before its end (done); a
+// value that is rejected (a placeholder, a count) sets kvEnd to its end, so
+// the keys inside it are not examined again.
 func redactKeyValue(st *redactScan, p int) {
 	s := st.s
 	if p < st.kvEnd {
@@ -481,6 +268,7 @@ func redactKeyValue(st *redactScan, p int) {
 		ke++
 	}
 	st.kvEnd = ke
+	st.work += ke - ks
 	if ks > 0 && (s[ks-1] == '/' || s[ks-1] == ':') { // a URL path or ARN segment
 		return
 	}
@@ -494,6 +282,9 @@ func redactKeyValue(st *redactScan, p int) {
 		}
 	}
 	i = redactBlank(s, i)
+	st.work += i - ke
+	st.kvEnd = i
+	words := false // the value may hold blanks (password: correct horse)
 	switch {
 	case strings.HasPrefix(s[i:], ":=") || strings.HasPrefix(s[i:], "=>"):
 		i += 2
@@ -501,6 +292,7 @@ func redactKeyValue(st *redactScan, p int) {
 		if i+1 < len(s) && (s[i+1] == ':' || s[i+1] == '=') { // key::path, key == x
 			return
 		}
+		words = s[i] == ':' && redactBlank(s, i+1) > i+1 || s[i] == '=' && (s[i-1] == ' ' || s[i-1] == '\t')
 		i++
 	case strings.HasPrefix(s[ks:], "--") && i > ke && i < len(s): // --password value
 	default:
@@ -512,18 +304,20 @@ func redactKeyValue(st *redactScan, p int) {
 		for ps > 0 && ks-1-ps < 32 && redactKeyChar(s[ps-1]) {
 			ps--
 		}
+		st.work += ks - ps
 		kind = redactKeyKind(s[ps:ks-1], s[ks:ke])
 	}
 	if kind == redactKeyNone {
 		return
 	}
 	i = redactBlank(s, i)
-	vs, ve := redactValue(s, i, ks, kind)
+	vs, ve, end := redactValue(s, i, ks, kind, words && kind == redactKeyPassword)
+	st.work += end - st.kvEnd
 	v := s[vs:ve]
-	if digits := strings.Trim(v, "0123456789") == ""; digits && (len(v) < 6 || s[i-1] == ':') {
-		return // a count (pass: 12, secrets: 3) or a line or port (File.java:118, host:443)
-	}
-	if redactPlaceholder(v) || kind == redactKeySecret && strings.EqualFold(s[ks:ke], "pwd") && strings.HasPrefix(v, "/") {
+	header := kind == redactKeyAuthorization || kind == redactKeyCookie
+	if redactRejectValue(s, i, vs, ve, header) ||
+		strings.EqualFold(s[ks:ke], "pwd") && (strings.HasPrefix(v, "/") || redactDrivePath(v)) {
+		st.kvEnd = max(st.kvEnd, ve)
 		return
 	}
 	name := "secret-key-value"
@@ -536,6 +330,27 @@ func redactKeyValue(st *redactScan, p int) {
 	st.add(vs, ve, name)
 }
 
+// redactRejectValue reports whether the value s[vs:ve] of a secret key,
+// whose text starts at i, is not a secret: a placeholder, a count (pass:
+// 12, secrets: 3), a line or port (File.java:118, host:443), a call (sig :=
+// b.uint32()) or, except in a header, a word of prose.
+func redactRejectValue(s string, i, vs, ve int, header bool) bool {
+	v := s[vs:ve]
+	if redactPlaceholder(v) {
+		return true
+	}
+	if strings.Trim(v, "0123456789") == "" && (len(v) < 6 || s[i-1] == ':') {
+		return true
+	}
+	if header {
+		return false
+	}
+	if vs == i && ve < len(s) && s[ve] == '(' && strings.Trim(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.") == "" {
+		return true
+	}
+	return redactProse(v)
+}
+
 func redactBlank(s string, i int) int {
 	for i < len(s) && (s[i] == ' ' || s[i] == '\t') {
 		i++
@@ -543,12 +358,32 @@ func redactBlank(s string, i int) int {
 	return i
 }
 
-// redactValue finds the value that starts at i. A quoted value ends at its
-// closing quote (or the end of the line). An unquoted header value runs to
-// the end of the line, or to the quote that opened before the key (as in
-// curl -H "Authorization: ..."); other unquoted values end at a blank or
-// punctuation that separates fields.
-func redactValue(s string, i, ks, kind int) (vs, ve int) {
+// redactValueStop is what ends an unquoted value of a secret key.
+func redactValueStop(c byte) bool {
+	return c <= ' ' || strings.IndexByte("\"'\\,;&()[]{}<>|`", c) >= 0
+}
+
+// redactValue finds the value that starts at i, and the end of what it
+// examined. A quoted value ends at its closing quote (or the end of the
+// line). An unquoted header value runs to the end of the line, or to the
+// quote that opened before the key (as in curl -H "Authorization: ..."), or
+// to the ']' closing a '[' in front of it (as Go prints an http.Header);
+// one starting with '{' or '(' is a nested structure and not examined.
+// Other unquoted values end at a blank or punctuation that separates fields,
+// except that with words set they run on over blanks up to a word that is a
+// key (has ':' or '='), a comment or punctuation.
+func redactValue(s string, i, ks, kind int, words bool) (vs, ve, end int) {
+	header := kind == redactKeyAuthorization || kind == redactKeyCookie
+	bracket := false
+	if header && i < len(s) {
+		switch s[i] {
+		case '{', '(':
+			return i, i + 1, i + 1
+		case '[':
+			bracket = true
+			i++
+		}
+	}
 	j := i
 	for j < len(s) && s[j] == '\\' {
 		j++
@@ -559,24 +394,39 @@ func redactValue(s string, i, ks, kind int) (vs, ve int) {
 		for k := vs; k < len(s); k++ {
 			switch c := s[k]; {
 			case c == '\n' || c == '\\' && k+1 < len(s) && s[k+1] == '\n': // quotes never span lines
-				return vs, k
+				return vs, k, k + 1
 			case q == `"` && c == '\\':
 				k++
 			case len(q) > 1 && strings.HasPrefix(s[k:], q), len(q) == 1 && c == q[0]:
-				return vs, k
+				return vs, k, k + 1
 			}
 		}
-		return vs, len(s)
+		return vs, len(s), len(s)
 	}
 	k := i
-	if kind == redactKeySecret {
-		for k < len(s) && s[k] > ' ' && strings.IndexByte("\"'\\,;&()[]{}<>|`", s[k]) < 0 {
-			k++
+	if !header {
+		w := s[i:min(len(s), i+128)]
+		n := redactPlaceholderLen(w) // ${NAME} holds '{'
+		if n == 0 && strings.HasPrefix(w, "${") {
+			n = strings.IndexByte(w, '}') + 1 // ${NAME:-default}, a value
 		}
-		if k < len(s) && s[k] == '(' { // a call, as in sig := b.uint32()
-			return i, i
+		path := redactDrivePath(w) // C:\dir holds '\'
+		for k += n; k < len(s) && (!redactValueStop(s[k]) || path && s[k] == '\\'); k++ {
 		}
-		return i, k
+		end = k
+		for words && k < len(s) && (s[k] == ' ' || s[k] == '\t') {
+			w := redactBlank(s, k)
+			e := w
+			for e < len(s) && !redactValueStop(s[e]) {
+				e++
+			}
+			end = max(end, e)
+			if e == w || s[w] == '#' || strings.ContainsAny(s[w:e], ":=") {
+				break
+			}
+			k = e
+		}
+		return i, k, max(end, k)
 	}
 	qc := "" // the quote the key sits in, if any
 	if ks > 0 && (s[ks-1] == '"' || s[ks-1] == '\'') {
@@ -589,7 +439,7 @@ func redactValue(s string, i, ks, kind int) (vs, ve int) {
 	digest := len(s)-i >= 7 && strings.EqualFold(s[i:i+7], "digest ")
 	for ; k < len(s); k++ {
 		c := s[k]
-		if c == '\n' || c == '\r' || c == '\\' && k+1 < len(s) && (s[k+1] == 'n' || s[k+1] == 'r') {
+		if c == '\n' || c == '\r' || c == '\\' && k+1 < len(s) && (s[k+1] == 'n' || s[k+1] == 'r') || bracket && c == ']' {
 			break
 		}
 		if qc != "" {
@@ -602,15 +452,17 @@ func redactValue(s string, i, ks, kind int) (vs, ve int) {
 			break
 		}
 	}
+	end = k
 	for k > i && (s[k-1] == ' ' || s[k-1] == '\t') {
 		k--
 	}
-	return i, k
+	return i, k, end
 }
 
 // redactPlaceholder reports whether a value is empty, already redacted, or a
-// stand-in rather than a secret: null, none, true, ${VAR}, %s, <your-token>,
-// ****, a nested object or list.
+// stand-in rather than a secret: null, none, true, a short hex constant,
+// ${VAR} and the other forms of redactPlaceholderLen, <your-token>, ****, a
+// nested object or list.
 func redactPlaceholder(v string) bool {
 	if v == "" || strings.HasPrefix(v, RedactedMarker) || strings.Trim(v, "*") == "" {
 		return true
@@ -619,14 +471,119 @@ func redactPlaceholder(v string) bool {
 	case "null", "nil", "none", "true", "false", "undefined", "redacted":
 		return true
 	}
-	if len(v) > 2 && v[0] == '0' && (v[1] == 'x' || v[1] == 'X') && strings.Trim(v[2:], "0123456789abcdefABCDEF") == "" {
-		return true // a hex constant
+	if len(v) > 2 && len(v) <= 18 && v[0] == '0' && (v[1] == 'x' || v[1] == 'X') && strings.Trim(v[2:], "0123456789abcdefABCDEF") == "" {
+		return true // a hex constant of up to 64 bits, not a 256-bit private key
+	}
+	if redactPlaceholderLen(v) == len(v) {
+		return true
 	}
 	switch v[0] {
-	case '$', '%', '{', '[', '(':
+	case '{', '[', '(':
 		return true
 	case '<':
 		return v[len(v)-1] == '>'
 	}
 	return false
+}
+
+// redactPlaceholderLen returns the length of the placeholder v starts with,
+// or 0: ${NAME}, ${NAME:?message}, ${{ expression }}, $(command), $NAME
+// (upper case),
+// %NAME%, %(name)s and printf verbs such as %s, %v and %-10d.
+func redactPlaceholderLen(v string) int {
+	if len(v) < 2 {
+		return 0
+	}
+	ident := func(t string, upper bool) int {
+		n := 0
+		for n < len(t) && (t[n] == '_' || 'A' <= t[n] && t[n] <= 'Z' || !upper && 'a' <= t[n] && t[n] <= 'z' || n > 0 && '0' <= t[n] && t[n] <= '9') {
+			n++
+		}
+		return n
+	}
+	switch v[0] {
+	case '$':
+		switch {
+		case strings.HasPrefix(v, "${{"):
+			if j := strings.Index(v, "}}"); j > 3 {
+				return j + 2
+			}
+		case v[1] == '{': // ${NAME}, ${NAME:?message}; not ${NAME:-default}, whose default may be a secret
+			n := ident(v[2:], false)
+			rest := v[2+n:]
+			if n > 0 && (strings.HasPrefix(rest, ":?") || strings.HasPrefix(rest, "?")) {
+				if j := strings.IndexByte(rest, '}'); j > 0 {
+					return 2 + n + j + 1
+				}
+			}
+			if n > 0 && strings.HasPrefix(rest, "}") {
+				return n + 3
+			}
+		case v[1] == '(':
+			if j := strings.IndexByte(v, ')'); j > 2 {
+				return j + 1
+			}
+		default:
+			if n := ident(v[1:], true); n > 0 {
+				return n + 1
+			}
+		}
+	case '%':
+		if v[1] == '(' {
+			if j := strings.IndexByte(v, ')'); j > 2 && j+1 < len(v) && redactAlnum(v[j+1]) {
+				return j + 2
+			}
+			return 0
+		}
+		if n := ident(v[1:], false); n > 0 && 1+n < len(v) && v[1+n] == '%' {
+			return n + 2
+		}
+		j := 1
+		for j < len(v) && strings.IndexByte("-+# 0123456789.", v[j]) >= 0 {
+			j++
+		}
+		if j < len(v) && j < 8 && ('a' <= v[j] && v[j] <= 'z' || 'A' <= v[j] && v[j] <= 'Z') {
+			return j + 1
+		}
+	}
+	return 0
+}
+
+// redactProse reports whether the first word of a value is prose or an
+// algorithm name rather than a secret, as in "the secret: nothing", "found 3
+// secrets: a, b", "passwd: all authentication tokens updated" and
+// "signing_key: ed25519". A passphrase that starts with one of these words
+// is missed; none of them is a credential on its own.
+func redactProse(v string) bool {
+	if i := strings.IndexAny(v, " \t"); i >= 0 {
+		v = v[:i]
+	}
+	var buf [10]byte
+	if len(v) > len(buf) {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		buf[i] = v[i]
+		if 'A' <= v[i] && v[i] <= 'Z' {
+			buf[i] += 'a' - 'A'
+		}
+	}
+	switch string(buf[:len(v)]) {
+	case "a", "an", "all", "any", "nothing", "not", "no", "is", "are", "was", "were", "has", "have",
+		"will", "must", "cannot", "set", "unset", "empty", "missing", "required", "optional",
+		"invalid", "incorrect", "wrong", "expired", "revoked", "rotated", "changed", "updated",
+		"unchanged", "ok", "yes", "hidden", "masked", "omitted", "provided",
+		"ed25519", "ed448", "rsa", "ecdsa", "dsa", "eddsa", "hmac", "hs256", "hs384", "hs512",
+		"rs256", "rs384", "rs512", "es256", "es384", "es512", "ps256", "aes", "aes128", "aes256",
+		"sha1", "sha256", "sha512", "x25519":
+		return true
+	}
+	return false
+}
+
+// redactDrivePath reports whether v is a Windows path: C:\... or C:/...,
+// or \\server\share.
+func redactDrivePath(v string) bool {
+	return len(v) >= 3 && ('A' <= v[0] && v[0] <= 'Z' || 'a' <= v[0] && v[0] <= 'z') && v[1] == ':' && (v[2] == '\\' || v[2] == '/') ||
+		strings.HasPrefix(v, `\\`)
 }

@@ -221,6 +221,111 @@ func TestRedactLeavesNonSecretsAlone(t *testing.T) {
 	}
 }
 
+// redactAdversarial are inputs that made redaction quadratic: each key's
+// value was rejected as a placeholder without recording the scan, so every
+// following key rescanned to the end of the line.
+var redactAdversarial = []string{
+	"token=$", "authorization: $", "cookie:[", // as found by review
+	"pass: a ", "pwd=/x=", "a://u:p/", "token=${{", "Authorization: <", `token="$`, "password: x y=", "sig=b(",
+}
+
+// TestRedactD25LinearOnAdversarialText redacts 1 MiB of each adversarial
+// pattern and counts the bytes the rules examine: the count per input byte
+// is bounded and the same at 256 KiB and 1 MiB, so the work is linear. (A
+// quadratic rule examines 4 times more per byte at 4 times the size.)
+func TestRedactD25LinearOnAdversarialText(t *testing.T) {
+	r := newTestRedactor()
+	for _, pat := range redactAdversarial {
+		t.Run(pat, func(t *testing.T) {
+			var perByte [2]float64
+			for k, size := range [2]int{256 << 10, 1 << 20} {
+				in := strings.Repeat(pat, size/len(pat))
+				out, work := r.redact(in)
+				if out != r.Redact(in) {
+					t.Fatalf("redact and Redact disagree at %d bytes", size)
+				}
+				perByte[k] = float64(work) / float64(len(in))
+			}
+			t.Logf("bytes examined per input byte: %.2f at 256 KiB, %.2f at 1 MiB", perByte[0], perByte[1])
+			if perByte[1] > 32 {
+				t.Errorf("%.1f bytes examined per input byte at 1 MiB, want at most 32", perByte[1])
+			}
+			if perByte[1] > 1.1*perByte[0] {
+				t.Errorf("bytes examined per input byte grow with the input: %.2f at 256 KiB, %.2f at 1 MiB", perByte[0], perByte[1])
+			}
+		})
+	}
+}
+
+// TestRedactD25HexKeysAndDollarPasswords: only short hex constants and real
+// placeholder syntax (${NAME}, $NAME, %s, %(name)s) are not secrets.
+func TestRedactD25HexKeysAndDollarPasswords(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"PRIVATE_KEY=0x4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318", "PRIVATE_KEY=[redacted]"},
+		{"password=$ecretP4ss!", "password=[redacted]"},
+		{"password=$dbpass", "password=[redacted]"},
+		{"token=${TOKEN:-FAKEdefault99}", "token=[redacted]"},
+		{"password=$", "password=[redacted]"},
+		{"token=0xdeadbeef", "token=0xdeadbeef"},
+		{"password=${DB_PASSWORD}", "password=${DB_PASSWORD}"},
+		{"password=${DB_PASSWORD:?unset}", "password=${DB_PASSWORD:?unset}"},
+		{"password=$DB_PASSWORD", "password=$DB_PASSWORD"},
+		{"password=$(cat /run/secrets/db)", "password=$(cat /run/secrets/db)"},
+		{"token: ${{ secrets.GITHUB_TOKEN }}", "token: ${{ secrets.GITHUB_TOKEN }}"},
+		{"password=%s", "password=%s"},
+		{"password=%-12v", "password=%-12v"},
+		{"password=%(password)s", "password=%(password)s"},
+		{"password=%DB_PASSWORD%", "password=%DB_PASSWORD%"},
+	}
+	r := newTestRedactor()
+	for _, tt := range tests {
+		if got := r.Redact(tt.in); got != tt.want {
+			t.Errorf("Redact(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+// TestRedactD25SpecExamplesDisappear: CONTRACT-NOTES §10.2 names two keys
+// that must disappear while the context stays readable.
+func TestRedactD25SpecExamplesDisappear(t *testing.T) {
+	for _, in := range []string{
+		"provider rejected key sk-real-secret-value-123456",
+		"provider rejected key sk-abcdef1234567890SECRETKEY",
+	} {
+		if got, want := Redact(in), "provider rejected key [redacted]"; got != want {
+			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestRedactD25ValueShapes covers values that ran past or stopped short of
+// where a reader would end them.
+func TestRedactD25ValueShapes(t *testing.T) {
+	tests := []struct{ name, in, want string }{
+		{"url password with a slash", "postgres://user:pa/ss@h/db", "postgres://[redacted]@h/db"},
+		{"url password with a hash", "postgres://user:pa#ss@h", "postgres://[redacted]@h"},
+		{"url port then an at sign in the path", "https://host:8080/path/u@x", "https://host:8080/path/u@x"},
+		{"passphrase after a colon", "password: correct horse battery staple", "password: [redacted]"},
+		{"passphrase after a spaced equals", "passphrase = correct horse battery staple # gpg", "passphrase = [redacted] # gpg"},
+		{"passphrase stops at the next key", "password: hunter2 hunter3 user: bob", "password: [redacted] user: bob"},
+		{"tight equals takes one word", "password=hunter2 for user bob", "password=[redacted] for user bob"},
+		{"go http.Header dump", "map[Authorization:[Basic ZGVwbG95OkZBS0Vwdw==] User-Agent:[Go]]", "map[Authorization:[[redacted]] User-Agent:[Go]]"},
+		{"prose: nothing", "the secret: nothing", "the secret: nothing"},
+		{"prose: a list", "found 3 secrets: a, b", "found 3 secrets: a, b"},
+		{"prose: passwd output", "passwd: all authentication tokens updated successfully.", "passwd: all authentication tokens updated successfully."},
+		{"algorithm name", "signing_key: ed25519", "signing_key: ed25519"},
+		{"pwd as a windows path", `PWD=C:\Users\dev`, `PWD=C:\Users\dev`},
+	}
+	r := newTestRedactor()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := r.Redact(tt.in); got != tt.want {
+				t.Errorf("Redact(%q)\n got %q\nwant %q", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
 func TestRedactIsIdempotent(t *testing.T) {
 	r := newTestRedactor()
 	inputs := loadHarmlessCorpus(t)
@@ -286,10 +391,14 @@ func TestRedactEnvironmentValues(t *testing.T) {
 		{"secret name, long value", &Redactor{}, "x FAKEvalue99 y", "x [redacted] y"},
 		{"value below the minimum", &Redactor{MinEnvValueLen: 20}, "x FAKEvalue99 y", "x FAKEvalue99 y"},
 		{"custom name rule", &Redactor{SecretEnvName: func(string) bool { return false }}, "x FAKEvalue99 y", "x FAKEvalue99 y"},
+		{"windows path value", &Redactor{}, `open C:\Users\dev\creds.json`, `open C:\Users\dev\creds.json`},
+		{"unc path value", &Redactor{}, `open \\fs01\share\creds.json`, `open \\fs01\share\creds.json`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tt.r.Environ = func() []string { return []string{"SERVICE_TOKEN=FAKEvalue99"} }
+			tt.r.Environ = func() []string {
+				return []string{"SERVICE_TOKEN=FAKEvalue99", `GOOGLE_APPLICATION_CREDENTIALS=C:\Users\dev\creds.json`, `NET_CREDENTIALS=\\fs01\share\creds.json`}
+			}
 			if got := tt.r.Redact(tt.in); got != tt.want {
 				t.Errorf("Redact(%q) = %q, want %q", tt.in, got, tt.want)
 			}
