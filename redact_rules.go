@@ -408,7 +408,10 @@ func redactValue(s string, i, ks, kind int, words bool) (vs, ve, end int) {
 		w := s[i:min(len(s), i+128)]
 		n := redactPlaceholderLen(w) // ${NAME} holds '{'
 		if n == 0 && strings.HasPrefix(w, "${") {
-			n = strings.IndexByte(w, '}') + 1 // ${NAME:-default}, a value
+			n = strings.IndexAny(w, "}\n\r\\") + 1 // ${NAME:-default}, a value
+			if n > 0 && w[n-1] != '}' {
+				n = 0
+			}
 		}
 		path := redactDrivePath(w) // C:\dir holds '\'
 		for k += n; k < len(s) && (!redactValueStop(s[k]) || path && s[k] == '\\'); k++ {
@@ -494,6 +497,13 @@ func redactPlaceholderLen(v string) int {
 	if len(v) < 2 {
 		return 0
 	}
+	closing := func(sep string) int { // where sep closes the placeholder, on its line
+		j := strings.Index(v, sep)
+		if j < 0 || strings.ContainsAny(v[:j], "\n\r\\") {
+			return -1
+		}
+		return j
+	}
 	ident := func(t string, upper bool) int {
 		n := 0
 		for n < len(t) && (t[n] == '_' || 'A' <= t[n] && t[n] <= 'Z' || !upper && 'a' <= t[n] && t[n] <= 'z' || n > 0 && '0' <= t[n] && t[n] <= '9') {
@@ -505,22 +515,22 @@ func redactPlaceholderLen(v string) int {
 	case '$':
 		switch {
 		case strings.HasPrefix(v, "${{"):
-			if j := strings.Index(v, "}}"); j > 3 {
+			if j := closing("}}"); j > 3 {
 				return j + 2
 			}
 		case v[1] == '{': // ${NAME}, ${NAME:?message}; not ${NAME:-default}, whose default may be a secret
 			n := ident(v[2:], false)
 			rest := v[2+n:]
 			if n > 0 && (strings.HasPrefix(rest, ":?") || strings.HasPrefix(rest, "?")) {
-				if j := strings.IndexByte(rest, '}'); j > 0 {
-					return 2 + n + j + 1
+				if j := closing("}"); j > 0 {
+					return j + 1
 				}
 			}
 			if n > 0 && strings.HasPrefix(rest, "}") {
 				return n + 3
 			}
 		case v[1] == '(':
-			if j := strings.IndexByte(v, ')'); j > 2 {
+			if j := closing(")"); j > 2 {
 				return j + 1
 			}
 		default:
@@ -530,7 +540,7 @@ func redactPlaceholderLen(v string) int {
 		}
 	case '%':
 		if v[1] == '(' {
-			if j := strings.IndexByte(v, ')'); j > 2 && j+1 < len(v) && redactAlnum(v[j+1]) {
+			if j := closing(")"); j > 2 && j+1 < len(v) && redactAlnum(v[j+1]) {
 				return j + 2
 			}
 			return 0

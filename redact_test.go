@@ -285,6 +285,18 @@ func TestRedactD25HexKeysAndDollarPasswords(t *testing.T) {
 	}
 }
 
+// TestRedactD25PlaceholderNeverSpansLines: a placeholder opened on one line
+// and closed on another (found by FuzzRedact) is not one, so the lines in
+// between are still examined.
+func TestRedactD25PlaceholderNeverSpansLines(t *testing.T) {
+	for _, open := range []string{"${{", "${X:?", "$(", "%("} {
+		in := "token:" + open + "\nAuthorization: Basic ZGVwbG95OkZBS0Vwdw==\n}})s"
+		if out := newTestRedactor().Redact(in); strings.Contains(out, "ZGVwbG95") {
+			t.Errorf("Redact(%q) = %q keeps the credential", in, out)
+		}
+	}
+}
+
 // TestRedactD25SpecExamplesDisappear: CONTRACT-NOTES §10.2 names two keys
 // that must disappear while the context stays readable.
 func TestRedactD25SpecExamplesDisappear(t *testing.T) {
