@@ -261,7 +261,7 @@ func redactKeyValue(st *redactScan, p int) {
 		return
 	}
 	ks, ke := p, p
-	for ks > 0 && p-ks < 64 && redactKeyChar(s[ks-1]) {
+	for ks > 0 && p-ks < 64 && redactKeyChar(s[ks-1]) && !(ks >= 2 && s[ks-2] == '\\' && strings.IndexByte("nrt", s[ks-1]) >= 0) { // \nkey
 		ks--
 	}
 	for ke < len(s) && ke-p < 64 && redactKeyChar(s[ke]) {
@@ -413,8 +413,14 @@ func redactValue(s string, i, ks, kind int, words bool) (vs, ve, end int) {
 				n = 0
 			}
 		}
-		path := redactDrivePath(w) // C:\dir holds '\'
-		for k += n; k < len(s) && (!redactValueStop(s[k]) || path && s[k] == '\\'); k++ {
+		path := redactDrivePath(w) // C:\dir holds '\', but not a JSON-escaped line break
+		for k += n; k < len(s); k++ {
+			if path && s[k] == '\\' && !(k+1 < len(s) && (s[k+1] == 'n' || s[k+1] == 'r') && s[k-1] != '\\') {
+				continue
+			}
+			if redactValueStop(s[k]) {
+				break
+			}
 		}
 		end = k
 		for words && k < len(s) && (s[k] == ' ' || s[k] == '\t') {

@@ -327,6 +327,8 @@ func TestRedactD25ValueShapes(t *testing.T) {
 		{"prose: passwd output", "passwd: all authentication tokens updated successfully.", "passwd: all authentication tokens updated successfully."},
 		{"algorithm name", "signing_key: ed25519", "signing_key: ed25519"},
 		{"pwd as a windows path", `PWD=C:\Users\dev`, `PWD=C:\Users\dev`},
+		{"key after a JSON-escaped line break", `{"log":"started\nAuthorization: Basic ZGVwbG95OkZBS0Vwdw=="}`, `{"log":"started\nAuthorization: [redacted]"}`},
+		{"windows path ends at a JSON-escaped line break", `PWD=C:\Users\dev\nAuthorization: Basic ZGVwbG95OkZBS0Vwdw==`, `PWD=C:\Users\dev\nAuthorization: [redacted]`},
 	}
 	r := newTestRedactor()
 	for _, tt := range tests {
