@@ -23,7 +23,13 @@ const RedactedMarker = "[redacted]"
 // variables. There is deliberately no catch-all for "long random tokens":
 // hashes, UUIDs, content refs, model names and paths come through unchanged.
 // Only the secret itself is replaced by [RedactedMarker]; key names, header
-// names, URL schemes and hosts, and PEM BEGIN/END lines stay readable.
+// names, URL schemes and hosts, and PEM BEGIN/END lines stay readable. The
+// value of a secret-named key stays when it is a placeholder (${NAME},
+// $NAME, %s, %(name)s, <your-token>, null), a count, a hex constant of up to
+// 64 bits, or a word of prose or an algorithm name (nothing, all, ed25519).
+//
+// The work is linear in the input whatever it holds: no byte is examined
+// more than a bounded number of times.
 //
 // A secret is recognised at a token boundary: a vendor token glued to the
 // letters or digits in front of it ("xghp_...") is not. JSON escapes such as
