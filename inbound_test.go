@@ -1,0 +1,206 @@
+package extension
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+)
+
+func TestConnNotificationsHandledOneAtATimeInOrder(t *testing.T) {
+	hangWatchdog(t)
+	const n = 50
+	got := make(chan string, n)
+	var running sync.Mutex
+	h := funcHandler{notification: func(_ context.Context, method string, _ json.RawMessage) {
+		if !running.TryLock() {
+			t.Errorf("notification %s ran while another was running", method)
+			return
+		}
+		defer running.Unlock()
+		got <- method
+	}}
+	_, peer := newPipeConn(t, h, ConnOptions{})
+	for i := range n {
+		peer.send(t, fmt.Sprintf(`{"jsonrpc":"2.0","method":"n%d"}`, i))
+	}
+	for i := range n {
+		if m, want := <-got, fmt.Sprintf("n%d", i); m != want {
+			t.Errorf("notification %d: got %s, want %s", i, m, want)
+		}
+	}
+}
+
+func TestConnNotificationQueueOverflowFailsTheConnection(t *testing.T) {
+	hangWatchdog(t)
+	entered := make(chan struct{}, 1)
+	h := funcHandler{notification: func(ctx context.Context, _ string, _ json.RawMessage) {
+		entered <- struct{}{}
+		<-ctx.Done()
+	}}
+	c, peer := newPipeConn(t, h, ConnOptions{NotificationQueue: 1})
+	peer.send(t, `{"jsonrpc":"2.0","method":"n0"}`)
+	<-entered // the worker holds n0, so n1 fills the queue and n2 overflows it
+	peer.send(t, `{"jsonrpc":"2.0","method":"n1"}`)
+	peer.send(t, `{"jsonrpc":"2.0","method":"n2"}`)
+	<-c.Done()
+	if err := c.Err(); err == nil || !strings.Contains(err.Error(), "notification queue overflow") {
+		t.Errorf("Err: got %v, want a notification queue overflow", err)
+	}
+}
+
+// TestConnDropOverflowingNotificationsKeepsTheConnection: with the SDK's
+// policy, a notification that does not fit is dropped and counted, and the
+// connection goes on (CONTRACT-NOTES §1.3).
+func TestConnDropOverflowingNotificationsKeepsTheConnection(t *testing.T) {
+	hangWatchdog(t)
+	entered := make(chan struct{}, 1)
+	h := funcHandler{
+		notification: func(ctx context.Context, _ string, _ json.RawMessage) {
+			entered <- struct{}{}
+			<-ctx.Done()
+		},
+		request: func(context.Context, string, json.RawMessage) (any, error) { return map[string]bool{"ok": true}, nil },
+	}
+	c, peer := newPipeConn(t, h, ConnOptions{NotificationQueue: 1, DropOverflowingNotifications: true})
+	peer.send(t, `{"jsonrpc":"2.0","method":"n0"}`)
+	<-entered // the worker holds n0, so n1 fills the queue and n2 is dropped
+	peer.send(t, `{"jsonrpc":"2.0","method":"n1"}`)
+	peer.send(t, `{"jsonrpc":"2.0","method":"n2"}`)
+	peer.send(t, `{"jsonrpc":"2.0","id":1,"method":"ping"}`)
+	if f := peer.recv(t); string(f.ID) != "1" || string(f.Result) != `{"ok":true}` {
+		t.Fatalf("answer: got %+v, want the ping's result", f)
+	}
+	if n := c.Stats().DroppedNotifications; n != 1 {
+		t.Fatalf("DroppedNotifications = %d, want 1", n)
+	}
+	select {
+	case <-c.Done():
+		t.Fatalf("the connection ended: %v", c.Err())
+	default:
+	}
+}
+
+// TestConnErrorWithInvalidDataIsStillAnswered: a handler's *Error whose
+// Data is not JSON is answered without it, never with an empty frame.
+func TestConnErrorWithInvalidDataIsStillAnswered(t *testing.T) {
+	hangWatchdog(t)
+	h := funcHandler{request: func(context.Context, string, json.RawMessage) (any, error) {
+		return nil, &Error{Code: CodeDomain, Message: "custom", Data: json.RawMessage("{bad")}
+	}}
+	_, peer := newPipeConn(t, h, ConnOptions{Tap: func(bool, []byte) {}})
+	peer.send(t, `{"jsonrpc":"2.0","id":1,"method":"x"}`)
+	f := peer.recv(t)
+	if string(f.ID) != "1" || f.Error == nil || f.Error.Code != CodeDomain || f.Error.Message != "custom" || f.Error.Data != nil {
+		t.Fatalf("answer: got %+v, want the error without its data", f)
+	}
+}
+
+func TestConnAfterAnswerRunsOnceTheAnswerIsWritten(t *testing.T) {
+	hangWatchdog(t)
+	end := errors.New("ended after answering")
+	var c *Conn
+	h := funcHandler{request: func(ctx context.Context, _ string, _ json.RawMessage) (any, error) {
+		AfterAnswer(ctx, func() { c.Fail(end) })
+		return map[string]bool{"accepted": true}, nil
+	}}
+	c, peer := newPipeConn(t, h, ConnOptions{})
+	peer.send(t, `{"jsonrpc":"2.0","id":1,"method":"extension/shutdown","params":{}}`)
+	if f := peer.recv(t); string(f.ID) != "1" || string(f.Result) != `{"accepted":true}` {
+		t.Errorf("answer: got %+v, want id 1 result {\"accepted\":true}", f)
+	}
+	<-c.Done()
+	if err := c.Err(); err != end {
+		t.Errorf("Err: got %v, want %v", err, end)
+	}
+	if _, err := peer.in.ReadBytes('\n'); err != io.EOF {
+		t.Errorf("after the answer: got %v, want io.EOF", err)
+	}
+}
+
+func TestAfterAnswerRunsAtOnceOutsideAHandlerOrAfterTheWrite(t *testing.T) {
+	ran := 0
+	AfterAnswer(context.Background(), func() { ran++ })
+	if ran != 1 {
+		t.Errorf("outside a handler: ran %d times, want 1 at once", ran)
+	}
+	hooks := new(answerHooks)
+	ctx := context.WithValue(context.Background(), answerHooksKey{}, hooks)
+	AfterAnswer(ctx, func() { ran++ })
+	if ran != 1 {
+		t.Errorf("before the write: ran %d times, want still 1", ran)
+	}
+	hooks.markWritten()
+	if ran != 2 {
+		t.Errorf("after the write: ran %d times, want 2", ran)
+	}
+	AfterAnswer(ctx, func() { ran++ })
+	if ran != 3 {
+		t.Errorf("added after the write: ran %d times, want 3 at once", ran)
+	}
+}
+
+func TestConnHandlerPanicBecomesInternalErrorAndConnectionSurvives(t *testing.T) {
+	hangWatchdog(t)
+	var logged bytes.Buffer
+	var logMu sync.Mutex
+	h := funcHandler{request: func(_ context.Context, method string, params json.RawMessage) (any, error) {
+		if method == "boom" {
+			panic("secret panic text")
+		}
+		return params, nil
+	}}
+	c, peer := newPipeConn(t, h, ConnOptions{Logf: func(format string, args ...any) {
+		logMu.Lock()
+		defer logMu.Unlock()
+		fmt.Fprintf(&logged, format, args...)
+	}})
+
+	peer.send(t, `{"jsonrpc":"2.0","id":1,"method":"boom"}`)
+	f := peer.recv(t)
+	wantError(t, f, "1", CodeInternal, ReasonInternal.Message(), ReasonInternal)
+	peer.send(t, `{"jsonrpc":"2.0","id":2,"method":"echo","params":{"a":1}}`)
+	if f := peer.recv(t); string(f.ID) != "2" || string(f.Result) != `{"a":1}` {
+		t.Errorf("request after the panic: got %+v, want id 2 result {\"a\":1}", f)
+	}
+	select {
+	case <-c.Done():
+		t.Errorf("connection ended after a handler panic: %v", c.Err())
+	default:
+	}
+	logMu.Lock()
+	defer logMu.Unlock()
+	if !strings.Contains(logged.String(), "secret panic text") {
+		t.Errorf("log: got %q, want the panic value", logged.String())
+	}
+}
+
+func TestConnServerBusyPastMaxHandlers(t *testing.T) {
+	hangWatchdog(t)
+	entered, release := make(chan struct{}, 2), make(chan struct{})
+	h := funcHandler{request: func(context.Context, string, json.RawMessage) (any, error) {
+		entered <- struct{}{}
+		<-release
+		return map[string]bool{"ok": true}, nil
+	}}
+	_, peer := newPipeConn(t, h, ConnOptions{MaxHandlers: 2})
+
+	peer.send(t, `{"jsonrpc":"2.0","id":1,"method":"hold"}`)
+	peer.send(t, `{"jsonrpc":"2.0","id":2,"method":"hold"}`)
+	<-entered
+	<-entered
+	peer.send(t, `{"jsonrpc":"2.0","id":3,"method":"hold"}`)
+	wantError(t, peer.recv(t), "3", CodeServerBusy, "server busy", "")
+
+	close(release)
+	for range 2 {
+		if f := peer.recv(t); f.Error != nil || string(f.Result) != `{"ok":true}` {
+			t.Errorf("held request: got %+v, want result {\"ok\":true}", f)
+		}
+	}
+}
