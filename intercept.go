@@ -476,26 +476,23 @@ func (rt *Runtime) Observe(p Point, payload any) error {
 	}
 	defer rt.end()
 	params := EventParams{Event: p, Payload: raw}
-	for _, s := range rt.chains[p] {
-		err := s.usable()
-		if err == nil {
-			err = s.conn.TryNotify(MethodEvent, params)
-		}
-		if err != nil {
-			rt.drop(s.id, p, err)
-		}
-	}
-	if id := rt.slots[slotOf(p)]; id != "" {
-		owner := rt.byID[id]
+	send := func(id string) {
+		s := rt.byID[id]
 		var err error = Errorf(ReasonProviderInterrupted, "extension %s is not running", id)
-		if owner != nil {
-			if err = owner.usable(); err == nil {
-				err = owner.conn.TryNotify(MethodEvent, params)
+		if s != nil {
+			if err = s.usable(); err == nil {
+				err = s.conn.TryNotify(MethodEvent, params)
 			}
 		}
 		if err != nil {
 			rt.drop(id, p, err)
 		}
+	}
+	for _, s := range rt.chains[p] {
+		send(s.id)
+	}
+	if owner := rt.slots[slotOf(p)]; owner != "" {
+		send(owner)
 	}
 	return nil
 }

@@ -186,13 +186,9 @@ func (p *process) release() {
 	})
 }
 
-// exitError describes how the child ended, for crash reports.
+// exitError describes how the child ended, for crash reports; it is
+// called only once exited is closed.
 func (p *process) exitError() error {
-	select {
-	case <-p.exited:
-	default:
-		return errors.New("still running")
-	}
 	if p.waitErr == nil {
 		return errors.New("exited with status 0")
 	}

@@ -91,9 +91,30 @@ type Host struct {
 	reloading bool       // a reload is waiting or building (D14)
 }
 
-// DefaultParallelStarts is how many sidecars of a generation initialize at
-// once unless [Host.MaxParallelStarts] says otherwise (D10).
-const DefaultParallelStarts = 4
+// The defaults of the [Host] bounds, used when a field is zero.
+const (
+	// DefaultParallelStarts: sidecars of a generation initializing at once (D10).
+	DefaultParallelStarts = 4
+	// DefaultStartupTimeout: the deadline shared by a generation's starts,
+	// and each sidecar's initialize budget within it (D10).
+	DefaultStartupTimeout = 30 * time.Second
+	// DefaultShutdownTimeout: the timeoutMillis of extension/shutdown (D11).
+	DefaultShutdownTimeout = 5 * time.Second
+	// DefaultStdinGrace: how long a sidecar may take to exit after its
+	// stdin closes (D11).
+	DefaultStdinGrace = 750 * time.Millisecond
+	// DefaultReapTimeout: the wait for a killed process group to be gone (D11).
+	DefaultReapTimeout = 5 * time.Second
+	// DefaultExitDrain: how long the frames of an exited sidecar are still read.
+	DefaultExitDrain = 250 * time.Millisecond
+	// DefaultFastInterceptTimeout: the budget of input.receive, tool.before,
+	// tool.after and permission.decision (D18).
+	DefaultFastInterceptTimeout = 5 * time.Second
+	// DefaultInterceptTimeout: the budget of the other 13 points (D18).
+	DefaultInterceptTimeout = 30 * time.Second
+	// DefaultMaxInterceptTimeout: the clamp of a manifest's timeoutMillis (D18).
+	DefaultMaxInterceptTimeout = 60 * time.Second
+)
 
 // Warning is a non-fatal problem of one plugin, such as an optional
 // sidecar that failed to start.
@@ -140,18 +161,18 @@ func orDuration(d, def time.Duration) time.Duration {
 func (h *Host) config() *hostConfig {
 	c := &hostConfig{
 		home: h.Home, session: h.Session, uiHost: h.UIHost, env: h.Env, redactor: h.Redactor,
-		startupTimeout:    orDuration(h.StartupTimeout, 30*time.Second),
+		startupTimeout:    orDuration(h.StartupTimeout, DefaultStartupTimeout),
 		maxParallel:       h.MaxParallelStarts,
-		initializeTimeout: orDuration(h.InitializeTimeout, 30*time.Second),
-		shutdownTimeout:   orDuration(h.ShutdownTimeout, 5*time.Second),
-		stdinGrace:        orDuration(h.StdinGrace, 750*time.Millisecond),
-		reapTimeout:       orDuration(h.ReapTimeout, 5*time.Second),
+		initializeTimeout: orDuration(h.InitializeTimeout, DefaultStartupTimeout),
+		shutdownTimeout:   orDuration(h.ShutdownTimeout, DefaultShutdownTimeout),
+		stdinGrace:        orDuration(h.StdinGrace, DefaultStdinGrace),
+		reapTimeout:       orDuration(h.ReapTimeout, DefaultReapTimeout),
 		stderrTailBytes:   h.StderrTailBytes,
-		exitDrain:         orDuration(h.ExitDrain, 250*time.Millisecond),
+		exitDrain:         orDuration(h.ExitDrain, DefaultExitDrain),
 		conn:              h.Conn,
-		fastTimeout:       orDuration(h.FastInterceptTimeout, 5*time.Second),
-		slowTimeout:       orDuration(h.InterceptTimeout, 30*time.Second),
-		maxTimeout:        orDuration(h.MaxInterceptTimeout, 60*time.Second),
+		fastTimeout:       orDuration(h.FastInterceptTimeout, DefaultFastInterceptTimeout),
+		slowTimeout:       orDuration(h.InterceptTimeout, DefaultInterceptTimeout),
+		maxTimeout:        orDuration(h.MaxInterceptTimeout, DefaultMaxInterceptTimeout),
 		onWarning:         h.OnWarning,
 		onAudit:           h.OnAudit,
 		onCrash:           h.OnCrash,

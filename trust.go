@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 )
 
@@ -383,8 +384,8 @@ func TrustPlugin(pluginDir, pluginID string) (TrustSummary, error) {
 }
 
 // maxTimeoutMillis is the clamp dispatch applies to a manifest's
-// timeoutMillis (D18).
-const maxTimeoutMillis = 60000
+// timeoutMillis by default (D18).
+const maxTimeoutMillis = int64(DefaultMaxInterceptTimeout / time.Millisecond)
 
 // Text renders the summary as a block for a person, deterministic for
 // given data. It opens with the FULL TRUST heading and what it means, then
