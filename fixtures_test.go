@@ -60,7 +60,7 @@ func TestMain(m *testing.M) {
 			os.Exit(2)
 		}
 		if pidfile := os.Getenv("FIXTURE_PIDFILE"); pidfile != "" {
-			os.WriteFile(pidfile, []byte(fmt.Sprint(os.Getpid())), 0o644)
+			writePidFile(pidfile, os.Getpid())
 		}
 		f()
 		os.Exit(0)
@@ -274,13 +274,16 @@ func fixtureGrandchild() {
 		if string(m["method"]) == `"extension/shutdown"` {
 			exe, _ := os.Executable()
 			gc := exec.Command(exe)
-			gc.Env = append(os.Environ(), fixtureEnv+"=hold-stdout")
+			// The grandchild must not inherit FIXTURE_PIDFILE: it would
+			// overwrite the parent's pid, and a test reading the file
+			// between the truncate and the write would see it empty.
+			gc.Env = append(withoutEnv(os.Environ(), "FIXTURE_PIDFILE"), fixtureEnv+"=hold-stdout")
 			gc.Stdout = os.Stdout
 			gc.Stderr = os.Stderr
 			if err := gc.Start(); err != nil {
 				os.Exit(3)
 			}
-			os.WriteFile(os.Getenv("FIXTURE_GCPIDFILE"), []byte(fmt.Sprint(gc.Process.Pid)), 0o644)
+			writePidFile(os.Getenv("FIXTURE_GCPIDFILE"), gc.Process.Pid)
 			fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":{"accepted":true}}`+"\n", m["id"])
 			os.Exit(0)
 		}
@@ -484,4 +487,24 @@ func fixtureServeCancel() {
 		}}})
 	fmt.Fprintln(os.Stderr, "serve returned:", err)
 	os.Exit(1)
+}
+
+// writePidFile writes pid to path by renaming a complete temporary file
+// into place, so a reader sees either no file or the whole number.
+func writePidFile(path string, pid int) {
+	tmp := path + ".tmp"
+	if os.WriteFile(tmp, []byte(fmt.Sprint(pid)), 0o644) == nil {
+		os.Rename(tmp, path)
+	}
+}
+
+// withoutEnv returns env without the entries named name.
+func withoutEnv(env []string, name string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, name+"=") {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
