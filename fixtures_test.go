@@ -400,8 +400,9 @@ var validReplacements = map[extension.Point]string{
 
 // fixtureVerdict answers every intercept with $FIXTURE_VERDICT: continue,
 // block, replace (the point's valid replacement), invalid (an unknown
-// member), allow, deny, append (adds "|<plugin>" to the text or prompt) or
-// hold (until the deadline). It subscribes to $FIXTURE_SUBS (comma
+// member), allow, deny, append (adds "|<plugin>" to the text or prompt),
+// hold (until the deadline, then the SDK answers intercept_timeout) or mute
+// (never answers, so only the host's own timer can end the call). It subscribes to $FIXTURE_SUBS (comma
 // separated), else to all 17 points, and owns the slots in $FIXTURE_OWNS.
 func fixtureVerdict() {
 	id := os.Getenv("REASONIX_PLUGIN_NAME")
@@ -433,6 +434,8 @@ func fixtureVerdict() {
 			case "hold":
 				<-ctx.Done()
 				return sdk.Verdict{}, ctx.Err()
+			case "mute":
+				select {} // never answers; the SDK abandons it at stdin EOF (StopGrace)
 			case "budget":
 				// Report the timeoutMillis this call carried on the wire.
 				return sdk.Block(strconv.FormatInt(c.Timeout.Milliseconds(), 10)), nil

@@ -342,8 +342,10 @@ func TestOptionalTimeoutWarnsOnceAndIsSkippedD19(t *testing.T) {
 	}
 }
 
+// The sidecar never answers, so the host's timer is what ends the call
+// (D18): with "hold" the SDK's own deadline may answer first.
 func TestRequiredTimeoutFailsTheOperationD19(t *testing.T) {
-	rt := startRuntime(t, nil, verdictPlugin("slow", "hold", true, map[string]any{"timeoutMillis": 100}, nil))
+	rt := startRuntime(t, nil, verdictPlugin("slow", "mute", true, map[string]any{"timeoutMillis": 100}, nil))
 	_, err := rt.Intercept(bg, extension.ToolBefore, json.RawMessage(hostPayloads[extension.ToolBefore]))
 	if !errors.Is(err, extension.ReasonInterceptTimeout) || !strings.Contains(err.Error(), "did not answer tool.before within 100ms") {
 		t.Fatalf("Intercept = %v, want intercept_timeout naming the point and budget", err)

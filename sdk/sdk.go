@@ -90,12 +90,28 @@ type Options struct {
 	// MaxHandlers bounds the callbacks running at once; past it a request
 	// is answered -32099 "server busy". Zero means 32.
 	MaxHandlers int
+	// StopGrace bounds how long Serve waits, once the connection has
+	// ended, for running callbacks to return after their context was
+	// cancelled. A callback still running then is abandoned and Serve
+	// returns [ErrCallbacksAbandoned], so the process can exit before the
+	// host's 750 ms stdin grace (D11) runs out and it is killed. Zero
+	// means [DefaultStopGrace].
+	StopGrace time.Duration
 	// Stdin and Stdout replace os.Stdin and os.Stdout, for tests.
 	Stdin  io.ReadCloser
 	Stdout io.WriteCloser
-	// Logf receives diagnostics; nil means a line on stderr.
+	// Logf receives diagnostics, from several goroutines at once, so it
+	// must be safe for concurrent use; nil means a line on stderr.
 	Logf func(format string, args ...any)
 }
+
+// DefaultStopGrace is the default of [Options.StopGrace].
+const DefaultStopGrace = 500 * time.Millisecond
+
+// ErrCallbacksAbandoned is returned by Serve when a callback ignored the
+// cancellation of its context and was still running StopGrace after the
+// connection ended. Fix the callback: it must return once ctx is done.
+var ErrCallbacksAbandoned = errors.New("sdk: a callback was still running after its context was cancelled; Serve returned without it")
 
 // barrier states of the sidecar side (CONTRACT-NOTES §4.6).
 const (
@@ -150,20 +166,46 @@ func Serve(ctx context.Context, opts Options) error {
 	select {
 	case <-s.conn.Done():
 	case <-ctx.Done():
-		s.conn.Close()
+		if err := s.close(); err != nil {
+			return errors.Join(ctx.Err(), err)
+		}
 		return ctx.Err()
 	}
 	err := s.conn.Err()
-	s.conn.Close()
+	abandoned := s.close()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
 	case s.fatal != nil:
-		return s.fatal
+		return errors.Join(s.fatal, abandoned)
 	case s.shutdown, errors.Is(err, io.EOF):
-		return nil // answered shutdown, or the host closed stdin
+		return abandoned // nil: answered shutdown, or the host closed stdin
 	}
-	return err
+	return errors.Join(err, abandoned)
+}
+
+// close closes the connection and waits for its running callbacks, whose
+// context is cancelled, for at most StopGrace. A callback that ignores
+// its context is left behind and reported.
+func (s *server) close() error {
+	grace := s.opts.StopGrace
+	if grace <= 0 {
+		grace = DefaultStopGrace
+	}
+	closed := make(chan struct{})
+	go func() {
+		s.conn.Close()
+		close(closed)
+	}()
+	timer := time.NewTimer(grace)
+	defer timer.Stop()
+	select {
+	case <-closed:
+		return nil
+	case <-timer.C:
+		s.logf("a callback was still running %v after its context was cancelled; it is abandoned", grace)
+		return ErrCallbacksAbandoned
+	}
 }
 
 // gate keeps the sidecar's side of the barrier, on the read loop: before

@@ -658,3 +658,74 @@ func TestServeReturnsContextErrorOnCancel(t *testing.T) {
 		p.wantEOF()
 	})
 }
+
+func TestServeAbandonsACallbackThatIgnoresCancellationD11(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		release, entered := make(chan struct{}), make(chan struct{})
+		var (
+			mu     sync.Mutex // Logf is called from the Conn's goroutines too
+			logged []string
+		)
+		opts := minimalOptions
+		opts.StopGrace = 200 * time.Millisecond
+		opts.Logf = func(format string, args ...any) {
+			mu.Lock()
+			defer mu.Unlock()
+			logged = append(logged, fmt.Sprintf(format, args...))
+		}
+		opts.Intercept = map[extension.Point]sdk.InterceptFunc{
+			"*": func(ctx context.Context, c *sdk.Call) (sdk.Verdict, error) {
+				close(entered)
+				<-release // ignores ctx: the bug StopGrace guards against
+				return sdk.Continue(), nil
+			},
+		}
+		p := serve(t, context.Background(), opts)
+		defer p.close()
+		p.handshake()
+		p.send(intercept(2, extension.ToolBefore, `{"name":"x","arguments":"{}"}`))
+		<-entered
+		start := time.Now()
+		p.stdin.Close()
+		err := p.wait()
+		if !errors.Is(err, sdk.ErrCallbacksAbandoned) {
+			t.Fatalf("Serve = %v, want ErrCallbacksAbandoned", err)
+		}
+		if waited := time.Since(start); waited != opts.StopGrace {
+			t.Fatalf("Serve returned after %v, want exactly StopGrace %v (fake clock)", waited, opts.StopGrace)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(logged) == 0 || !strings.Contains(logged[len(logged)-1], "abandoned") {
+			t.Fatalf("log %q, want a line saying the callback was abandoned", logged)
+		}
+		close(release) // let the bubble's last goroutine end
+	})
+}
+
+func TestServeWaitsForCallbacksThatHonourCancellationD11(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		entered := make(chan struct{})
+		opts := minimalOptions
+		opts.Intercept = map[extension.Point]sdk.InterceptFunc{
+			"*": func(ctx context.Context, c *sdk.Call) (sdk.Verdict, error) {
+				close(entered)
+				<-ctx.Done()
+				return sdk.Verdict{}, ctx.Err()
+			},
+		}
+		p := serve(t, context.Background(), opts)
+		defer p.close()
+		p.handshake()
+		p.send(intercept(2, extension.ToolBefore, `{"name":"x","arguments":"{}"}`))
+		<-entered
+		start := time.Now()
+		p.stdin.Close()
+		if err := p.wait(); err != nil {
+			t.Fatalf("Serve = %v, want nil on stdin EOF", err)
+		}
+		if waited := time.Since(start); waited != 0 {
+			t.Fatalf("Serve took %v of fake time, want 0: the callback returned at once", waited)
+		}
+	})
+}
