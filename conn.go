@@ -158,6 +158,9 @@ type ConnStats struct {
 	// DroppedEvents counts the [Conn.TryNotify] calls that returned
 	// [ErrQueueFull].
 	DroppedEvents uint64
+	// LateResponses counts the responses that arrived as their caller's
+	// context ended and were dropped: the caller had already given up.
+	LateResponses uint64
 }
 
 // Conn is one bidirectional JSON-RPC 2.0 peer over NDJSON (D2-D5): it sends
@@ -203,7 +206,7 @@ type Conn struct {
 	closeWriter func() error // closes w once
 	wg          sync.WaitGroup
 
-	framesIn, framesOut, unknownResponses, droppedEvents, malformedResponses, droppedNotifications atomic.Uint64
+	framesIn, framesOut, unknownResponses, droppedEvents, malformedResponses, droppedNotifications, lateResponses atomic.Uint64
 
 	mu      sync.Mutex // protects the following
 	err     error      // the terminal error; set once, never cleared
@@ -220,6 +223,7 @@ type pendingCall struct {
 type callReply struct {
 	result json.RawMessage
 	err    error
+	peer   bool // a response from the peer, not the connection's end
 }
 
 // NewConn returns a Conn that reads frames from r and writes frames to w,
@@ -302,7 +306,7 @@ func (c *Conn) Call(ctx context.Context, method string, params any) (json.RawMes
 	select {
 	case c.writeq <- f:
 	case <-ctx.Done():
-		c.forget(id)
+		c.forget(id, call)
 		return nil, fmt.Errorf("extension: call %s: %w", method, ctx.Err())
 	case <-c.done:
 		return nil, c.Err()
@@ -311,7 +315,7 @@ func (c *Conn) Call(ctx context.Context, method string, params any) (json.RawMes
 	case r := <-call.reply:
 		return r.result, r.err
 	case <-ctx.Done():
-		c.forget(id)
+		c.forget(id, call)
 		// A frame not yet started is skipped; one being written is
 		// finished, so the peer never sees a torn frame (D2).
 		f.state.CompareAndSwap(frameQueued, frameSkipped)
@@ -320,11 +324,21 @@ func (c *Conn) Call(ctx context.Context, method string, params any) (json.RawMes
 }
 
 // forget removes a pending call whose caller gave up; its response, if one
-// comes, is then dropped and counted as unknown.
-func (c *Conn) forget(id ID) {
+// comes later, is dropped and counted as unknown. When the call is already
+// gone, its reply was taken off the table and is being delivered: it is
+// received here, and counted as late when it is the peer's response, so no
+// response goes unaccounted for.
+func (c *Conn) forget(id ID, call *pendingCall) {
 	c.mu.Lock()
+	_, waiting := c.pending[id]
 	delete(c.pending, id)
 	c.mu.Unlock()
+	if !waiting {
+		if r := <-call.reply; r.peer {
+			c.lateResponses.Add(1)
+			c.opts.Logf("extension: dropped a response to id %d that came as its caller gave up", id)
+		}
+	}
 }
 
 // isPending reports whether a request with this id was sent and is still
@@ -478,5 +492,6 @@ func (c *Conn) Stats() ConnStats {
 		MalformedResponses:   c.malformedResponses.Load(),
 		DroppedNotifications: c.droppedNotifications.Load(),
 		DroppedEvents:        c.droppedEvents.Load(),
+		LateResponses:        c.lateResponses.Load(),
 	}
 }

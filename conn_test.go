@@ -10,6 +10,7 @@ import (
 	"io"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -568,4 +569,56 @@ func TestConnCallWithADoneContextSendsNothing(t *testing.T) {
 	if got := c.Stats().FramesOut; got != 0 {
 		t.Errorf("FramesOut: got %d, want 0", got)
 	}
+}
+
+// A response racing its caller's deadline is either returned, or dropped
+// and counted (as late when the reader had already taken the call, as
+// unknown when the caller had already forgotten it): none vanishes.
+func TestConnD4EveryResponseIsReturnedOrCounted(t *testing.T) {
+	hangWatchdog(t)
+	c, peer := newPipeConn(t, nil, ConnOptions{})
+	var requests atomic.Int64
+	go func() {
+		for {
+			line, err := peer.in.ReadBytes('\n')
+			if err != nil {
+				return
+			}
+			f, err := parseOneFrame(line)
+			if err != nil || f.Method == "" {
+				return
+			}
+			if f.Method == "call" {
+				requests.Add(1)
+			}
+			if _, err := fmt.Fprintf(peer.out, `{"jsonrpc":"2.0","id":%s,"result":{}}`+"\n", f.ID); err != nil {
+				return
+			}
+		}
+	}()
+	const n = 2000
+	var returned int64
+	for range n {
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() {
+			runtime.Gosched()
+			cancel()
+		}()
+		if _, err := c.Call(ctx, "call", nil); err == nil {
+			returned++
+		} else if !errors.Is(err, context.Canceled) {
+			t.Fatalf("Call: %v", err)
+		}
+		cancel()
+	}
+	// The peer answers in order: once this returns, every earlier
+	// response has been read and dispatched.
+	if _, err := c.Call(context.Background(), "sync", nil); err != nil {
+		t.Fatal(err)
+	}
+	st := c.Stats()
+	if got := returned + int64(st.UnknownResponses) + int64(st.LateResponses); got != requests.Load() {
+		t.Fatalf("%d responses sent, %d returned + %d unknown + %d late = %d", requests.Load(), returned, st.UnknownResponses, st.LateResponses, got)
+	}
+	t.Logf("%d sent: %d returned, %d unknown, %d late", requests.Load(), returned, st.UnknownResponses, st.LateResponses)
 }

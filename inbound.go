@@ -116,9 +116,9 @@ func (c *Conn) dispatch(m Message, fe *FrameError) {
 			return
 		}
 		if m.Error != nil {
-			call.reply <- callReply{err: m.Error}
+			call.reply <- callReply{err: m.Error, peer: true}
 		} else {
-			call.reply <- callReply{result: m.Result}
+			call.reply <- callReply{result: m.Result, peer: true}
 		}
 	}
 }
