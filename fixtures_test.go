@@ -203,17 +203,22 @@ func readFrame(r *bufio.Reader) map[string]json.RawMessage {
 	return m
 }
 
-// fixtureRaw answers initialize with $FIXTURE_RESULT verbatim, then
-// answers shutdown and exits.
+// fixtureRaw answers initialize with $FIXTURE_RESULT verbatim, any other
+// request with the members in $FIXTURE_ANSWER (when set, e.g.
+// `"result":{}`), then answers shutdown and exits.
 func fixtureRaw() {
 	in := bufio.NewReader(os.Stdin)
 	m := readFrame(in)
 	fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":%s}`+"\n", m["id"], os.Getenv("FIXTURE_RESULT"))
+	answer := os.Getenv("FIXTURE_ANSWER")
 	for {
 		m := readFrame(in)
-		if string(m["method"]) == `"extension/shutdown"` {
+		switch {
+		case string(m["method"]) == `"extension/shutdown"`:
 			fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":{"accepted":true}}`+"\n", m["id"])
 			return
+		case m["id"] != nil && answer != "":
+			fmt.Printf(`{"jsonrpc":"2.0","id":%s,%s}`+"\n", m["id"], answer)
 		}
 	}
 }

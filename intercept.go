@@ -453,8 +453,14 @@ func (rt *Runtime) callIntercept(ctx context.Context, s *Sidecar, p Point, paylo
 	params := InterceptParams{Event: p, Seq: s.seq.Add(1), Payload: payload, TimeoutMillis: int64(millis)}
 	var res InterceptResult
 	err := s.Call(cctx, MethodIntercept, params, &res)
-	if err != nil && ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
+	switch {
+	case err == nil, ctx.Err() != nil:
+	case errors.Is(cctx.Err(), context.DeadlineExceeded):
 		return res, Errorf(ReasonInterceptTimeout, "extension %s did not answer %s within %v", s.id, p, budget)
+	case errors.Is(err, ReasonInterceptTimeout):
+		// The sidecar's own deadline (the timeoutMillis it was sent) came
+		// first: the same outcome, so the same error, whichever timer won.
+		return res, Errorf(ReasonInterceptTimeout, "extension %s ran out of its %v for %s (it answered intercept_timeout)", s.id, budget, p)
 	}
 	return res, err
 }

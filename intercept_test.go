@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"sync"
@@ -349,6 +350,25 @@ func TestRequiredTimeoutFailsTheOperationD19(t *testing.T) {
 	_, err := rt.Intercept(bg, extension.ToolBefore, json.RawMessage(hostPayloads[extension.ToolBefore]))
 	if !errors.Is(err, extension.ReasonInterceptTimeout) || !strings.Contains(err.Error(), "did not answer tool.before within 100ms") {
 		t.Fatalf("Intercept = %v, want intercept_timeout naming the point and budget", err)
+	}
+}
+
+// A sidecar whose own deadline fires first answers intercept_timeout: the
+// host reports it as the same timeout, naming the point and the budget, so
+// the outcome does not depend on which timer won (D18).
+func TestSidecarReportedTimeoutIsTheSameTimeoutD18(t *testing.T) {
+	r := extension.ReasonInterceptTimeout
+	rt := startRuntime(t, nil, plugin{name: "slow", fixture: "raw", required: true,
+		runtime: map[string]any{"intercepts": []string{"tool.before"}, "timeoutMillis": 100},
+		env: map[string]string{
+			"FIXTURE_RESULT": `{"protocolVersion":"1","name":"slow","version":"1","stateSchemaVersion":0,"subscriptions":["tool.before"]}`,
+			"FIXTURE_ANSWER": fmt.Sprintf(`"error":{"code":%d,"message":%q,"data":{"reason":%q,"retryable":true}}`, r.Code(), r.Message(), r),
+		}})
+	_, err := rt.Intercept(bg, extension.ToolBefore, json.RawMessage(hostPayloads[extension.ToolBefore]))
+	var ie *extension.InterceptError
+	if !errors.As(err, &ie) || ie.Plugin != "slow" || ie.Point != extension.ToolBefore ||
+		!errors.Is(err, extension.ReasonInterceptTimeout) || !strings.Contains(err.Error(), "ran out of its 100ms for tool.before") {
+		t.Fatalf("Intercept = %v, want intercept_timeout from slow naming tool.before and the 100ms budget", err)
 	}
 }
 
