@@ -215,8 +215,11 @@ func TestSlotOwnerHasTheFinalSayD17(t *testing.T) {
 	member := verdictPlugin("member", "append", false, map[string]any{"intercepts": []string{"system_prompt.build"}},
 		map[string]string{"FIXTURE_SUBS": "system_prompt.build"})
 	owner := func(verdict string) plugin {
-		return verdictPlugin("owner", verdict, false,
-			map[string]any{"intercepts": []string{"system_prompt.build"}, "replaces": []string{"system_prompt"}, "timeoutMillis": 200},
+		rt := map[string]any{"intercepts": []string{"system_prompt.build"}, "replaces": []string{"system_prompt"}}
+		if verdict == "hold" {
+			rt["timeoutMillis"] = 200 // only the timeout case waits for it
+		}
+		return verdictPlugin("owner", verdict, false, rt,
 			map[string]string{"FIXTURE_SUBS": "system_prompt.build", "FIXTURE_OWNS": "system_prompt"})
 	}
 	payload := extension.SystemPromptPayload{Prompt: "base", WorkspaceRoot: "/ws"}
@@ -302,7 +305,7 @@ func TestInterceptBudgetsOnTheWireD18(t *testing.T) {
 		fast, slow string
 	}{
 		{"defaults", 0, "5000", "30000"},
-		{"manifest override", 250, "250", "250"},
+		{"manifest override", 20000, "20000", "20000"}, // unlike either default, and never reached
 		{"clamped to 60 s", int64((10 * time.Minute).Milliseconds()), "60000", "60000"},
 	}
 	for _, c := range cases {

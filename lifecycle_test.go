@@ -171,7 +171,9 @@ func TestStalledStartIsCutOffBySharedDeadlineD10(t *testing.T) {
 		plugin{name: "b-stalled", fixture: "stall-initialize"},
 	)
 	h := testHost(home)
-	h.StartupTimeout = 300 * time.Millisecond
+	// Long enough for a-good's handshake on a loaded machine; b-stalled
+	// never answers, so the deadline still cuts it off.
+	h.StartupTimeout = 3 * time.Second
 	rt, err := h.Start(bg)
 	if err != nil {
 		t.Fatalf("Start = %v, want the optional stall as a warning", err)
@@ -340,7 +342,9 @@ func TestCrashFailsEveryPendingCallD13(t *testing.T) {
 func TestWriteStallDeclaresCrashD13(t *testing.T) {
 	home := installPlugins(t, plugin{name: "mute", fixture: "stop-reading"})
 	h := testHost(home)
-	h.Conn.WriteStallTimeout = 100 * time.Millisecond
+	// Long enough that a loaded machine never stalls the handshake this
+	// long; the stall below is permanent, so only the wait grows.
+	h.Conn.WriteStallTimeout = time.Second
 	var crashed atomic.Int32
 	h.OnCrash = func(string, error) { crashed.Add(1) }
 	rt, err := h.Start(bg)
@@ -349,6 +353,9 @@ func TestWriteStallDeclaresCrashD13(t *testing.T) {
 	}
 	defer rt.Close()
 	s := rt.Sidecar("mute")
+	if s == nil {
+		t.Fatal("mute did not start")
+	}
 	big := `{"name":"x","arguments":"` + strings.Repeat("a", 4<<20) + `"}` // far beyond a pipe buffer
 	var res extension.InterceptResult
 	err = s.Call(bg, extension.MethodIntercept, interceptParams(1, big), &res)

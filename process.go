@@ -134,8 +134,10 @@ func (p *process) waitExit(d time.Duration) bool {
 // shutdown: close stdin, give the child grace to exit on its own, then
 // kill the group and wait up to reap for the child to be reaped. Leftover
 // members of the group (a grandchild holding a pipe) are killed too. It
-// reports whether anything had to be killed.
-func (p *process) stop(grace, reap time.Duration) (killed bool, err error) {
+// reports whether anything had to be killed. Once the group is gone,
+// stderr is still read for up to drain, so the last lines the sidecar wrote
+// reach the tail.
+func (p *process) stop(grace, reap, drain time.Duration) (killed bool, err error) {
 	p.stdin.Close()
 	if !p.waitExit(grace) {
 		killed = true
@@ -154,6 +156,15 @@ func (p *process) stop(grace, reap time.Duration) (killed bool, err error) {
 	}
 	if err == nil {
 		p.groupGone.Store(true)
+		// No member of the group holds stderr any more: what is left in
+		// the pipe is read up to EOF, unless a process that left the group
+		// (D12) still holds it, which drain bounds.
+		t := time.NewTimer(drain)
+		select {
+		case <-p.drained:
+		case <-t.C:
+		}
+		t.Stop()
 	}
 	p.release()
 	return killed, err

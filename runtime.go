@@ -49,8 +49,10 @@ type Host struct {
 	// Default 5 s.
 	ReapTimeout time.Duration
 	// ExitDrain is how long, after a sidecar's process exits, the host
-	// still reads the frames it wrote before its connection is failed; a
-	// grandchild holding stdout cannot stretch it. Default 250 ms.
+	// still reads the frames it wrote before its connection is failed,
+	// and, once its process group is gone, the stderr it wrote before the
+	// tail is closed; a grandchild holding a pipe cannot stretch it.
+	// Default 250 ms.
 	ExitDrain time.Duration
 	// StderrTailBytes is how much of a sidecar's stderr is kept for
 	// diagnostics (D10). Default 16 KiB ([DefaultTailSize]).

@@ -137,7 +137,7 @@ func (s *Sidecar) startError(stage string, err error) *StartError {
 // abort kills a sidecar that failed its start and joins everything.
 func (s *Sidecar) abort() {
 	s.setState(stateStopping)
-	s.proc.stop(0, s.cfg.reapTimeout) // no grace: kill the group and reap it
+	s.proc.stop(0, s.cfg.reapTimeout, s.cfg.exitDrain) // no grace: kill the group and reap it
 	s.conn.Close()
 	<-s.watched
 }
@@ -451,7 +451,7 @@ func (s *Sidecar) doStop() error {
 			late = err
 		}
 	}
-	killed, reapErr := s.proc.stop(s.cfg.stdinGrace, s.cfg.reapTimeout)
+	killed, reapErr := s.proc.stop(s.cfg.stdinGrace, s.cfg.reapTimeout, s.cfg.exitDrain)
 	s.conn.Close()
 	<-s.watched // joins the watcher, OnCrash included
 	s.setState(stateStopped)
