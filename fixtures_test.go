@@ -39,6 +39,7 @@ var fixtures = map[string]func(){
 	"verdict":            fixtureVerdict,
 	"pingpong":           fixturePingPong,
 	"serve-cancel":       fixtureServeCancel,
+	"install":            fixtureInstall,
 }
 
 // usedFixtures records which fixtures a test started, so that TestMain
@@ -515,4 +516,24 @@ func withoutEnv(env []string, name string) []string {
 		}
 	}
 	return out
+}
+
+// fixtureInstall installs (linked) each plugin directory listed in
+// $FIXTURE_DIRS (separated by the OS list separator) into $FIXTURE_HOME,
+// disabling and re-enabling each, then exits; status 1 on any error.
+func fixtureInstall() {
+	home := os.Getenv("FIXTURE_HOME")
+	for _, dir := range filepath.SplitList(os.Getenv("FIXTURE_DIRS")) {
+		e, err := extension.Install(home, dir, extension.InstallOptions{Link: true})
+		if err == nil {
+			err = extension.Disable(home, e.Name)
+		}
+		if err == nil {
+			err = extension.Enable(home, e.Name)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	}
 }

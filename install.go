@@ -84,28 +84,29 @@ func Install(home, pluginDir string, opts InstallOptions) (*PackageEntry, error)
 	if controlChar(src) >= 0 {
 		return fail(fmt.Errorf("the plugin directory %q has a control character in its path; move it", src))
 	}
-	pkgs, err := LoadPackages(home)
-	if err != nil {
-		return fail(err)
-	}
 	e := PackageEntry{Name: name, Version: opts.Version, Enabled: true, Scope: scope, Linked: opts.Link, Source: src}
 	if e.Version == "" {
 		e.Version = m.Version
 	}
-	if opts.Link {
-		e.Root = src
-	} else {
-		if err := copyInto(home, src, name); err != nil {
-			return fail(err)
+	err = UpdatePackages(home, func(pkgs *Packages) error {
+		// The copy happens under the lock, so two installs of one name
+		// cannot interleave their copies.
+		if opts.Link {
+			e.Root = src
+		} else {
+			if err := copyInto(home, src, name); err != nil {
+				return err
+			}
+			e.Root = "plugins/" + name
 		}
-		e.Root = "plugins/" + name
-	}
-	if old := pkgs.Entry(name); old != nil {
-		*old = e
-	} else {
-		pkgs.Entries = append(pkgs.Entries, e)
-	}
-	if err := pkgs.Save(home); err != nil {
+		if old := pkgs.Entry(name); old != nil {
+			*old = e
+		} else {
+			pkgs.Entries = append(pkgs.Entries, e)
+		}
+		return nil
+	})
+	if err != nil {
 		return fail(err)
 	}
 	return &e, nil

@@ -42,9 +42,9 @@ import (
 // empty. "version" is checked first, so a file of a later format says so
 // instead of failing on an entry it does not know.
 //
-// Writers are not coordinated: two processes that install, enable or
-// remove at once each rewrite the whole file and the last rename wins,
-// dropping the other's change (see [Packages.Save]).
+// Writers coordinate through [UpdatePackages], which holds a lock on
+// [PackagesLockFile] across the read, the change and the rewrite, so two
+// processes that install, enable or remove at once both keep their change.
 const PackagesFile = "plugin-packages.json"
 
 // maxPackagesBytes bounds the plugin-packages.json [LoadPackages] reads (8 MiB).
@@ -342,8 +342,9 @@ func parseEntry(raw []byte, field string) (PackageEntry, error) {
 // Save writes p to <home>/plugin-packages.json atomically: the content
 // goes to a temporary file in the same directory, is synced, and replaces
 // the file by rename, so a reader sees the old or the new record, never a
-// mix. It creates home when missing. Concurrent writers are not
-// coordinated: the last rename wins.
+// mix. It creates home when missing. Save takes no lock: to change the
+// record that is on disk, use [UpdatePackages], or a concurrent writer's
+// change can be lost.
 func (p *Packages) Save(home string) error {
 	path := filepath.Join(home, PackagesFile)
 	type fileFormat struct {
@@ -418,16 +419,15 @@ func Enable(home, name string) error { return setEnabled(home, name, true, "enab
 func Disable(home, name string) error { return setEnabled(home, name, false, "disable") }
 
 func setEnabled(home, name string, enabled bool, op string) error {
-	pkgs, err := LoadPackages(home)
+	err := UpdatePackages(home, func(pkgs *Packages) error {
+		e := pkgs.Entry(name)
+		if e == nil {
+			return ErrNotInstalled
+		}
+		e.Enabled = enabled
+		return nil
+	})
 	if err != nil {
-		return &PluginError{Plugin: name, Op: op, Err: err}
-	}
-	e := pkgs.Entry(name)
-	if e == nil {
-		return &PluginError{Plugin: name, Op: op, Err: ErrNotInstalled}
-	}
-	e.Enabled = enabled
-	if err := pkgs.Save(home); err != nil {
 		return &PluginError{Plugin: name, Op: op, Err: err}
 	}
 	return nil
@@ -438,23 +438,23 @@ func setEnabled(home, name string, enabled bool, op string) error {
 // linked directory is left alone.
 func Remove(home, name string) error {
 	fail := func(err error) error { return &PluginError{Plugin: name, Op: "remove", Err: err} }
-	pkgs, err := LoadPackages(home)
-	if err != nil {
-		return fail(err)
-	}
-	e := pkgs.Entry(name)
-	if e == nil {
-		return fail(ErrNotInstalled)
-	}
-	removed := *e
-	kept := pkgs.Entries[:0]
-	for _, x := range pkgs.Entries {
-		if x.Name != name {
-			kept = append(kept, x)
+	var removed PackageEntry
+	err := UpdatePackages(home, func(pkgs *Packages) error {
+		e := pkgs.Entry(name)
+		if e == nil {
+			return ErrNotInstalled
 		}
-	}
-	pkgs.Entries = kept
-	if err := pkgs.Save(home); err != nil {
+		removed = *e
+		kept := pkgs.Entries[:0]
+		for _, x := range pkgs.Entries {
+			if x.Name != name {
+				kept = append(kept, x)
+			}
+		}
+		pkgs.Entries = kept
+		return nil
+	})
+	if err != nil {
 		return fail(err)
 	}
 	if !removed.Linked && filepath.ToSlash(removed.Root) == "plugins/"+name {
