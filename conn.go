@@ -31,7 +31,10 @@ var (
 type ConnOptions struct {
 	// MaxHandlers bounds the inbound requests handled at once. Past it a
 	// request is answered at once with -32099 "server busy" and no data.
-	// Zero means 64, the host's bound; the SDK sets 32.
+	// A request counts until the writer takes its answer from the queue,
+	// so answers waiting on a stalled peer count too, and a peer that has
+	// read an answer always finds its slot free again. Zero means 64, the
+	// host's bound; the SDK sets 32.
 	MaxHandlers int
 
 	// NotificationQueue bounds the inbound notifications waiting for the

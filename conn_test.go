@@ -622,3 +622,17 @@ func TestConnD4EveryResponseIsReturnedOrCounted(t *testing.T) {
 	}
 	t.Logf("%d sent: %d returned, %d unknown, %d late", requests.Load(), returned, st.UnknownResponses, st.LateResponses)
 }
+
+// A handler's slot is free before its answer can reach the peer: a peer
+// that sends each request after reading the previous answer is never
+// told "server busy", even with a single slot.
+func TestConnAnsweredSlotIsFreeBeforeThePeerSeesTheAnswer(t *testing.T) {
+	hangWatchdog(t)
+	_, peer := newPipeConn(t, funcHandler{request: echoParams}, ConnOptions{MaxHandlers: 1})
+	for i := 1; i <= 2000; i++ {
+		peer.send(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"echo","params":{}}`, i))
+		if f := peer.recv(t); f.Error != nil || string(f.ID) != fmt.Sprint(i) {
+			t.Fatalf("request %d: got id %s error %+v, want its result", i, f.ID, f.Error)
+		}
+	}
+}

@@ -134,7 +134,6 @@ func (c *Conn) sendAnswer(data []byte) {
 
 // handleRequest runs on its own goroutine, holding a handler token.
 func (c *Conn) handleRequest(m Message) {
-	defer func() { <-c.handlerSem }()
 	hooks := new(answerHooks)
 	data := c.answer(context.WithValue(c.ctx, answerHooksKey{}, hooks), m)
 	if len(data) > FrameBytes {
@@ -145,9 +144,12 @@ func (c *Conn) handleRequest(m Message) {
 	}
 	// Like every answer, it is still written while the connection drains
 	// after its end (best effort, within WriterDrainTimeout).
+	// The slot is freed by the writer as the answer leaves the queue
+	// (freeSlot), or here when it never gets there.
 	select {
-	case c.writeq <- &outFrame{data: data, hooks: hooks}:
+	case c.writeq <- &outFrame{data: data, hooks: hooks, slot: true}:
 	case <-c.writerDone:
+		<-c.handlerSem
 	}
 }
 

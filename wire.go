@@ -198,6 +198,7 @@ type outFrame struct {
 	event bool         // sent by TryNotify: counts against EventBudget
 	call  bool         // a request: dropped once the connection has ended, its caller has failed
 	hooks *answerHooks // for an answer: run once it is written (AfterAnswer)
+	slot  bool         // an answer holding a handler slot, freed as it leaves the queue
 }
 
 const (
@@ -279,6 +280,7 @@ func (c *Conn) dropQueued() {
 			if f.event {
 				c.events.Add(-1)
 			}
+			c.freeSlot(f)
 		default:
 			return
 		}
@@ -291,6 +293,7 @@ func (c *Conn) write(f *outFrame) bool {
 	if f.event {
 		defer c.events.Add(-1)
 	}
+	c.freeSlot(f)
 	if !f.state.CompareAndSwap(frameQueued, frameWriting) || len(f.data) == 0 {
 		return true // skipped: the caller gave up before the write began
 	}
@@ -306,6 +309,16 @@ func (c *Conn) write(f *outFrame) bool {
 		f.hooks.markWritten()
 	}
 	return true
+}
+
+// freeSlot frees the handler slot an answer holds. It runs as the answer
+// leaves the queue, before it is written: a peer that has read an answer
+// can always send the next request into the slot it freed (MaxHandlers),
+// while answers waiting for a stalled writer still count against it.
+func (c *Conn) freeSlot(f *outFrame) {
+	if f.slot {
+		<-c.handlerSem
+	}
 }
 
 // superviseLoop is the supervisor goroutine. While the connection lives it
