@@ -254,7 +254,7 @@ func (cfg *hostConfig) start(ctx context.Context) (*Runtime, error) {
 	if strings.TrimSpace(cfg.session.SessionID) == "" || strings.TrimSpace(cfg.session.WorkspaceRoot) == "" {
 		return nil, errors.New("extension: Host.Session needs a SessionID and a WorkspaceRoot")
 	}
-	specs, refusals := LaunchablePlugins(cfg.home, cfg.session.WorkspaceRoot)
+	specs, refusals, order := launchablePlugins(cfg.home, cfg.session.WorkspaceRoot)
 	rt := &Runtime{cfg: cfg, byID: map[string]*Sidecar{}}
 	if err := rt.claimSlots(specs); err != nil {
 		return nil, err
@@ -266,7 +266,6 @@ func (cfg *hostConfig) start(ctx context.Context) (*Runtime, error) {
 		w     Warning
 	}
 	var warnings []warning
-	order := installedOrder(cfg.home)
 	for _, err := range refusals {
 		var le *LaunchError
 		switch {
@@ -334,18 +333,6 @@ func (cfg *hostConfig) start(ctx context.Context) (*Runtime, error) {
 	}
 	rt.buildChains()
 	return rt, nil
-}
-
-// installedOrder maps each installed plugin to its position in
-// plugin-packages.json.
-func installedOrder(home string) map[string]int {
-	order := map[string]int{}
-	if pkgs, err := LoadPackages(home); err == nil {
-		for i, e := range pkgs.Entries {
-			order[e.Name] = i
-		}
-	}
-	return order
 }
 
 func (rt *Runtime) warn(w Warning) {

@@ -145,9 +145,21 @@ func ResolveLaunch(home, id, workspaceRoot string) (*LaunchSpec, error) {
 // runtime plugins and are skipped silently. A plugin-packages.json that
 // cannot be read is returned as the only error, a [*PackagesError].
 func LaunchablePlugins(home, workspaceRoot string) ([]*LaunchSpec, []error) {
+	specs, refused, _ := launchablePlugins(home, workspaceRoot)
+	return specs, refused
+}
+
+// launchablePlugins is LaunchablePlugins that also returns each installed
+// plugin's position in the record it read, so a caller orders by the same
+// read of plugin-packages.json the gate used.
+func launchablePlugins(home, workspaceRoot string) ([]*LaunchSpec, []error, map[string]int) {
 	pkgs, err := LoadPackages(home)
 	if err != nil {
-		return nil, []error{err}
+		return nil, []error{err}, nil
+	}
+	order := make(map[string]int, len(pkgs.Entries))
+	for i, e := range pkgs.Entries {
+		order[e.Name] = i
 	}
 	var specs []*LaunchSpec
 	var refused []error
@@ -164,7 +176,7 @@ func LaunchablePlugins(home, workspaceRoot string) ([]*LaunchSpec, []error) {
 			refused = append(refused, err)
 		}
 	}
-	return specs, refused
+	return specs, refused, order
 }
 
 // launchGate checks one entry. runtimeless reports a refusal only because the
