@@ -329,9 +329,14 @@ type TrustSummary struct {
 	// Priority is runtime.priority.
 	Priority int
 	// TimeoutMillis is runtime.timeoutMillis as written; 0 means per-point
-	// defaults. Text shows it clamped to 60000 ms, as dispatch applies it
-	// (D18).
+	// defaults. Text shows it clamped to MaxTimeoutMillis, as dispatch
+	// applies it (D18).
 	TimeoutMillis int64
+	// MaxTimeoutMillis is the clamp of the host that will run the plugin
+	// (its Host.MaxInterceptTimeout); 0 means the default 60000 ms. The
+	// summary functions leave it 0; a host with its own clamp sets it
+	// before calling Text.
+	MaxTimeoutMillis int64
 	// Intercepts are the hook points the sidecar may intercept.
 	Intercepts []Point
 	// Slots are the replacement slots it claims.
@@ -395,9 +400,9 @@ func TrustPlugin(pluginDir, pluginID string) (TrustSummary, error) {
 	return spec.Trust(), nil
 }
 
-// maxTimeoutMillis is the clamp dispatch applies to a manifest's
+// defaultMaxTimeoutMillis is the clamp dispatch applies to a manifest's
 // timeoutMillis by default (D18).
-const maxTimeoutMillis = int64(DefaultMaxInterceptTimeout / time.Millisecond)
+const defaultMaxTimeoutMillis = int64(DefaultMaxInterceptTimeout / time.Millisecond)
 
 // Text renders the summary as a block for a person, deterministic for
 // given data. It opens with the FULL TRUST heading and what it means, then
@@ -430,6 +435,10 @@ func (t TrustSummary) Text() string {
 	row("sets env", quotedList(t.EnvKeys))
 	row("required", yesNo(t.Required, "yes: its failure fails startup and every operation it joins", "no"))
 	row("priority", fmt.Sprint(t.Priority))
+	maxTimeoutMillis := t.MaxTimeoutMillis
+	if maxTimeoutMillis <= 0 {
+		maxTimeoutMillis = defaultMaxTimeoutMillis
+	}
 	switch {
 	case t.TimeoutMillis > maxTimeoutMillis:
 		row("timeout", fmt.Sprintf("%d ms per call (the manifest asks for %d ms; clamped to %d ms)", maxTimeoutMillis, t.TimeoutMillis, maxTimeoutMillis))

@@ -637,3 +637,23 @@ func TestTrustSummaryD8ShowsLinkedInstall(t *testing.T) {
 		}
 	}
 }
+
+// TestTrustSummaryD18ShowsTheHostsClamp: the timeout row shows what
+// dispatch will apply, the default 60 s clamp or the host's own.
+func TestTrustSummaryD18ShowsTheHostsClamp(t *testing.T) {
+	cases := []struct {
+		asked, clamp int64
+		want         string
+	}{
+		{90000, 0, "60000 ms per call (the manifest asks for 90000 ms; clamped to 60000 ms)"},
+		{30000, 0, "30000 ms per call\n"},
+		{30000, 20000, "20000 ms per call (the manifest asks for 30000 ms; clamped to 20000 ms)"},
+		{0, 20000, "per-point defaults"},
+	}
+	for _, c := range cases {
+		text := TrustSummary{Plugin: "p", TimeoutMillis: c.asked, MaxTimeoutMillis: c.clamp}.Text()
+		if !strings.Contains(text, "timeout:        "+c.want) {
+			t.Errorf("asked %d, clamp %d: the text has no %q:\n%s", c.asked, c.clamp, c.want, text)
+		}
+	}
+}
