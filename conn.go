@@ -470,6 +470,9 @@ func (c *Conn) fail(err error) {
 func (c *Conn) Close() error {
 	c.fail(ErrClosed)
 	c.wg.Wait()
+	// An answer a handler queued after the writer had stopped is never
+	// written; dropping it frees its handler slot.
+	c.dropQueued()
 	if err := c.closeReader(); err != nil {
 		return err
 	}

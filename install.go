@@ -42,9 +42,9 @@ type InstallOptions struct {
 //
 // Names are compared exactly; on a case-insensitive filesystem "Acme" and
 // "acme" are two entries that share one <home>/plugins/ directory, so the
-// later install replaces the earlier one's files. Concurrent installs are
-// not coordinated: each rewrites plugin-packages.json and the last rename
-// wins (see [Packages.Save]).
+// later install replaces the earlier one's files. Concurrent installs,
+// also from other processes, are serialized by [UpdatePackages]: the copy
+// and the record change happen under its lock.
 func Install(home, pluginDir string, opts InstallOptions) (*PackageEntry, error) {
 	m, err := LoadManifest(pluginDir)
 	if err != nil {

@@ -439,7 +439,15 @@ func setEnabled(home, name string, enabled bool, op string) error {
 func Remove(home, name string) error {
 	fail := func(err error) error { return &PluginError{Plugin: name, Op: "remove", Err: err} }
 	var removed PackageEntry
-	err := UpdatePackages(home, func(pkgs *Packages) error {
+	// The copy is deleted under the lock too: deleted after it, it could
+	// be a concurrent Install's fresh copy of the same name.
+	deleteCopy := func() error {
+		if !removed.Linked && filepath.ToSlash(removed.Root) == "plugins/"+name {
+			return os.RemoveAll(removed.RootPath(home))
+		}
+		return nil
+	}
+	err := updatePackages(home, func(pkgs *Packages) error {
 		e := pkgs.Entry(name)
 		if e == nil {
 			return ErrNotInstalled
@@ -453,14 +461,9 @@ func Remove(home, name string) error {
 		}
 		pkgs.Entries = kept
 		return nil
-	})
+	}, deleteCopy)
 	if err != nil {
 		return fail(err)
-	}
-	if !removed.Linked && filepath.ToSlash(removed.Root) == "plugins/"+name {
-		if err := os.RemoveAll(removed.RootPath(home)); err != nil {
-			return fail(err)
-		}
 	}
 	return nil
 }

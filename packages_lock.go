@@ -25,8 +25,17 @@ var packagesMu sync.Mutex
 //
 // The lock is an advisory flock(2) on Linux, macOS and the BSDs, where it
 // is released when the process dies. Elsewhere only the writers of this
-// process are serialized.
+// process are serialized. The lock is not reentrant: fn must not call
+// UpdatePackages, Install, Enable, Disable or Remove, which would wait for
+// it forever.
 func UpdatePackages(home string, fn func(*Packages) error) error {
+	return updatePackages(home, fn, nil)
+}
+
+// updatePackages is UpdatePackages with after, which runs once the record
+// is saved and before the lock is released, for work on disk that must
+// not interleave with another writer's (Remove's deletion of the copy).
+func updatePackages(home string, fn func(*Packages) error, after func() error) error {
 	packagesMu.Lock()
 	defer packagesMu.Unlock()
 	if err := os.MkdirAll(home, 0o755); err != nil {
@@ -49,5 +58,11 @@ func UpdatePackages(home string, fn func(*Packages) error) error {
 	if err := fn(pkgs); err != nil {
 		return err
 	}
-	return pkgs.Save(home)
+	if err := pkgs.Save(home); err != nil {
+		return err
+	}
+	if after != nil {
+		return after()
+	}
+	return nil
 }

@@ -221,6 +221,7 @@ func (c *Conn) writeLoop() {
 		select {
 		case f := <-c.writeq:
 			if !c.write(f) {
+				c.dropQueued() // the connection has failed: nothing more is written
 				return
 			}
 		case <-c.done:

@@ -29,7 +29,8 @@
 // itself; stderr is free for logs. Serve answers the handshake from
 // [Options], keeps its side of the barrier (D6), runs up to
 // [Options.MaxHandlers] callbacks at once, and returns nil when the host
-// shuts the sidecar down or closes stdin.
+// shuts the sidecar down or closes stdin ([ErrCallbacksAbandoned] instead
+// when a callback ignored its cancelled context).
 package sdk
 
 import (
@@ -42,6 +43,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/reasonix-ext/extension"
@@ -113,6 +115,12 @@ const DefaultStopGrace = 500 * time.Millisecond
 // connection ended. Fix the callback: it must return once ctx is done.
 var ErrCallbacksAbandoned = errors.New("sdk: a callback was still running after its context was cancelled; Serve returned without it")
 
+// ErrStopTimeout is returned by Serve when, with no callback running, the
+// connection still had not closed StopGrace after it ended: a read or
+// write on stdin or stdout that closing cannot interrupt, such as one on
+// a terminal in blocking mode.
+var ErrStopTimeout = errors.New("sdk: stdin or stdout did not close in time; Serve returned without waiting for them")
+
 // barrier states of the sidecar side (CONTRACT-NOTES §4.6).
 const (
 	awaitingInitialize = iota
@@ -127,6 +135,8 @@ type server struct {
 	conn *extension.Conn
 	logf func(format string, args ...any)
 
+	running atomic.Int64 // callbacks in progress, for close's report
+
 	mu       sync.Mutex // protects the following
 	barrier  int
 	fatal    error // the error Serve returns, once a fatal answer was written
@@ -135,7 +145,11 @@ type server struct {
 
 // Serve runs the sidecar until the host shuts it down or closes stdin
 // (nil), ctx ends (ctx's error), or the connection fails: an oversized
-// frame, a refused handshake, a stalled or overflowing queue.
+// frame, a refused handshake, a stalled or overflowing queue. Once the
+// connection has ended it waits up to [Options.StopGrace] for running
+// callbacks, then returns without them, reporting [ErrCallbacksAbandoned]
+// (joined to any other error), or [ErrStopTimeout] when no callback but
+// stdin or stdout would not close.
 func Serve(ctx context.Context, opts Options) error {
 	s := &server{opts: opts, logf: opts.Logf}
 	if s.logf == nil {
@@ -166,22 +180,28 @@ func Serve(ctx context.Context, opts Options) error {
 	select {
 	case <-s.conn.Done():
 	case <-ctx.Done():
-		if err := s.close(); err != nil {
-			return errors.Join(ctx.Err(), err)
-		}
-		return ctx.Err()
+		return withStopError(ctx.Err(), s.close())
 	}
 	err := s.conn.Err()
-	abandoned := s.close()
+	stopErr := s.close()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
 	case s.fatal != nil:
-		return errors.Join(s.fatal, abandoned)
+		return withStopError(s.fatal, stopErr)
 	case s.shutdown, errors.Is(err, io.EOF):
-		return abandoned // nil: answered shutdown, or the host closed stdin
+		return stopErr // nil: answered shutdown, or the host closed stdin
 	}
-	return errors.Join(err, abandoned)
+	return withStopError(err, stopErr)
+}
+
+// withStopError adds the error of a stop that did not finish in time to
+// err, leaving err itself (and its type) as it is when there is none.
+func withStopError(err, stopErr error) error {
+	if stopErr == nil {
+		return err
+	}
+	return errors.Join(err, stopErr)
 }
 
 // close closes the connection and waits for its running callbacks, whose
@@ -203,8 +223,12 @@ func (s *server) close() error {
 	case <-closed:
 		return nil
 	case <-timer.C:
-		s.logf("a callback was still running %v after its context was cancelled; it is abandoned", grace)
-		return ErrCallbacksAbandoned
+		if n := s.running.Load(); n > 0 {
+			s.logf("%d callback(s) still running %v after their context was cancelled; abandoned", n, grace)
+			return ErrCallbacksAbandoned
+		}
+		s.logf("stdin or stdout still not closed %v after the connection ended; abandoned", grace)
+		return ErrStopTimeout
 	}
 }
 
@@ -246,6 +270,8 @@ func (s *server) gate(m *extension.Message, fe *extension.FrameError) error {
 
 // HandleRequest dispatches one host request.
 func (s *server) HandleRequest(ctx context.Context, method string, params json.RawMessage) (any, error) {
+	s.running.Add(1)
+	defer s.running.Add(-1)
 	switch method {
 	case extension.MethodInitialize:
 		return s.initialize(ctx, params)
@@ -260,6 +286,8 @@ func (s *server) HandleRequest(ctx context.Context, method string, params json.R
 
 // HandleNotification dispatches one host notification.
 func (s *server) HandleNotification(ctx context.Context, method string, params json.RawMessage) {
+	s.running.Add(1)
+	defer s.running.Add(-1)
 	switch method {
 	case extension.MethodEvent:
 		s.event(ctx, params)

@@ -729,3 +729,36 @@ func TestServeWaitsForCallbacksThatHonourCancellationD11(t *testing.T) {
 		}
 	})
 }
+
+// stuckReader is a stdin whose Close does not interrupt a Read, like a
+// terminal in blocking mode; Read returns once release is closed.
+type stuckReader struct{ release chan struct{} }
+
+func (r stuckReader) Read([]byte) (int, error) { <-r.release; return 0, io.EOF }
+func (r stuckReader) Close() error             { return nil }
+
+func TestServeStopTimeoutWhenStdinWillNotClose(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		in := stuckReader{release: make(chan struct{})}
+		outR, outW := io.Pipe()
+		go io.Copy(io.Discard, outR)
+		opts := minimalOptions
+		opts.Stdin, opts.Stdout = in, outW
+		opts.Logf = func(string, ...any) {}
+		ctx, cancel := context.WithCancel(context.Background())
+		ended := make(chan error, 1)
+		go func() { ended <- sdk.Serve(ctx, opts) }()
+		synctest.Wait() // Serve is blocked reading stdin
+		start := time.Now()
+		cancel()
+		err := <-ended
+		if !errors.Is(err, context.Canceled) || !errors.Is(err, sdk.ErrStopTimeout) || errors.Is(err, sdk.ErrCallbacksAbandoned) {
+			t.Fatalf("Serve = %v, want context.Canceled with ErrStopTimeout (no callback was running)", err)
+		}
+		if waited := time.Since(start); waited != sdk.DefaultStopGrace {
+			t.Fatalf("Serve returned after %v, want DefaultStopGrace %v (fake clock)", waited, sdk.DefaultStopGrace)
+		}
+		close(in.release) // let the reader, and the bubble, end
+		outR.Close()
+	})
+}
