@@ -6,6 +6,7 @@ package extension
 // start (D8); the FULL TRUST summary says what starting one grants.
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"path/filepath"
@@ -25,9 +26,11 @@ import (
 type LaunchError struct {
 	// Plugin is the plugin ID (the installed name).
 	Plugin string
-	// Required is the manifest's runtime.required when the manifest could
-	// be read, so a caller can fail a generation on a refused required
-	// plugin (D10).
+	// Required is the manifest's runtime.required, so a caller can fail a
+	// generation on a refused required plugin (D10). When the manifest is
+	// readable JSON but not a valid manifest, it is still true if the
+	// document says runtime.required is true: a required plugin whose
+	// manifest broke fails closed instead of being skipped as optional.
 	Required bool
 	// Cause is the reason for the refusal.
 	Cause error
@@ -192,7 +195,7 @@ func launchGate(home string, e *PackageEntry, workspaceRoot string) (spec *Launc
 	root := e.RootPath(home)
 	m, err := LoadManifest(root)
 	if err != nil {
-		return nil, false, &LaunchError{Plugin: e.Name, Cause: err}
+		return nil, false, &LaunchError{Plugin: e.Name, Required: claimsRequired(root), Cause: err}
 	}
 	rt := m.Runtime
 	if rt == nil {
@@ -225,6 +228,23 @@ func launchGate(home string, e *PackageEntry, workspaceRoot string) (spec *Launc
 		Command:  command,
 		Args:     append([]string(nil), rt.Args...),
 	}, false, nil
+}
+
+// claimsRequired reports whether the manifest under root, which failed the
+// strict parse, still reads as JSON with runtime.required set to true. It
+// is read leniently on purpose: the strict reading has already refused it,
+// and only this one flag decides whether the refusal is fatal (D10).
+func claimsRequired(root string) bool {
+	data, err := readBounded(filepath.Join(root, ManifestFile), maxManifestBytes)
+	if err != nil {
+		return false
+	}
+	var doc struct {
+		Runtime struct {
+			Required bool `json:"required"`
+		} `json:"runtime"`
+	}
+	return json.Unmarshal(data, &doc) == nil && doc.Runtime.Required
 }
 
 // rootVariable is the only variable a command may start with.

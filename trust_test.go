@@ -657,3 +657,31 @@ func TestTrustSummaryD18ShowsTheHostsClamp(t *testing.T) {
 		}
 	}
 }
+
+// TestLaunchGateD10BrokenRequiredManifestFailsClosed: a manifest that
+// broke after the install but still says runtime.required is refused as
+// required, so the generation fails rather than skipping the plugin.
+func TestLaunchGateD10BrokenRequiredManifestFailsClosed(t *testing.T) {
+	cases := []struct {
+		name, manifest string
+		required       bool
+	}{
+		{"required", v1(`,"priority":5000,"required":true`), true},
+		{"optional", v1(`,"priority":5000`), false},
+		{"not JSON", `{"runtime":{"required":true`, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			home := t.TempDir()
+			dir := installRuntime(t, home, "broken", "/opt/broken", InstallOptions{})
+			if err := os.WriteFile(filepath.Join(dir, ManifestFile), []byte(c.manifest), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, refused := LaunchablePlugins(home, "")
+			var le *LaunchError
+			if len(refused) != 1 || !errors.As(refused[0], &le) || le.Required != c.required {
+				t.Fatalf("refusals %v, want one *LaunchError with Required %v", refused, c.required)
+			}
+		})
+	}
+}
