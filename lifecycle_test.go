@@ -371,7 +371,14 @@ func TestWriteStallDeclaresCrashD13(t *testing.T) {
 }
 
 func TestStderrFloodNeverBlocksAndTailIsBoundedD10(t *testing.T) {
-	home, err := startOne(t, plugin{name: "flood", fixture: "stderr-flood"})
+	p := plugin{name: "flood", fixture: "stderr-flood", required: true}
+	home := installPlugins(t, p)
+	h := testHost(home)
+	// The last stderr lines are read once the group is gone, up to EOF,
+	// which comes at once; a generous bound keeps a loaded machine from
+	// cutting that read short.
+	h.ExitDrain = 10 * time.Second
+	_, err := h.Start(bg)
 	var se *extension.StartError
 	if !errors.As(err, &se) || se.Stage != "handshake" || !errors.Is(err, extension.ReasonUnsupportedVersion) {
 		t.Fatalf("Start = %v, want the handshake failure after the flood", err)
