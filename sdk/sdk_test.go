@@ -659,9 +659,31 @@ func TestServeReturnsContextErrorOnCancel(t *testing.T) {
 	})
 }
 
+// stopDuringCallback runs Serve, holds one intercept in callback, closes
+// stdin while it runs, and returns how long (on the bubble's fake clock)
+// Serve took after stdin closed and what it returned.
+func stopDuringCallback(t *testing.T, opts sdk.Options, callback func(ctx context.Context) (sdk.Verdict, error)) (time.Duration, error) {
+	entered := make(chan struct{})
+	opts.Intercept = map[extension.Point]sdk.InterceptFunc{
+		"*": func(ctx context.Context, c *sdk.Call) (sdk.Verdict, error) {
+			close(entered)
+			return callback(ctx)
+		},
+	}
+	p := serve(t, context.Background(), opts)
+	defer p.close()
+	p.handshake()
+	p.send(intercept(2, extension.ToolBefore, `{"name":"x","arguments":"{}"}`))
+	<-entered
+	start := time.Now()
+	p.stdin.Close()
+	err := p.wait()
+	return time.Since(start), err
+}
+
 func TestServeAbandonsACallbackThatIgnoresCancellationD11(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		release, entered := make(chan struct{}), make(chan struct{})
+		release := make(chan struct{})
 		var (
 			mu     sync.Mutex // Logf is called from the Conn's goroutines too
 			logged []string
@@ -673,25 +695,14 @@ func TestServeAbandonsACallbackThatIgnoresCancellationD11(t *testing.T) {
 			defer mu.Unlock()
 			logged = append(logged, fmt.Sprintf(format, args...))
 		}
-		opts.Intercept = map[extension.Point]sdk.InterceptFunc{
-			"*": func(ctx context.Context, c *sdk.Call) (sdk.Verdict, error) {
-				close(entered)
-				<-release // ignores ctx: the bug StopGrace guards against
-				return sdk.Continue(), nil
-			},
-		}
-		p := serve(t, context.Background(), opts)
-		defer p.close()
-		p.handshake()
-		p.send(intercept(2, extension.ToolBefore, `{"name":"x","arguments":"{}"}`))
-		<-entered
-		start := time.Now()
-		p.stdin.Close()
-		err := p.wait()
+		waited, err := stopDuringCallback(t, opts, func(ctx context.Context) (sdk.Verdict, error) {
+			<-release // ignores ctx: the bug StopGrace guards against
+			return sdk.Continue(), nil
+		})
 		if !errors.Is(err, sdk.ErrCallbacksAbandoned) {
 			t.Fatalf("Serve = %v, want ErrCallbacksAbandoned", err)
 		}
-		if waited := time.Since(start); waited != opts.StopGrace {
+		if waited != opts.StopGrace {
 			t.Fatalf("Serve returned after %v, want exactly StopGrace %v (fake clock)", waited, opts.StopGrace)
 		}
 		mu.Lock()
@@ -705,26 +716,14 @@ func TestServeAbandonsACallbackThatIgnoresCancellationD11(t *testing.T) {
 
 func TestServeWaitsForCallbacksThatHonourCancellationD11(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		entered := make(chan struct{})
-		opts := minimalOptions
-		opts.Intercept = map[extension.Point]sdk.InterceptFunc{
-			"*": func(ctx context.Context, c *sdk.Call) (sdk.Verdict, error) {
-				close(entered)
-				<-ctx.Done()
-				return sdk.Verdict{}, ctx.Err()
-			},
-		}
-		p := serve(t, context.Background(), opts)
-		defer p.close()
-		p.handshake()
-		p.send(intercept(2, extension.ToolBefore, `{"name":"x","arguments":"{}"}`))
-		<-entered
-		start := time.Now()
-		p.stdin.Close()
-		if err := p.wait(); err != nil {
+		waited, err := stopDuringCallback(t, minimalOptions, func(ctx context.Context) (sdk.Verdict, error) {
+			<-ctx.Done()
+			return sdk.Verdict{}, ctx.Err()
+		})
+		if err != nil {
 			t.Fatalf("Serve = %v, want nil on stdin EOF", err)
 		}
-		if waited := time.Since(start); waited != 0 {
+		if waited != 0 {
 			t.Fatalf("Serve took %v of fake time, want 0: the callback returned at once", waited)
 		}
 	})
