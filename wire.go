@@ -238,34 +238,29 @@ func (c *Conn) writeLoop() {
 // callers have already failed. It stops when the reader has stopped and
 // the queue is empty, or when the supervisor ends the drain.
 func (c *Conn) drain() {
-	flush := func(f *outFrame) bool {
-		if f.call {
-			return true
-		}
-		return c.write(f)
-	}
+	readerStopped := false
 	for {
-		select {
-		case f := <-c.writeq:
-			if !flush(f) {
+		var f *outFrame
+		if readerStopped {
+			// Nothing more is coming from the reader: flush what is
+			// queued and stop.
+			select {
+			case f = <-c.writeq:
+			default:
+				return
+			}
+		} else {
+			select {
+			case f = <-c.writeq:
+			case <-c.readerDone:
+				readerStopped = true
+				continue
+			case <-c.drainStop:
 				c.dropQueued()
 				return
 			}
-		case <-c.readerDone:
-			// Nothing more is coming from the reader: flush what is
-			// queued and stop.
-			for {
-				select {
-				case f := <-c.writeq:
-					if !flush(f) {
-						c.dropQueued()
-						return
-					}
-				default:
-					return
-				}
-			}
-		case <-c.drainStop:
+		}
+		if !f.call && !c.write(f) {
 			c.dropQueued()
 			return
 		}
