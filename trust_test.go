@@ -28,6 +28,20 @@ func installRuntime(t *testing.T, home, name, command string, opts InstallOption
 	return dir
 }
 
+// refuseCommands installs one plugin per command, each in its own home,
+// and checks that the launch gate refuses every one with sentinel.
+func refuseCommands(t *testing.T, name string, sentinel error, commands ...string) {
+	t.Helper()
+	for _, command := range commands {
+		t.Run(command, func(t *testing.T) {
+			home := t.TempDir()
+			installRuntime(t, home, name, command, InstallOptions{})
+			spec, err := ResolveLaunch(home, name, "")
+			wantRefusal(t, spec, err, name, sentinel)
+		})
+	}
+}
+
 // wantRefusal checks a launch-gate refusal: no spec, a *LaunchError for
 // plugin wrapping sentinel, and a message naming the plugin.
 func wantRefusal(t *testing.T, spec *LaunchSpec, err error, plugin string, sentinel error) {
@@ -89,25 +103,11 @@ func TestLaunchGateD8RefusesPluginWithoutRuntime(t *testing.T) {
 }
 
 func TestLaunchGateD8RefusesRelativeCommand(t *testing.T) {
-	for _, command := range []string{"bin/plugin", "./plugin", "../up/plugin", `bin\plugin.exe`} {
-		t.Run(command, func(t *testing.T) {
-			home := t.TempDir()
-			installRuntime(t, home, "rel", command, InstallOptions{})
-			spec, err := ResolveLaunch(home, "rel", "")
-			wantRefusal(t, spec, err, "rel", ErrRelativeCommand)
-		})
-	}
+	refuseCommands(t, "rel", ErrRelativeCommand, "bin/plugin", "./plugin", "../up/plugin", `bin\plugin.exe`)
 }
 
 func TestLaunchGateD8RefusesBareCommand(t *testing.T) {
-	for _, command := range []string{"node", "python3", " plugin.exe ", "env"} {
-		t.Run(command, func(t *testing.T) {
-			home := t.TempDir()
-			installRuntime(t, home, "bare", command, InstallOptions{})
-			spec, err := ResolveLaunch(home, "bare", "")
-			wantRefusal(t, spec, err, "bare", ErrBareCommand)
-		})
-	}
+	refuseCommands(t, "bare", ErrBareCommand, "node", "python3", " plugin.exe ", "env")
 }
 
 func TestLaunchGateD8RefusesShellCommand(t *testing.T) {
@@ -119,14 +119,7 @@ func TestLaunchGateD8RefusesShellCommand(t *testing.T) {
 		"powershell.exe", "/mnt/c/PowerShell.exe",
 		"${REASONIX_PLUGIN_ROOT}/bin/bash", "${REASONIX_PLUGIN_ROOT}/../../bin/sh",
 	}
-	for _, command := range commands {
-		t.Run(command, func(t *testing.T) {
-			home := t.TempDir()
-			installRuntime(t, home, "shell", command, InstallOptions{})
-			spec, err := ResolveLaunch(home, "shell", "")
-			wantRefusal(t, spec, err, "shell", ErrShellCommand)
-		})
-	}
+	refuseCommands(t, "shell", ErrShellCommand, commands...)
 }
 
 func TestLaunchGateD8RefusesWindowsShellForms(t *testing.T) {
@@ -140,14 +133,7 @@ func TestLaunchGateD8RefusesWindowsShellForms(t *testing.T) {
 		// Batch scripts run through cmd.exe, whatever the platform.
 		`C:\plugins\run.bat`, "/opt/p/run.cmd", "${REASONIX_PLUGIN_ROOT}/start.BAT", "${REASONIX_PLUGIN_ROOT}/start.Cmd. ",
 	}
-	for _, command := range commands {
-		t.Run(command, func(t *testing.T) {
-			home := t.TempDir()
-			installRuntime(t, home, "shell", command, InstallOptions{})
-			spec, err := ResolveLaunch(home, "shell", "")
-			wantRefusal(t, spec, err, "shell", ErrShellCommand)
-		})
-	}
+	refuseCommands(t, "shell", ErrShellCommand, commands...)
 }
 
 func TestLaunchGateD8RefusesCommandLinkedToShell(t *testing.T) {
