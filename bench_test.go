@@ -22,7 +22,7 @@ func BenchmarkStrictDecode(b *testing.B) {
 			b.Fatal(fe)
 		}
 		var p InterceptParams
-		if err := DecodeParams(m.Method, m.Params, &p); err != nil {
+		if err := DecodeParams(m.method, m.params, &p); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -16,7 +16,7 @@ import (
 type strictHandler struct{}
 
 func (strictHandler) HandleRequest(ctx context.Context, method string, params json.RawMessage) (any, error) {
-	m, ok := LookupMethod(method)
+	m, ok := lookupMethod(method)
 	if !ok {
 		return nil, NewError(ReasonUnknownMethod, "method not found: "+method)
 	}
@@ -133,9 +133,9 @@ func TestConnAdversarialFrames(t *testing.T) {
 	}
 }
 
-func jsonInt(id ID) string { b, _ := json.Marshal(id); return string(b) }
+func jsonInt(id msgID) string { b, _ := json.Marshal(id); return string(b) }
 
-func checkErrorFrame(t *testing.T, a map[string]json.RawMessage, code int, reason Reason, echo bool, id ID) {
+func checkErrorFrame(t *testing.T, a map[string]json.RawMessage, code int, reason Reason, echo bool, id msgID) {
 	t.Helper()
 	var e struct {
 		Code int `json:"code"`
@@ -183,7 +183,7 @@ func TestConnD2FrameOfExactly8MiBIsAnswered(t *testing.T) {
 func TestConnD2FrameOf8MiBPlusOneIsFatal(t *testing.T) {
 	p := newFramePeer(t)
 	p.send(t, frameOfLength(FrameBytes+1))
-	checkErrorFrame(t, p.answer(t), CodeDomain, ReasonFrameTooLarge, false, 0)
+	checkErrorFrame(t, p.answer(t), codeDomain, ReasonFrameTooLarge, false, 0)
 	<-p.conn.Done()
 	if err := p.conn.Err(); !errorsIsReason(err, ReasonFrameTooLarge) {
 		t.Fatalf("terminal error %v, want frame_too_large", err)

@@ -285,13 +285,13 @@ func TestConnHandlerErrorsTravelPerD7(t *testing.T) {
 	_, peer := newPipeConn(t, h, ConnOptions{})
 
 	peer.send(t, `{"jsonrpc":"2.0","id":1,"method":"protocol"}`)
-	wantError(t, peer.recv(t), "1", CodeInvalidParams, "field x is missing", ReasonInvalidParams)
+	wantError(t, peer.recv(t), "1", codeInvalidParams, "field x is missing", ReasonInvalidParams)
 	peer.send(t, `{"jsonrpc":"2.0","id":2,"method":"reason"}`)
-	wantError(t, peer.recv(t), "2", CodeDomain, ReasonStreamGap.Message(), ReasonStreamGap)
+	wantError(t, peer.recv(t), "2", codeDomain, ReasonStreamGap.Message(), ReasonStreamGap)
 	peer.send(t, `{"jsonrpc":"2.0","id":3,"method":"plain"}`)
-	wantError(t, peer.recv(t), "3", CodeInternal, ReasonInternal.Message(), ReasonInternal)
+	wantError(t, peer.recv(t), "3", codeInternal, ReasonInternal.Message(), ReasonInternal)
 	peer.send(t, `{"jsonrpc":"2.0","id":4,"method":"unencodable"}`)
-	wantError(t, peer.recv(t), "4", CodeInternal, ReasonInternal.Message(), ReasonInternal)
+	wantError(t, peer.recv(t), "4", codeInternal, ReasonInternal.Message(), ReasonInternal)
 	peer.send(t, `{"jsonrpc":"2.0","id":5,"method":"nil"}`)
 	if f := peer.recv(t); string(f.ID) != "5" || string(f.Result) != "{}" {
 		t.Errorf("nil result: got %+v, want id 5 result {}", f)
@@ -302,7 +302,7 @@ func TestConnNilHandlerAnswersUnknownMethod(t *testing.T) {
 	hangWatchdog(t)
 	_, peer := newPipeConn(t, nil, ConnOptions{})
 	peer.send(t, `{"jsonrpc":"2.0","id":7,"method":"x/y"}`)
-	wantError(t, peer.recv(t), "7", CodeMethodNotFound, "method not found: x/y", ReasonUnknownMethod)
+	wantError(t, peer.recv(t), "7", codeMethodNotFound, "method not found: x/y", ReasonUnknownMethod)
 }
 
 func TestConnD2OversizedHandlerResponseIsReplaced(t *testing.T) {
@@ -312,98 +312,7 @@ func TestConnD2OversizedHandlerResponseIsReplaced(t *testing.T) {
 	}}
 	_, peer := newPipeConn(t, h, ConnOptions{})
 	peer.send(t, `{"jsonrpc":"2.0","id":1,"method":"huge"}`)
-	wantError(t, peer.recv(t), "1", CodeInternal, "response exceeds frame size limit", "")
-}
-
-func TestConnD6GateRejectionAnswersRequestsWithoutRunningHandlers(t *testing.T) {
-	hangWatchdog(t)
-	ran := make(chan string, 10)
-	h := funcHandler{
-		request: func(_ context.Context, method string, _ json.RawMessage) (any, error) {
-			ran <- method
-			return "ok", nil
-		},
-		notification: func(_ context.Context, method string, _ json.RawMessage) { ran <- method },
-	}
-	type seen struct {
-		kind  MessageKind
-		frame bool
-	}
-	gateSaw := make(chan seen, 10)
-	gate := func(m *Message, fe *FrameError) error {
-		if fe != nil {
-			gateSaw <- seen{fe.Kind, true}
-			return NewError(ReasonProtocolError, "malformed before the barrier")
-		}
-		gateSaw <- seen{m.Kind, false}
-		if m.Method == "allowed" {
-			return nil
-		}
-		return NewError(ReasonProtocolError, "not yet")
-	}
-	c, peer := newPipeConn(t, h, ConnOptions{Gate: gate})
-
-	peer.send(t, `{"jsonrpc":"2.0","method":"blocked/notification"}`)
-	peer.send(t, `{"jsonrpc":"2.0","id":77,"result":{}}`)
-	peer.send(t, `{"jsonrpc":"2.0","id":1,"method":"blocked"}`)
-	wantError(t, peer.recv(t), "1", CodeInvalidRequest, "not yet", ReasonProtocolError)
-	peer.send(t, `{"jsonrpc":"2.0","id":2,"method":"blocked","params":[1]}`) // malformed, id readable
-	wantError(t, peer.recv(t), "2", CodeInvalidRequest, "malformed before the barrier", ReasonProtocolError)
-	peer.send(t, `{"jsonrpc":"2.0","id":3,"method":"allowed"}`)
-	if f := peer.recv(t); string(f.ID) != "3" || string(f.Result) != `"ok"` {
-		t.Errorf("allowed request: got %+v, want id 3 result \"ok\"", f)
-	}
-
-	if got := <-ran; got != "allowed" {
-		t.Errorf("handler ran for %q, want only \"allowed\"", got)
-	}
-	select {
-	case got := <-ran:
-		t.Errorf("handler also ran for %q", got)
-	default:
-	}
-	want := []seen{{KindNotification, false}, {KindResponse, false}, {KindRequest, false}, {KindRequest, true}, {KindRequest, false}}
-	for i, w := range want {
-		if got := <-gateSaw; got != w {
-			t.Errorf("gate call %d: got %+v, want %+v", i, got, w)
-		}
-	}
-	if got := c.Stats().UnknownResponses; got != 0 {
-		t.Errorf("UnknownResponses: got %d, want 0 (the gated response is not dispatched)", got)
-	}
-}
-
-func TestConnD6GatePoisonWritesTheRejectionBeforeTheEnd(t *testing.T) {
-	hangWatchdog(t)
-	poison := errors.New("poisoned: request before extension/initialized")
-	var c *Conn
-	gate := func(m *Message, fe *FrameError) error {
-		c.Fail(poison)
-		return NewError(ReasonProtocolError, "request before extension/initialized")
-	}
-	handlerRan := make(chan struct{}, 1)
-	h := funcHandler{request: func(context.Context, string, json.RawMessage) (any, error) {
-		handlerRan <- struct{}{}
-		return nil, nil
-	}}
-	// A long drain timeout keeps the test independent of how fast the
-	// peer reads; the drain ends as soon as the rejection is written.
-	c, peer := newPipeConn(t, h, ConnOptions{Gate: gate, WriterDrainTimeout: time.Minute})
-
-	peer.send(t, `{"jsonrpc":"2.0","id":1,"method":"too/early"}`)
-	wantError(t, peer.recv(t), "1", CodeInvalidRequest, "request before extension/initialized", ReasonProtocolError)
-	if _, err := peer.in.ReadBytes('\n'); err != io.EOF {
-		t.Errorf("after the rejection: got %v, want io.EOF (the writer closed)", err)
-	}
-	<-c.Done()
-	if err := c.Err(); err != poison {
-		t.Errorf("Err: got %v, want the Gate's %v", err, poison)
-	}
-	select {
-	case <-handlerRan:
-		t.Error("the handler ran for a rejected request")
-	default:
-	}
+	wantError(t, peer.recv(t), "1", codeInternal, "response exceeds frame size limit", "")
 }
 
 func TestConnD2OversizedOutboundFailsOnlyThatCall(t *testing.T) {
@@ -417,7 +326,7 @@ func TestConnD2OversizedOutboundFailsOnlyThatCall(t *testing.T) {
 	if err := c.Notify(context.Background(), "huge", huge); !errors.Is(err, ReasonFrameTooLarge) {
 		t.Errorf("oversized Notify: got %v, want reason frame_too_large", err)
 	}
-	if err := c.TryNotify("huge", huge); !errors.Is(err, ReasonFrameTooLarge) {
+	if err := c.tryNotify("huge", huge); !errors.Is(err, ReasonFrameTooLarge) {
 		t.Errorf("oversized TryNotify: got %v, want reason frame_too_large", err)
 	}
 
@@ -449,7 +358,7 @@ func TestConnD2OversizedInboundFrameIsFatal(t *testing.T) {
 		_, err := peer.out.Write(bytes.Repeat([]byte{'x'}, FrameBytes+1))
 		written <- err
 	}()
-	wantError(t, peer.recv(t), "null", CodeDomain, "", ReasonFrameTooLarge)
+	wantError(t, peer.recv(t), "null", codeDomain, "", ReasonFrameTooLarge)
 	<-c.Done()
 	var e *Error
 	if err := c.Err(); !errors.As(err, &e) || e.Reason != ReasonFrameTooLarge {
@@ -483,11 +392,11 @@ func TestConnMalformedFramesAnsweredAndConnectionKept(t *testing.T) {
 		id   string
 		code int
 	}{
-		{`{"jsonrpc":"2.0",`, "null", CodeParseError},
-		{`[{"jsonrpc":"2.0","id":1,"method":"m"}]`, "null", CodeInvalidRequest},
-		{`{"jsonrpc":"1.0","id":5,"method":"m"}`, "5", CodeInvalidRequest},
-		{`{"jsonrpc":"2.0","id":"5","method":"m"}`, "null", CodeInvalidRequest},
-		{`{"jsonrpc":"2.0","method":"m","params":[1]}`, "null", CodeInvalidRequest},
+		{`{"jsonrpc":"2.0",`, "null", codeParseError},
+		{`[{"jsonrpc":"2.0","id":1,"method":"m"}]`, "null", codeInvalidRequest},
+		{`{"jsonrpc":"1.0","id":5,"method":"m"}`, "5", codeInvalidRequest},
+		{`{"jsonrpc":"2.0","id":"5","method":"m"}`, "null", codeInvalidRequest},
+		{`{"jsonrpc":"2.0","method":"m","params":[1]}`, "null", codeInvalidRequest},
 	}
 	for _, tt := range tests {
 		peer.send(t, tt.line)

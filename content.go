@@ -9,7 +9,7 @@ type ContentEncoding string
 // EncodingUTF8 is the only v1 content encoding.
 const EncodingUTF8 ContentEncoding = "utf8"
 
-func (ContentEncoding) enumValues() []string { return []string{"utf8"} }
+func (ContentEncoding) enumValues() []string { return enumStrings(EncodingUTF8) }
 
 // ExternalizedField describes one payload field moved into the host's
 // content store (D22): its JSON pointer, content ref, size and hash.

@@ -74,12 +74,8 @@ func validInstance(n *vnode, depth int) any {
 	switch n.kind {
 	case vObject:
 		obj := map[string]any{}
-		if n.open {
-			if n.addl != nil {
-				obj["k"] = validInstance(n.addl, depth+1)
-			} else {
-				obj["k"] = 1
-			}
+		if n.isMap {
+			obj["k"] = validInstance(n.elem, depth+1)
 			return obj
 		}
 		for _, p := range n.props {
@@ -87,10 +83,7 @@ func validInstance(n *vnode, depth int) any {
 		}
 		return obj
 	case vArray:
-		if n.items == nil {
-			return []any{1}
-		}
-		return []any{validInstance(n.items, depth+1)}
+		return []any{validInstance(n.elem, depth+1)}
 	case vString:
 		if n.enum != nil {
 			return n.enum[0]
@@ -111,14 +104,27 @@ func validInstance(n *vnode, depth int) any {
 
 func propInstance(owner *vnode, p vprop, depth int) any {
 	switch {
-	case p.sha256:
+	case p.node.sha256:
 		return strings.Repeat("ab", 32)
-	case p.object:
+	case p.node.object:
 		return map[string]any{"type": "object"}
 	case owner.def == "ProviderChunk" && p.name == "type":
 		return string(ChunkError) // every member present is legal only for an error chunk
 	}
 	return validInstance(p.node, depth+1)
+}
+
+// compiledDefs returns the node of every $def, by name.
+func compiledDefs() map[string]*vnode {
+	out := map[string]*vnode{}
+	for name, t := range dtoTypes() {
+		n, err := typeNode(t)
+		if err != nil {
+			panic(err)
+		}
+		out[name] = n
+	}
+	return out
 }
 
 func mustJSON(t *testing.T, v any) []byte {
@@ -160,7 +166,7 @@ func expectRejection(t *testing.T, def string, doc []byte, pointer, msgPart stri
 // each wrong JSON type and each enum violation is rejected, and the error
 // names the JSON pointer of the offending member.
 func TestEveryDefRejectsEachViolation(t *testing.T) {
-	defs := compiledSchema()
+	defs := compiledDefs()
 	if len(defs) != 41 {
 		t.Fatalf("%d compiled defs, want 41", len(defs))
 	}
@@ -188,7 +194,7 @@ func TestEveryDefRejectsEachViolation(t *testing.T) {
 				if n.required&(1<<i) != 0 {
 					expectRejection(t, name, mutate(func(m map[string]any) { delete(m, p.name) }), "/"+p.name, "missing required member")
 				}
-				if p.node.kind != vAny && !p.object {
+				if p.node.kind != vAny && !p.node.object {
 					expectRejection(t, name, mutate(func(m map[string]any) { m[p.name] = wrongType(p.node) }), "/"+p.name, "want ")
 				}
 				if p.node.enum != nil {
@@ -214,7 +220,7 @@ func TestStrictRulesBeyondTheSchemaD3(t *testing.T) {
 		{"Unicode folding variant", "InterceptParams", `{"event":"tool.before","seq":1,"payload":{},"timeoutMillis":0,"timeoutMilliſ":1}`, "/timeoutMilliſ", "case-sensitive"},
 		{"duplicate member", "InterceptResult", `{"decision":"continue","decision":"block"}`, "/decision", "duplicate member"},
 		{"duplicate member through an escape", "InterceptResult", `{"decision":"continue","\u0064ecision":"block"}`, "/decision", "duplicate member"},
-		{"duplicate inside a free-form payload", "InterceptResult", `{"decision":"replace","replacement":{"a":1,"a":2}}`, "/replacement", "duplicate member"},
+		{"duplicate inside a free-form payload", "InterceptResult", `{"decision":"replace","replacement":{"a":1,"a":2}}`, "/replacement/a", "duplicate member"},
 		{"duplicate inside a map", "UISubmitParams", `{"surfaceId":"f","sessionId":"s","generation":1,"values":{"k":1,"k":2}}`, "/values/k", "duplicate member"},
 		{"null for an optional member", "InterceptResult", `{"decision":"continue","externalized":null}`, "/externalized", "null is not allowed"},
 		{"null for a required member", "ResourcesChangedParams", `{"paths":null}`, "/paths", "null is not allowed"},

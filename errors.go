@@ -6,16 +6,16 @@ import (
 	"fmt"
 )
 
-// JSON-RPC 2.0 error codes used by the protocol. The domain reasons of the
-// frozen table all use [CodeDomain]; the others follow JSON-RPC 2.0.
+// JSON-RPC 2.0 error codes used by the protocol (PROTOCOL.md §8). The
+// domain reasons of the frozen table all use codeDomain.
 const (
-	CodeParseError     = -32700 // the line is not JSON
-	CodeInvalidRequest = -32600 // the envelope is not a valid request or response
-	CodeMethodNotFound = -32601 // the method is not registered
-	CodeInvalidParams  = -32602 // the params do not match the method's $def
-	CodeInternal       = -32603 // the handler failed
-	CodeServerBusy     = -32099 // too many inbound requests in flight
-	CodeDomain         = -32000 // every other frozen reason
+	codeParseError     = -32700 // the line is not JSON
+	codeInvalidRequest = -32600 // the envelope is not a valid request or response
+	codeMethodNotFound = -32601 // the method is not registered
+	codeInvalidParams  = -32602 // the params do not match the method's $def
+	codeInternal       = -32603 // the handler failed
+	codeServerBusy     = -32099 // too many inbound requests in flight
+	codeDomain         = -32000 // every other frozen reason
 )
 
 // Reason is one of the 14 frozen error reasons of v1 (D7). It is carried in
@@ -47,72 +47,60 @@ const (
 
 // reasonInfo is one row of the frozen reason table.
 type reasonInfo struct {
+	reason    Reason
 	code      int
 	retryable bool
 	message   string
 }
 
-// reasonTable returns the frozen row of r and whether r is one of the 14.
-func reasonTable(r Reason) (reasonInfo, bool) {
-	switch r {
-	case ReasonCapabilityNotDeclared:
-		return reasonInfo{CodeDomain, false, "The extension used a capability its manifest did not declare."}, true
-	case ReasonContentRefExpired:
-		return reasonInfo{CodeDomain, true, "The referenced content has expired."}, true
-	case ReasonFrameTooLarge:
-		return reasonInfo{CodeDomain, false, "The frame exceeds the frozen protocol size limit."}, true
-	case ReasonInterceptTimeout:
-		return reasonInfo{CodeDomain, true, "The extension did not answer an intercept within its timeout."}, true
-	case ReasonInternal:
-		return reasonInfo{CodeInternal, true, "An internal extension protocol error occurred."}, true
-	case ReasonInvalidParams:
-		return reasonInfo{CodeInvalidParams, false, "The params do not match the registered method schema."}, true
-	case ReasonProtocolError:
-		return reasonInfo{CodeInvalidRequest, false, "The extension protocol frame or envelope is invalid."}, true
-	case ReasonProviderFailed:
-		return reasonInfo{CodeDomain, true, "The extension provider stream failed."}, true
-	case ReasonProviderInterrupted:
-		return reasonInfo{CodeDomain, true, "The extension provider stream was interrupted."}, true
-	case ReasonShutdownTimeout:
-		return reasonInfo{CodeDomain, true, "The extension did not shut down within the requested timeout."}, true
-	case ReasonStreamCancelled:
-		return reasonInfo{CodeDomain, false, "The provider stream was cancelled."}, true
-	case ReasonStreamGap:
-		return reasonInfo{CodeDomain, true, "A provider stream chunk is missing from the ordered sequence."}, true
-	case ReasonUnknownMethod:
-		return reasonInfo{CodeMethodNotFound, false, "The method is not registered in Extension Protocol v1."}, true
-	case ReasonUnsupportedVersion:
-		return reasonInfo{CodeDomain, false, "The peer's extension protocol version is not supported."}, true
+// reasons is the frozen reason table, sorted by reason as in the schema.
+var reasons = []reasonInfo{
+	{ReasonCapabilityNotDeclared, codeDomain, false, "The extension used a capability its manifest did not declare."},
+	{ReasonContentRefExpired, codeDomain, true, "The referenced content has expired."},
+	{ReasonFrameTooLarge, codeDomain, false, "The frame exceeds the frozen protocol size limit."},
+	{ReasonInterceptTimeout, codeDomain, true, "The extension did not answer an intercept within its timeout."},
+	{ReasonInternal, codeInternal, true, "An internal extension protocol error occurred."},
+	{ReasonInvalidParams, codeInvalidParams, false, "The params do not match the registered method schema."},
+	{ReasonProtocolError, codeInvalidRequest, false, "The extension protocol frame or envelope is invalid."},
+	{ReasonProviderFailed, codeDomain, true, "The extension provider stream failed."},
+	{ReasonProviderInterrupted, codeDomain, true, "The extension provider stream was interrupted."},
+	{ReasonShutdownTimeout, codeDomain, true, "The extension did not shut down within the requested timeout."},
+	{ReasonStreamCancelled, codeDomain, false, "The provider stream was cancelled."},
+	{ReasonStreamGap, codeDomain, true, "A provider stream chunk is missing from the ordered sequence."},
+	{ReasonUnknownMethod, codeMethodNotFound, false, "The method is not registered in Extension Protocol v1."},
+	{ReasonUnsupportedVersion, codeDomain, false, "The peer's extension protocol version is not supported."},
+}
+
+// info returns the frozen row of r and whether r is one of the 14.
+func (r Reason) info() (reasonInfo, bool) {
+	for _, row := range reasons {
+		if row.reason == r {
+			return row, true
+		}
 	}
-	return reasonInfo{}, false
+	return reasonInfo{code: codeInternal}, false
 }
 
 // Reasons returns the 14 frozen reasons sorted by name, as in the schema.
 func Reasons() []Reason {
-	return []Reason{
-		ReasonCapabilityNotDeclared, ReasonContentRefExpired, ReasonFrameTooLarge,
-		ReasonInterceptTimeout, ReasonInternal, ReasonInvalidParams, ReasonProtocolError,
-		ReasonProviderFailed, ReasonProviderInterrupted, ReasonShutdownTimeout,
-		ReasonStreamCancelled, ReasonStreamGap, ReasonUnknownMethod, ReasonUnsupportedVersion,
+	out := make([]Reason, len(reasons))
+	for i, row := range reasons {
+		out[i] = row.reason
 	}
+	return out
 }
 
 // Valid reports whether r is one of the 14 frozen reasons.
-func (r Reason) Valid() bool { _, ok := reasonTable(r); return ok }
+func (r Reason) Valid() bool { _, ok := r.info(); return ok }
 
-// Code returns the JSON-RPC error code of r, or [CodeInternal] if r is not frozen.
-func (r Reason) Code() int {
-	if info, ok := reasonTable(r); ok {
-		return info.code
-	}
-	return CodeInternal
-}
+// Code returns the JSON-RPC error code of r, or -32603 if r is not frozen.
+func (r Reason) Code() int { info, _ := r.info(); return info.code }
 
 // Retryable returns the frozen retryable flag of r.
-func (r Reason) Retryable() bool { info, _ := reasonTable(r); return info.retryable }
+func (r Reason) Retryable() bool { info, _ := r.info(); return info.retryable }
 
 // Message returns the frozen generic message of r.
-func (r Reason) Message() string { info, _ := reasonTable(r); return info.message }
+func (r Reason) Message() string { info, _ := r.info(); return info.message }
 
 // Error makes a Reason usable as an errors.Is target; it returns the reason name.
 func (r Reason) Error() string { return string(r) }
@@ -199,11 +187,16 @@ func (e *Error) Is(target error) bool {
 	return false
 }
 
-// errorData is the data member of a protocol error on the wire (D7).
+// errorData is the data member of a protocol error (D7). Senders emit
+// exactly reason and retryable; a receiver also accepts an optional string
+// action, which it ignores, and tolerates other members.
 type errorData struct {
 	Reason    Reason `json:"reason"`
 	Retryable bool   `json:"retryable"`
+	Action    string `json:"action,omitempty"`
 }
+
+func (errorData) objectMode() objectMode { return open }
 
 // wireError is the JSON-RPC error object as it is encoded.
 type wireError struct {
@@ -226,7 +219,7 @@ func (e *Error) toWire() wireError {
 
 // asWireError converts any handler error into the *Error that is sent. A
 // protocol error travels as is; anything else becomes the frozen internal
-// error, and its text stays local (CONTRACT-NOTES §9.3).
+// error, and its text stays local (PROTOCOL.md §8.3).
 func asWireError(err error) *Error {
 	var e *Error
 	if errors.As(err, &e) {

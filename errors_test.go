@@ -19,8 +19,8 @@ func TestErrorsIsMatchesByReasonD7(t *testing.T) {
 	if !errors.Is(wrapped, NewError(ReasonProviderInterrupted, "another message")) {
 		t.Error("errors.Is(*Error with the same reason, other message) = false: matching must ignore the message")
 	}
-	busy := &Error{Code: CodeServerBusy, Message: "server busy"}
-	if !errors.Is(busy, &Error{Code: CodeServerBusy}) || errors.Is(busy, ReasonInternal) {
+	busy := &Error{Code: codeServerBusy, Message: "server busy"}
+	if !errors.Is(busy, &Error{Code: codeServerBusy}) || errors.Is(busy, ReasonInternal) {
 		t.Error("reason-less errors match by code only")
 	}
 }
@@ -31,8 +31,8 @@ func TestErrorsIsMatchesDecodedPeerErrorsD7(t *testing.T) {
 	if fe != nil {
 		t.Fatal(fe)
 	}
-	if !errors.Is(m.Error, ReasonContentRefExpired) || !m.Error.Retryable() {
-		t.Fatalf("decoded %v, want content_ref_expired, retryable", m.Error)
+	if !errors.Is(m.err, ReasonContentRefExpired) || !m.err.Retryable() {
+		t.Fatalf("decoded %v, want content_ref_expired, retryable", m.err)
 	}
 }
 
@@ -69,10 +69,10 @@ func TestPeerErrorDataIsTrustedOnlyWhenFrozenD7(t *testing.T) {
 }
 
 func TestErrorFrameCarriesExactlyReasonAndRetryableD7(t *testing.T) {
-	id := ID(3)
+	id := msgID(3)
 	frame := encodeError(&id, NewError(ReasonStreamGap, "missing chunk 2"))
 	var got struct {
-		ID    ID `json:"id"`
+		ID    msgID `json:"id"`
 		Error struct {
 			Code    int            `json:"code"`
 			Message string         `json:"message"`
@@ -82,7 +82,7 @@ func TestErrorFrameCarriesExactlyReasonAndRetryableD7(t *testing.T) {
 	if err := json.Unmarshal(frame, &got); err != nil {
 		t.Fatal(err)
 	}
-	if got.ID != 3 || got.Error.Code != CodeDomain || len(got.Error.Data) != 2 ||
+	if got.ID != 3 || got.Error.Code != codeDomain || len(got.Error.Data) != 2 ||
 		got.Error.Data["reason"] != "stream_gap" || got.Error.Data["retryable"] != true {
 		t.Fatalf("frame %s", frame)
 	}

@@ -447,7 +447,7 @@ func fixtureVerdict() {
 				return sdk.Block(strconv.FormatInt(c.Timeout.Milliseconds(), 10)), nil
 			case "append":
 				var doc map[string]any
-				if err := c.Decode(&doc); err != nil {
+				if err := json.Unmarshal(c.Payload, &doc); err != nil {
 					return sdk.Verdict{}, err
 				}
 				for _, key := range []string{"text", "prompt"} {

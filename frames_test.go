@@ -18,7 +18,7 @@ type frameCase struct {
 	code   int
 	reason Reason
 	echo   bool
-	id     ID
+	id     msgID
 
 	dropped bool // rejected by the envelope rules but never answered
 
@@ -38,24 +38,24 @@ func req(id, rest string) string {
 // table of conn_frames_test.go.
 func adversarialFrames() []frameCase {
 	invalid := func(name, frame string) frameCase {
-		return frameCase{name: name, frame: frame, reply: "error", code: CodeInvalidRequest, reason: ReasonProtocolError}
+		return frameCase{name: name, frame: frame, reply: "error", code: codeInvalidRequest, reason: ReasonProtocolError}
 	}
-	invalidEcho := func(name, frame string, id ID) frameCase {
+	invalidEcho := func(name, frame string, id msgID) frameCase {
 		c := invalid(name, frame)
 		c.echo, c.id = true, id
 		return c
 	}
 	parse := func(name, frame string) frameCase {
-		return frameCase{name: name, frame: frame, reply: "error", code: CodeParseError, reason: ReasonProtocolError}
+		return frameCase{name: name, frame: frame, reply: "error", code: codeParseError, reason: ReasonProtocolError}
 	}
-	badParams := func(name, frame string, id ID) frameCase {
-		return frameCase{name: name, frame: frame, reply: "error", code: CodeInvalidParams, reason: ReasonInvalidParams, echo: true, id: id}
+	badParams := func(name, frame string, id msgID) frameCase {
+		return frameCase{name: name, frame: frame, reply: "error", code: codeInvalidParams, reason: ReasonInvalidParams, echo: true, id: id}
 	}
 	// dropped: a malformed response is never answered (CONTRACT-NOTES §1.2).
-	dropped := func(name, frame string, id ID) frameCase {
-		return frameCase{name: name, frame: frame, dropped: true, code: CodeInvalidRequest, reason: ReasonProtocolError, echo: id != 0, id: id}
+	dropped := func(name, frame string, id msgID) frameCase {
+		return frameCase{name: name, frame: frame, dropped: true, code: codeInvalidRequest, reason: ReasonProtocolError, echo: id != 0, id: id}
 	}
-	ok := func(name, frame string, id ID) frameCase {
+	ok := func(name, frame string, id msgID) frameCase {
 		return frameCase{name: name, frame: frame, reply: "result", echo: true, id: id}
 	}
 	deep := strings.Repeat("[", 100000) + strings.Repeat("]", 100000)
@@ -157,7 +157,7 @@ func adversarialFrames() []frameCase {
 		invalid("empty object", `{}`),
 
 		// Unknown methods and stray traffic.
-		{name: "unknown method", frame: `{"jsonrpc":"2.0","id":46,"method":"extension/bogus","params":{}}`, reply: "error", code: CodeMethodNotFound, reason: ReasonUnknownMethod, echo: true, id: 46},
+		{name: "unknown method", frame: `{"jsonrpc":"2.0","id":46,"method":"extension/bogus","params":{}}`, reply: "error", code: codeMethodNotFound, reason: ReasonUnknownMethod, echo: true, id: 46},
 		{name: "unknown notification is dropped", frame: `{"jsonrpc":"2.0","method":"extension/bogus","params":{}}`},
 		{name: "response to an unknown id is dropped (D4)", frame: `{"jsonrpc":"2.0","id":999,"result":{}}`},
 		{name: "error response to an unknown id is dropped", frame: `{"jsonrpc":"2.0","id":998,"error":{"code":-32000,"message":"m","data":{"reason":"internal","retryable":true}}}`},
@@ -177,27 +177,27 @@ func TestDecodeMessageAdversarialFrames(t *testing.T) {
 	for _, c := range adversarialFrames() {
 		t.Run(c.name, func(t *testing.T) {
 			m, fe := decodeMessage([]byte(strings.TrimRight(strings.Trim(c.frame, " \t"), "\r")))
-			envelopeError := c.dropped || c.reply == "error" && (c.code == CodeInvalidRequest || c.code == CodeParseError)
+			envelopeError := c.dropped || c.reply == "error" && (c.code == codeInvalidRequest || c.code == codeParseError)
 			if !envelopeError {
 				if fe != nil {
 					t.Fatalf("decodeMessage rejected a frame the envelope admits: %v", fe)
 				}
-				if c.echo && m.ID != c.id {
-					t.Fatalf("decoded id %d, want %d", m.ID, c.id)
+				if c.echo && m.id != c.id {
+					t.Fatalf("decoded id %d, want %d", m.id, c.id)
 				}
 				return
 			}
 			if fe == nil {
-				t.Fatalf("decodeMessage accepted %.80q as %v", c.frame, m.Kind)
+				t.Fatalf("decodeMessage accepted %.80q as %v", c.frame, m.kind)
 			}
-			if fe.Err.Code != c.code || fe.Err.Reason != c.reason {
-				t.Fatalf("got code %d reason %s (%v), want code %d reason %s", fe.Err.Code, fe.Err.Reason, fe.Err, c.code, c.reason)
+			if fe.err.Code != c.code || fe.err.Reason != c.reason {
+				t.Fatalf("got code %d reason %s (%v), want code %d reason %s", fe.err.Code, fe.err.Reason, fe.err, c.code, c.reason)
 			}
-			if c.dropped != (fe.Kind == KindResponse) {
-				t.Fatalf("response-shaped %v, want %v", fe.Kind == KindResponse, c.dropped)
+			if c.dropped != (fe.kind == kindResponse) {
+				t.Fatalf("response-shaped %v, want %v", fe.kind == kindResponse, c.dropped)
 			}
-			if fe.HasID != c.echo || (c.echo && fe.ID != c.id) {
-				t.Fatalf("got id echo %v %d, want %v %d", fe.HasID, fe.ID, c.echo, c.id)
+			if fe.hasID != c.echo || (c.echo && fe.id != c.id) {
+				t.Fatalf("got id echo %v %d, want %v %d", fe.hasID, fe.id, c.echo, c.id)
 			}
 		})
 	}

@@ -46,8 +46,8 @@ func FuzzDecodeMessage(f *testing.F) {
 	f.Fuzz(func(t *testing.T, line []byte) {
 		m, fe := decodeMessage(line)
 		if fe != nil {
-			if fe.Err == nil || fe.Err.Reason != ReasonProtocolError {
-				t.Fatalf("a rejected frame must answer protocol_error, got %v", fe.Err)
+			if fe.err == nil || fe.err.Reason != ReasonProtocolError {
+				t.Fatalf("a rejected frame must answer protocol_error, got %v", fe.err)
 			}
 			return
 		}
@@ -56,20 +56,20 @@ func FuzzDecodeMessage(f *testing.F) {
 		}
 		var again []byte
 		var err error
-		switch m.Kind {
-		case KindRequest:
-			id := m.ID
-			again, err = encodeRequest(&id, m.Method, m.Params)
-		case KindNotification:
-			again, err = encodeRequest(nil, m.Method, m.Params)
-		case KindResponse:
-			if m.Error != nil {
-				again = encodeError(&m.ID, m.Error)
+		switch m.kind {
+		case kindRequest:
+			id := m.id
+			again, err = encodeRequest(&id, m.method, m.params)
+		case kindNotification:
+			again, err = encodeRequest(nil, m.method, m.params)
+		case kindResponse:
+			if m.err != nil {
+				again = encodeError(&m.id, m.err)
 			} else {
-				again, err = encodeResult(m.ID, m.Result)
+				again, err = encodeResult(m.id, m.result)
 			}
 		default:
-			t.Fatalf("accepted a message of kind %v", m.Kind)
+			t.Fatalf("accepted a message of kind %v", m.kind)
 		}
 		if err != nil {
 			t.Fatalf("re-encoding %+v: %v", m, err)
@@ -78,13 +78,13 @@ func FuzzDecodeMessage(f *testing.F) {
 		if fe != nil {
 			t.Fatalf("re-encoded frame %q rejected: %v", again, fe)
 		}
-		if m.Kind != m2.Kind || m.ID != m2.ID || m.Method != m2.Method || (m.Error == nil) != (m2.Error == nil) {
+		if m.kind != m2.kind || m.id != m2.id || m.method != m2.method || (m.err == nil) != (m2.err == nil) {
 			t.Fatalf("round trip changed the message:\n%+v\n%+v", m, m2)
 		}
-		if m.Params == nil && m.Kind != KindResponse {
-			m.Params = json.RawMessage("{}") // encodeRequest sends {} for absent params
+		if m.params == nil && m.kind != kindResponse {
+			m.params = json.RawMessage("{}") // encodeRequest sends {} for absent params
 		}
-		if !jsonEqual(m.Params, m2.Params) || !jsonEqual(m.Result, m2.Result) {
+		if !jsonEqual(m.params, m2.params) || !jsonEqual(m.result, m2.result) {
 			t.Fatalf("round trip changed params or result:\n%+v\n%+v", m, m2)
 		}
 	})
@@ -105,7 +105,7 @@ func jsonEqual(a, b []byte) bool {
 // decode into the DTO; and the DTO re-encodes to a document that is valid
 // again.
 func FuzzValidate(f *testing.F) {
-	defs := compiledSchema()
+	defs := compiledDefs()
 	types := dtoTypes()
 	names := make([]string, 0, len(defs))
 	for n := range defs {

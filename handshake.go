@@ -21,7 +21,9 @@ const (
 	UIHostTUI      UIHost = "tui"
 )
 
-func (UIHost) enumValues() []string { return []string{"acp", "desktop", "headless", "tui"} }
+func (UIHost) enumValues() []string {
+	return enumStrings(UIHostACP, UIHostDesktop, UIHostHeadless, UIHostTUI)
+}
 
 // InitializeParams are the params of extension/initialize.
 type InitializeParams struct {

@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"sync"
 	"testing"
@@ -91,57 +89,13 @@ func TestConnDropOverflowingNotificationsKeepsTheConnection(t *testing.T) {
 func TestConnErrorWithInvalidDataIsStillAnswered(t *testing.T) {
 	hangWatchdog(t)
 	h := funcHandler{request: func(context.Context, string, json.RawMessage) (any, error) {
-		return nil, &Error{Code: CodeDomain, Message: "custom", Data: json.RawMessage("{bad")}
+		return nil, &Error{Code: codeDomain, Message: "custom", Data: json.RawMessage("{bad")}
 	}}
 	_, peer := newPipeConn(t, h, ConnOptions{Tap: func(bool, []byte) {}})
 	peer.send(t, `{"jsonrpc":"2.0","id":1,"method":"x"}`)
 	f := peer.recv(t)
-	if string(f.ID) != "1" || f.Error == nil || f.Error.Code != CodeDomain || f.Error.Message != "custom" || f.Error.Data != nil {
+	if string(f.ID) != "1" || f.Error == nil || f.Error.Code != codeDomain || f.Error.Message != "custom" || f.Error.Data != nil {
 		t.Fatalf("answer: got %+v, want the error without its data", f)
-	}
-}
-
-func TestConnAfterAnswerRunsOnceTheAnswerIsWritten(t *testing.T) {
-	hangWatchdog(t)
-	end := errors.New("ended after answering")
-	var c *Conn
-	h := funcHandler{request: func(ctx context.Context, _ string, _ json.RawMessage) (any, error) {
-		AfterAnswer(ctx, func() { c.Fail(end) })
-		return map[string]bool{"accepted": true}, nil
-	}}
-	c, peer := newPipeConn(t, h, ConnOptions{})
-	peer.send(t, `{"jsonrpc":"2.0","id":1,"method":"extension/shutdown","params":{}}`)
-	if f := peer.recv(t); string(f.ID) != "1" || string(f.Result) != `{"accepted":true}` {
-		t.Errorf("answer: got %+v, want id 1 result {\"accepted\":true}", f)
-	}
-	<-c.Done()
-	if err := c.Err(); err != end {
-		t.Errorf("Err: got %v, want %v", err, end)
-	}
-	if _, err := peer.in.ReadBytes('\n'); err != io.EOF {
-		t.Errorf("after the answer: got %v, want io.EOF", err)
-	}
-}
-
-func TestAfterAnswerRunsAtOnceOutsideAHandlerOrAfterTheWrite(t *testing.T) {
-	ran := 0
-	AfterAnswer(context.Background(), func() { ran++ })
-	if ran != 1 {
-		t.Errorf("outside a handler: ran %d times, want 1 at once", ran)
-	}
-	hooks := new(answerHooks)
-	ctx := context.WithValue(context.Background(), answerHooksKey{}, hooks)
-	AfterAnswer(ctx, func() { ran++ })
-	if ran != 1 {
-		t.Errorf("before the write: ran %d times, want still 1", ran)
-	}
-	hooks.markWritten()
-	if ran != 2 {
-		t.Errorf("after the write: ran %d times, want 2", ran)
-	}
-	AfterAnswer(ctx, func() { ran++ })
-	if ran != 3 {
-		t.Errorf("added after the write: ran %d times, want 3 at once", ran)
 	}
 }
 
@@ -163,7 +117,7 @@ func TestConnHandlerPanicBecomesInternalErrorAndConnectionSurvives(t *testing.T)
 
 	peer.send(t, `{"jsonrpc":"2.0","id":1,"method":"boom"}`)
 	f := peer.recv(t)
-	wantError(t, f, "1", CodeInternal, ReasonInternal.Message(), ReasonInternal)
+	wantError(t, f, "1", codeInternal, ReasonInternal.Message(), ReasonInternal)
 	peer.send(t, `{"jsonrpc":"2.0","id":2,"method":"echo","params":{"a":1}}`)
 	if f := peer.recv(t); string(f.ID) != "2" || string(f.Result) != `{"a":1}` {
 		t.Errorf("request after the panic: got %+v, want id 2 result {\"a\":1}", f)
@@ -195,7 +149,7 @@ func TestConnServerBusyPastMaxHandlers(t *testing.T) {
 	<-entered
 	<-entered
 	peer.send(t, `{"jsonrpc":"2.0","id":3,"method":"hold"}`)
-	wantError(t, peer.recv(t), "3", CodeServerBusy, "server busy", "")
+	wantError(t, peer.recv(t), "3", codeServerBusy, "server busy", "")
 
 	close(release)
 	for range 2 {

@@ -46,7 +46,7 @@ type InstallOptions struct {
 // also from other processes, are serialized by [UpdatePackages]: the copy
 // and the record change happen under its lock.
 func Install(home, pluginDir string, opts InstallOptions) (*PackageEntry, error) {
-	m, err := LoadManifest(pluginDir)
+	m, err := loadManifest(pluginDir)
 	if err != nil {
 		name := opts.Name
 		if name == "" {
@@ -259,23 +259,4 @@ func copyFile(sr, dr *os.Root, rel string, info fs.FileInfo) error {
 		return err
 	}
 	return out.Close()
-}
-
-// InstallTemp installs pluginDir into a new temporary home, for tools such
-// as a conformance checker that must run one plugin directory: the launch
-// gate has no call that takes a command line (D8). opts.Link is forced on,
-// so the plugin runs in place; cleanup removes the temporary home and
-// never the plugin directory.
-func InstallTemp(pluginDir string, opts InstallOptions) (home string, cleanup func() error, err error) {
-	home, err = os.MkdirTemp("", "reasonix-home-*")
-	if err != nil {
-		return "", nil, err
-	}
-	cleanup = func() error { return os.RemoveAll(home) }
-	opts.Link = true
-	if _, err := Install(home, pluginDir, opts); err != nil {
-		cleanup()
-		return "", nil, err
-	}
-	return home, cleanup, nil
 }

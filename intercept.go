@@ -10,68 +10,12 @@ import (
 	"time"
 )
 
-// Interception and observation methods (CONTRACT-NOTES §5).
+// Interception and observation methods (PROTOCOL.md §4).
 const (
 	MethodIntercept        = "extension/intercept"
 	MethodEvent            = "extension/event"
 	MethodResourcesChanged = "extension/resources/changed"
 )
-
-// Point is one of the 17 frozen hook points shared by extension/intercept
-// and extension/event.
-type Point string
-
-// The 17 hook points, sorted as in the schema.
-const (
-	AgentBeforeStart      Point = "agent.before_start"
-	CompactionComplete    Point = "compaction.complete"
-	CompactionPrepare     Point = "compaction.prepare"
-	ContextPrepare        Point = "context.prepare"
-	FrontendEvent         Point = "frontend.event"
-	InputReceive          Point = "input.receive"
-	PermissionDecision    Point = "permission.decision"
-	ProviderRequestPoint  Point = "provider.request"
-	ProviderResponsePoint Point = "provider.response"
-	SessionEnd            Point = "session.end"
-	SessionLoad           Point = "session.load"
-	SessionRotate         Point = "session.rotate"
-	SessionSave           Point = "session.save"
-	SessionStart          Point = "session.start"
-	SystemPromptBuild     Point = "system_prompt.build"
-	ToolAfter             Point = "tool.after"
-	ToolBefore            Point = "tool.before"
-)
-
-// Points returns the 17 hook points, sorted.
-func Points() []Point {
-	return []Point{
-		AgentBeforeStart, CompactionComplete, CompactionPrepare, ContextPrepare,
-		FrontendEvent, InputReceive, PermissionDecision, ProviderRequestPoint,
-		ProviderResponsePoint, SessionEnd, SessionLoad, SessionRotate, SessionSave,
-		SessionStart, SystemPromptBuild, ToolAfter, ToolBefore,
-	}
-}
-
-func (Point) enumValues() []string {
-	ps := Points()
-	out := make([]string, len(ps))
-	for i, p := range ps {
-		out[i] = string(p)
-	}
-	return out
-}
-
-// Valid reports whether p is one of the 17 hook points.
-func (p Point) Valid() bool {
-	switch p {
-	case AgentBeforeStart, CompactionComplete, CompactionPrepare, ContextPrepare,
-		FrontendEvent, InputReceive, PermissionDecision, ProviderRequestPoint,
-		ProviderResponsePoint, SessionEnd, SessionLoad, SessionRotate, SessionSave,
-		SessionStart, SystemPromptBuild, ToolAfter, ToolBefore:
-		return true
-	}
-	return false
-}
 
 // Decision is an interceptor's verdict (D16).
 type Decision string
@@ -86,7 +30,7 @@ const (
 )
 
 func (Decision) enumValues() []string {
-	return []string{"allow", "block", "continue", "deny", "replace"}
+	return enumStrings(DecisionAllow, DecisionBlock, DecisionContinue, DecisionDeny, DecisionReplace)
 }
 
 // InterceptParams are the params of extension/intercept. Payload is the
@@ -119,57 +63,20 @@ type ResourcesChangedParams struct {
 	Paths []string `json:"paths"`
 }
 
-// slotOf maps a hook point to the slot whose owner has the final say there
-// (D17, CONTRACT-NOTES §5.2); "" for the points without one.
-func slotOf(p Point) string {
-	switch p {
-	case SystemPromptBuild:
-		return "system_prompt"
-	case ContextPrepare:
-		return "context"
-	case ProviderRequestPoint:
-		return "provider_request"
-	case ProviderResponsePoint:
-		return "provider_response"
-	case CompactionPrepare, CompactionComplete:
-		return "compaction"
-	case SessionStart, SessionEnd, SessionLoad, SessionSave, SessionRotate:
-		return "session_policy"
-	case PermissionDecision:
-		return "permission"
-	case FrontendEvent:
-		return "frontend_events"
-	}
-	return ""
-}
-
-// fastPoint reports whether p belongs to the 5-second family (D18).
-func fastPoint(p Point) bool {
-	return p == InputReceive || p == ToolBefore || p == ToolAfter || p == PermissionDecision
-}
-
-// InterceptBudget returns how long this host lets a plugin whose manifest
-// says runtime.timeoutMillis = manifestMillis answer one intercept at p
-// (D18): the point family's default, or the manifest's value for every
-// point when it is > 0, clamped to MaxInterceptTimeout.
-func (h *Host) InterceptBudget(p Point, manifestMillis int64) time.Duration {
-	return h.config().interceptBudget(p, manifestMillis)
-}
-
 // interceptBudget is the time one sidecar has to answer one intercept at
 // p (D18): the point's family default, or the manifest's timeoutMillis for
 // every point when it is > 0, clamped to the maximum.
-func (cfg *hostConfig) interceptBudget(p Point, manifestMillis int64) time.Duration {
+func (cfg *Host) interceptBudget(p Point, manifestMillis int64) time.Duration {
 	if manifestMillis > 0 {
-		if manifestMillis >= cfg.maxTimeout.Milliseconds() {
-			return cfg.maxTimeout // also keeps a huge value from overflowing
+		if manifestMillis >= cfg.MaxInterceptTimeout.Milliseconds() {
+			return cfg.MaxInterceptTimeout // also keeps a huge value from overflowing
 		}
 		return time.Duration(manifestMillis) * time.Millisecond
 	}
-	if fastPoint(p) {
-		return cfg.fastTimeout
+	if info, _ := p.info(); info.fast {
+		return cfg.FastInterceptTimeout
 	}
-	return cfg.slowTimeout
+	return cfg.InterceptTimeout
 }
 
 // InterceptOutcome is the result of putting one hook point through the
@@ -232,7 +139,7 @@ var ErrSlotOwnerBlocked = errors.New("the slot owner blocked the operation")
 // speaks once, last (D17).
 func (rt *Runtime) buildChains() {
 	rt.chains = map[Point][]*Sidecar{}
-	for _, p := range Points() {
+	for _, p := range points {
 		owner := rt.slots[slotOf(p)]
 		var chain []*Sidecar
 		for _, s := range rt.sidecars {
@@ -339,8 +246,8 @@ func (rt *Runtime) Intercept(ctx context.Context, p Point, payload any) (*Interc
 		var tool PermissionPayload
 		json.Unmarshal(out.Payload, &tool)
 		out.Audit = &AuditRecord{Plugin: out.PermissionBy, Point: p, Time: time.Now(), Tool: tool.Name, Reason: out.Reason}
-		if rt.cfg.onAudit != nil {
-			rt.cfg.onAudit(*out.Audit)
+		if rt.cfg.OnAudit != nil {
+			rt.cfg.OnAudit(*out.Audit)
 		}
 	}
 	return out, nil
@@ -384,7 +291,7 @@ func (rt *Runtime) rule(ctx context.Context, s *Sidecar, p Point, out *Intercept
 	switch res.Decision {
 	case DecisionContinue:
 	case DecisionBlock:
-		reason := rt.cfg.redactor.Redact(res.Reason)
+		reason := rt.cfg.Redactor.Redact(res.Reason)
 		if owner {
 			// D17: from the slot owner, block fails the operation.
 			return false, &InterceptError{Plugin: s.id, Point: p, Err: fmt.Errorf("%w: %s", ErrSlotOwnerBlocked, reason)}
@@ -396,7 +303,7 @@ func (rt *Runtime) rule(ctx context.Context, s *Sidecar, p Point, out *Intercept
 		}
 		v, err := DecodePayload(p, res.Replacement)
 		if err != nil {
-			return false, violation("invalid replacement: %s", rt.cfg.redactor.Redact(err.Error()))
+			return false, violation("invalid replacement: %s", rt.cfg.Redactor.Redact(err.Error()))
 		}
 		if pp, ok := v.(*PermissionPayload); ok && pp.HostDecision != hostDecision {
 			// D16: the host's own ruling is not the extension's to rewrite;
@@ -415,7 +322,7 @@ func (rt *Runtime) rule(ctx context.Context, s *Sidecar, p Point, out *Intercept
 		}
 		// D16, D17: the first chain ruling ends the chain; the slot owner's
 		// ruling, if any, has the final say.
-		out.Permission, out.PermissionBy, out.Reason = res.Decision, s.id, rt.cfg.redactor.Redact(res.Reason)
+		out.Permission, out.PermissionBy, out.Reason = res.Decision, s.id, rt.cfg.Redactor.Redact(res.Reason)
 		return true, nil
 	default:
 		return false, violation("unknown decision %q", res.Decision)
@@ -452,7 +359,7 @@ func (rt *Runtime) callIntercept(ctx context.Context, s *Sidecar, p Point, paylo
 	millis := max(1, (wire+time.Millisecond-1)/time.Millisecond)
 	params := InterceptParams{Event: p, Seq: s.seq.Add(1), Payload: payload, TimeoutMillis: int64(millis)}
 	var res InterceptResult
-	err := s.Call(cctx, MethodIntercept, params, &res)
+	err := s.call(cctx, MethodIntercept, params, &res)
 	switch {
 	case err == nil, ctx.Err() != nil:
 	case errors.Is(cctx.Err(), context.DeadlineExceeded):
@@ -487,7 +394,7 @@ func (rt *Runtime) Observe(p Point, payload any) error {
 		var err error = Errorf(ReasonProviderInterrupted, "extension %s is not running", id)
 		if s != nil {
 			if err = s.usable(); err == nil {
-				err = s.conn.TryNotify(MethodEvent, params)
+				err = s.conn.tryNotify(MethodEvent, params)
 			}
 		}
 		if err != nil {
@@ -503,21 +410,9 @@ func (rt *Runtime) Observe(p Point, payload any) error {
 	return nil
 }
 
-// drop counts an event plugin did not get and warns once (D20: category
-// "event", once per plugin per generation).
+// drop warns once about an event plugin did not get (D20: category
+// "event", once per plugin per generation); its connection counts it
+// (ConnStats.DroppedEvents).
 func (rt *Runtime) drop(plugin string, p Point, err error) {
-	rt.mu.Lock()
-	if rt.dropped == nil {
-		rt.dropped = map[string]uint64{}
-	}
-	rt.dropped[plugin]++
-	rt.mu.Unlock()
 	rt.warnOnce("event", plugin, fmt.Errorf("extension %s dropped the %s event: %v", plugin, p, err))
-}
-
-// DroppedEvents returns how many events for plugin were dropped (D20).
-func (rt *Runtime) DroppedEvents(plugin string) uint64 {
-	rt.mu.Lock()
-	defer rt.mu.Unlock()
-	return rt.dropped[plugin]
 }

@@ -403,10 +403,10 @@ func TestObserveNeverBlocksD20(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	dropped := rt.DroppedEvents("mute")
 	stats := rt.Sidecar("mute").Stats()
-	if dropped == 0 || dropped != stats.DroppedEvents || dropped > n {
-		t.Fatalf("runtime counted %d drops, the connection %d; want the same non-zero count", dropped, stats.DroppedEvents)
+	dropped := stats.DroppedEvents
+	if dropped == 0 || dropped > n {
+		t.Fatalf("the connection counted %d drops of %d events, want a non-zero count", dropped, n)
 	}
 	if len(warnings) != 1 || warnings[0].Plugin != "mute" || !strings.Contains(warnings[0].Err.Error(), "dropped the session.start event") {
 		t.Fatalf("warnings %v, want one for mute", warnings)

@@ -5,10 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 )
 
 // ManifestFile is the name of a plugin's manifest inside its directory.
@@ -19,10 +23,10 @@ const ManifestFile = "reasonix-plugin.json"
 // is read as v1; any other major is rejected.
 const ManifestAPIVersion = "reasonix.io/plugin/v1"
 
-// maxManifestBytes bounds the manifest file [LoadManifest] reads (1 MiB).
+// maxManifestBytes bounds the manifest file loadManifest reads (1 MiB).
 const maxManifestBytes = 1 << 20
 
-// Manifest is a parsed reasonix-plugin.json (CONTRACT-NOTES §12.1).
+// Manifest is a parsed reasonix-plugin.json (PROTOCOL.md §3.1).
 //
 // A manifest with "apiVersion" is a v1 manifest and is read strictly: an
 // unknown member at the root or in runtime, a duplicate member, a member
@@ -45,62 +49,62 @@ const maxManifestBytes = 1 << 20
 type Manifest struct {
 	// APIVersion is the apiVersion as written ([ManifestAPIVersion] or a
 	// v1 minor); empty for a legacy manifest.
-	APIVersion string
+	APIVersion string `json:"apiVersion,omitempty"`
 	// Name is the plugin's own name (required, non-blank). The plugin ID a
-	// host uses is the installed name, which may differ (CONTRACT-NOTES §4.1).
-	Name string
+	// host uses is the installed name, which may differ (PROTOCOL.md §3.1).
+	Name string `json:"name,omitempty"`
 	// Version is the plugin's version; optional.
-	Version string
+	Version string `json:"version,omitempty"`
 	// Description is a one-line description; optional.
-	Description string
+	Description string `json:"description,omitempty"`
 	// Contributes is the contributes object verbatim, or nil when absent.
 	// Its content is free-form for this package; it must be an object and
 	// may not repeat a member name anywhere inside.
-	Contributes json.RawMessage
+	Contributes json.RawMessage `json:"contributes,omitempty" proto:"object"`
 	// Runtime is the sidecar declaration, or nil for a plugin without one.
-	Runtime *RuntimeSpec
+	Runtime *RuntimeSpec `json:"runtime,omitempty"`
 }
 
-// RuntimeSpec is the runtime block of a v1 manifest: every field of
-// CONTRACT-NOTES §12.1 plus the two optional lists of D9. Nil slices and
-// maps mean the member was absent.
+// RuntimeSpec is the runtime block of a v1 manifest (PROTOCOL.md §3.1),
+// the two optional lists of D9 included. Nil slices and maps mean the
+// member was absent.
 type RuntimeSpec struct {
 	// Command is the sidecar executable as written: non-blank once
 	// trimmed, and free of control characters (NUL included) inside. It
 	// may start with ${REASONIX_PLUGIN_ROOT}; the launch gate resolves it to
-	// an absolute, non-shell path (CONTRACT-NOTES §4.1).
-	Command string
-	// Args are passed verbatim as argv[1:], never through a shell; each is
-	// non-blank and free of control characters. Unlike the other lists,
-	// args may repeat ("-v", "-v"): they are a command line, not a set.
-	Args []string
+	// an absolute, non-shell path (D8).
+	Command string `json:"command,omitempty"`
+	// Args are passed verbatim as argv[1:], never through a shell and with
+	// no placeholder expanded; each is non-blank and free of control
+	// characters. Unlike the other lists, args may repeat ("-v", "-v").
+	Args []string `json:"args,omitempty"`
 	// Env holds variables layered over the inherited environment. Keys are
 	// non-blank, contain neither '=' nor a control character, and no two
 	// differ only by case (Windows would merge them). Values may hold
 	// anything but NUL.
-	Env map[string]string
+	Env map[string]string `json:"env,omitempty"`
 	// Required makes the plugin required-class (D10, D19).
-	Required bool
+	Required bool `json:"required,omitempty"`
 	// Priority orders interceptor chains, lower first: -1000..1000,
 	// default 0 (D15).
-	Priority int
+	Priority int `json:"priority,omitempty"`
 	// Intercepts lists the hook points the plugin may subscribe to.
-	Intercepts []Point
-	// Replaces lists the slots the plugin claims (D17); see [ValidSlot].
-	Replaces []string
+	Intercepts []Point `json:"intercepts,omitempty"`
+	// Replaces lists the slots the plugin claims (D17).
+	Replaces []string `json:"replaces,omitempty"`
 	// Capabilities lists interceptors, strategies, providers and ui.
-	Capabilities []string
+	Capabilities []string `json:"capabilities,omitempty"`
 	// TimeoutMillis, when > 0, replaces every point's default timeout
 	// (clamped to 60 s at dispatch, D18); 0 keeps the defaults.
-	TimeoutMillis int64
+	TimeoutMillis int64 `json:"timeoutMillis,omitempty"`
 	// Providers optionally lists the provider refs the sidecar may declare
 	// (D9): each a plugin ref plugin/<pluginID>/<provider>/<model>, the
-	// only form a sidecar can declare (a short <provider>/<model> could
-	// never match). Non-empty only with the providers capability.
-	Providers []string
+	// only form a sidecar can declare. Non-empty only with the providers
+	// capability.
+	Providers []string `json:"providers,omitempty"`
 	// UIActions optionally lists the UI action IDs the sidecar may declare
-	// (D9); see [ValidActionID]. Non-empty only with the ui capability.
-	UIActions []string
+	// (D9). Non-empty only with the ui capability.
+	UIActions []string `json:"uiActions,omitempty"`
 }
 
 // ManifestError reports a manifest that cannot be used, naming the file,
@@ -108,8 +112,9 @@ type RuntimeSpec struct {
 type ManifestError struct {
 	// Path is the manifest file, when it was read from disk.
 	Path string
-	// Field is the offending member as a path such as "runtime.priority"
-	// or "runtime.args[1]"; empty when the document as a whole is wrong.
+	// Field is the offending member as a path such as "runtime.priority",
+	// "runtime.args[1]" or `runtime.env["K"]`; empty when the document as
+	// a whole is wrong.
 	Field string
 	// Msg says what is wrong and what to do.
 	Msg string
@@ -132,8 +137,8 @@ func (e *ManifestError) Error() string {
 // Unwrap returns the underlying cause, if any.
 func (e *ManifestError) Unwrap() error { return e.Err }
 
-// LoadManifest reads and parses <pluginDir>/reasonix-plugin.json.
-func LoadManifest(pluginDir string) (*Manifest, error) {
+// loadManifest reads and parses <pluginDir>/reasonix-plugin.json.
+func loadManifest(pluginDir string) (*Manifest, error) {
 	path := filepath.Join(pluginDir, ManifestFile)
 	data, err := readBounded(path, maxManifestBytes)
 	if err != nil {
@@ -172,30 +177,76 @@ func readBounded(path string, limit int64) ([]byte, error) {
 	return data, nil
 }
 
-// manifestRootFields are the members of a v1 manifest's root object.
-var manifestRootFields = []string{"apiVersion", "name", "version", "description", "contributes", "runtime"}
-
-// runtimeFields are the members of a v1 runtime block.
-var runtimeFields = []string{
-	"command", "args", "env", "required", "priority", "intercepts", "replaces",
-	"capabilities", "timeoutMillis", "providers", "uiActions",
+// manifestProbe is the first, lenient read of a manifest: the syntax of the
+// whole document, the root members, and whether it is a v1 manifest.
+type manifestProbe struct {
+	APIVersion  json.RawMessage `json:"apiVersion,omitempty" proto:"raw"`
+	Name        json.RawMessage `json:"name,omitempty" proto:"raw"`
+	Version     json.RawMessage `json:"version,omitempty" proto:"raw"`
+	Description json.RawMessage `json:"description,omitempty" proto:"raw"`
+	Contributes json.RawMessage `json:"contributes,omitempty" proto:"raw"`
+	Runtime     json.RawMessage `json:"runtime,omitempty" proto:"raw"`
 }
 
-// documentMembers checks that data is exactly one JSON object and returns
-// its members strictly (exact names, no duplicates); what names the
-// document in errors.
-func documentMembers(data []byte, what string) (objMembers, error) {
-	s := scanner{data: data}
-	if s.peek() != '{' {
-		return nil, &ManifestError{Msg: what + " must be one JSON object"}
+func (manifestProbe) objectMode() objectMode { return lenient }
+
+var (
+	manifestProbeNode = mustNode[manifestProbe]()
+	manifestNode      = mustNode[Manifest]()
+)
+
+// readDocument walks data, which must be one JSON object, against n into
+// dst through the strict walk, phrasing failures as a *ManifestError.
+func readDocument(data []byte, what string, n *vnode, dst any) error {
+	if s := (scanner{data: data}); s.peek() != '{' {
+		return &ManifestError{Msg: what + " must be one JSON object"}
 	}
-	if _, err := s.value(nil); err != nil {
-		return nil, &ManifestError{Msg: "not valid JSON: " + err.Error()}
+	if err := walk(n, data, reflect.ValueOf(dst).Elem()); err != nil {
+		return manifestError(err)
 	}
-	if err := s.end(); err != nil {
-		return nil, &ManifestError{Msg: "not valid JSON: " + err.Error()}
+	return nil
+}
+
+// manifestError phrases a failure of the strict walk the way
+// ManifestError does: the member as a field path, the rule in words that
+// say what to do.
+func manifestError(err error) *ManifestError {
+	var ve *ValidationError
+	if !errors.As(err, &ve) {
+		return &ManifestError{Msg: err.Error(), Err: err}
 	}
-	return objectMembers(data, "")
+	msg := ve.Msg
+	switch ve.rule {
+	case ruleSyntax:
+		return &ManifestError{Msg: "not valid JSON: " + ve.Msg}
+	case ruleKind:
+		want, got := ve.want, ve.got.String()
+		if want == vBoolean.String() {
+			want = "true or false"
+		}
+		if ve.got == vInteger {
+			got = "a number"
+		}
+		msg = "must be " + want + ", not " + got
+	case ruleUnknown:
+		msg = "unknown field; check its spelling"
+		if ve.detail != "" {
+			msg = "unknown field; names are case-sensitive: did you mean " + strconv.Quote(ve.detail) + "?"
+		}
+	case ruleDuplicate:
+		msg = "duplicate member; give each field once"
+	case ruleNull:
+		msg = "null is not allowed; omit the field instead"
+	case ruleMissing:
+		msg = "missing"
+	case ruleInteger:
+		msg = ve.detail + " is not an integer; write it without a fraction or exponent"
+	case ruleRange:
+		msg = ve.detail + " is out of range"
+	case ruleEnum: // the one enum of a manifest: runtime.intercepts
+		msg = strconv.Quote(ve.detail) + " is not a hook point; use one of " + joinPoints()
+	}
+	return &ManifestError{Field: ve.field, Msg: msg}
 }
 
 // ParseManifest parses the bytes of a reasonix-plugin.json. Errors are
@@ -204,49 +255,39 @@ func ParseManifest(data []byte) (*Manifest, error) {
 	if len(data) > maxManifestBytes {
 		return nil, &ManifestError{Msg: fmt.Sprintf("the manifest is larger than %d bytes", maxManifestBytes)}
 	}
-	root, err := documentMembers(data, "the manifest")
-	if err != nil {
+	var probe manifestProbe
+	if err := readDocument(data, "the manifest", manifestProbeNode(), &probe); err != nil {
 		return nil, err
 	}
-	if api := root.get("apiVersion"); api != nil {
-		return parseV1(root, api)
-	}
-	return parseLegacy(root)
-}
-
-// parseV1 reads a v1 manifest strictly.
-func parseV1(root objMembers, api []byte) (*Manifest, error) {
 	m := new(Manifest)
-	var err error
-	if m.APIVersion, err = stringValue(api, "apiVersion"); err != nil {
-		return nil, err
-	}
-	if err := checkAPIVersion(m.APIVersion); err != nil {
-		return nil, err
-	}
-	for _, mem := range root {
-		field := fieldName(mem.name)
-		switch mem.name {
-		case "apiVersion":
-		case "name":
-			m.Name, err = textValue(mem.raw, field)
-		case "version":
-			m.Version, err = textValue(mem.raw, field)
-		case "description":
-			m.Description, err = textValue(mem.raw, field)
-		case "contributes":
-			m.Contributes, err = freeFormObject(mem.raw, field)
-		case "runtime":
-			m.Runtime, err = parseRuntime(mem.raw)
-		default:
-			err = unknownField(field, mem.name, manifestRootFields)
+	if probe.APIVersion == nil {
+		// A legacy manifest: lenient about types, never about a runtime.
+		if probe.Runtime != nil {
+			return nil, &ManifestError{Field: "runtime", Msg: fmt.Sprintf("a runtime needs \"apiVersion\": %q; add it to the manifest", ManifestAPIVersion)}
 		}
-		if err != nil {
-			return nil, err
+		m.Name, _ = plainString(probe.Name)
+		m.Version, _ = plainString(probe.Version)
+		m.Description, _ = plainString(probe.Description)
+		if len(probe.Contributes) > 0 && probe.Contributes[0] == '{' {
+			m.Contributes = cloneRaw(probe.Contributes)
 		}
+	} else if err := readDocument(data, "the manifest", manifestNode(), m); err != nil {
+		return nil, err
+	} else if err := checkAPIVersion(m.APIVersion); err != nil {
+		return nil, err
 	}
 	if strings.TrimSpace(m.Name) == "" {
 		return nil, &ManifestError{Field: "name", Msg: "missing or blank; every manifest names its plugin"}
+	}
+	for _, f := range []struct{ name, value string }{{"name", m.Name}, {"version", m.Version}, {"description", m.Description}} {
+		if err := checkText(f.value, f.name); err != nil {
+			return nil, err
+		}
+	}
+	if m.Runtime != nil {
+		if err := m.Runtime.check(); err != nil {
+			return nil, err
+		}
 	}
 	return m, nil
 }
@@ -265,140 +306,92 @@ func checkAPIVersion(v string) error {
 }
 
 func isDecimal(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, c := range []byte(s) {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return true
+	return s != "" && strings.Trim(s, "0123456789") == ""
 }
 
-// parseLegacy reads a manifest without apiVersion: name, version,
-// description and contributes when they have the right type; no runtime.
-func parseLegacy(root objMembers) (*Manifest, error) {
-	m := new(Manifest)
-	for _, mem := range root {
-		switch {
-		case mem.name == "runtime":
-			// D8: only a v1 manifest can declare a runtime.
-			return nil, &ManifestError{Field: "runtime", Msg: fmt.Sprintf("a runtime needs \"apiVersion\": %q; add it to the manifest", ManifestAPIVersion)}
-		case strings.EqualFold(mem.name, "apiVersion") || strings.EqualFold(mem.name, "runtime"):
-			return nil, &ManifestError{Field: fieldName(mem.name), Msg: "unknown field; names are case-sensitive: did you mean " + strconv.Quote(closestName(mem.name, manifestRootFields)) + "?"}
-		case mem.name == "name":
-			m.Name, _ = plainString(mem.raw)
-		case mem.name == "version":
-			m.Version, _ = plainString(mem.raw)
-		case mem.name == "description":
-			m.Description, _ = plainString(mem.raw)
-		case mem.name == "contributes" && mem.raw[0] == '{':
-			m.Contributes = cloneRaw(mem.raw)
+// check applies the rules of a runtime block the strict walk does not
+// know (PROTOCOL.md §3.1).
+func (r *RuntimeSpec) check() error {
+	if strings.TrimSpace(r.Command) == "" {
+		return &ManifestError{Field: "runtime.command", Msg: "missing or blank; name the sidecar executable, e.g. \"${REASONIX_PLUGIN_ROOT}/bin/my-plugin\""}
+	}
+	// The command is trimmed (D8); what remains runs and is shown, so it
+	// must be plain text.
+	if err := checkText(strings.TrimSpace(r.Command), "runtime.command"); err != nil {
+		return err
+	}
+	if r.Priority < -1000 || r.Priority > 1000 {
+		// D15: priority is -1000..1000 inclusive.
+		return &ManifestError{Field: "runtime.priority", Msg: fmt.Sprintf("%d is out of range; use -1000..1000 (lower runs earlier, default 0)", r.Priority)}
+	}
+	if r.TimeoutMillis < 0 {
+		return &ManifestError{Field: "runtime.timeoutMillis", Msg: fmt.Sprintf("%d is negative; use 0 for the per-point defaults or a positive number of milliseconds", r.TimeoutMillis)}
+	}
+	points := make([]string, len(r.Intercepts))
+	for i, p := range r.Intercepts {
+		points[i] = string(p)
+	}
+	lists := []struct {
+		field string
+		items []string
+		set   bool // a repeated item is an error; args are a command line, not a set
+		valid func(string) bool
+		hint  string
+	}{
+		{"args", r.Args, false, func(s string) bool { return strings.TrimSpace(s) != "" }, "is a blank argument; remove it or give it a value"},
+		{"intercepts", points, true, func(string) bool { return true }, ""},
+		// D17: each claim is a slot of the closed set or a parameterized one.
+		{"replaces", r.Replaces, true, validSlot, "is not a slot; use one of " + strings.Join(bareSlots, ", ") + ", tool:<name> or provider:<name>/<model>"},
+		{"capabilities", r.Capabilities, true, func(s string) bool { return slices.Contains(capabilities, s) }, "is not a capability; use interceptors, strategies, providers or ui"},
+		// D9: a sidecar can only declare refs under plugin/<pluginID>/.
+		{"providers", r.Providers, true, validPluginProviderRef, "is not a provider ref of the form plugin/<pluginID>/<provider>/<model>; a sidecar's providers live under its plugin ID"},
+		{"uiActions", r.UIActions, true, validActionID, "is not an action ID; use lower-case letters, digits and '-', starting with a letter or digit"},
+	}
+	for _, l := range lists {
+		for i, s := range l.items {
+			field := fmt.Sprintf("runtime.%s[%d]", l.field, i)
+			switch {
+			case !l.valid(s):
+				return &ManifestError{Field: field, Msg: strconv.Quote(s) + " " + l.hint}
+			case l.set && slices.Contains(l.items[:i], s):
+				return &ManifestError{Field: field, Msg: fmt.Sprintf("%q is listed twice; list it once", s)}
+			}
+			if err := checkText(s, field); err != nil {
+				return err
+			}
 		}
 	}
-	if strings.TrimSpace(m.Name) == "" {
-		return nil, &ManifestError{Field: "name", Msg: "missing or blank; every manifest names its plugin"}
-	}
-	// Lenient about types, never about what a person will read.
-	for _, f := range []struct{ name, value string }{{"name", m.Name}, {"version", m.Version}, {"description", m.Description}} {
-		if err := checkText(f.value, f.name); err != nil {
-			return nil, err
+	folded := map[string]string{}
+	for _, k := range slices.Sorted(maps.Keys(r.Env)) {
+		field := fmt.Sprintf("runtime.env[%q]", k)
+		if strings.TrimSpace(k) == "" || strings.ContainsRune(k, '=') || controlChar(k) >= 0 {
+			return &ManifestError{Field: field, Msg: "not a usable variable name; use a non-blank name without '=' or control characters"}
 		}
-	}
-	return m, nil
-}
-
-// parseRuntime reads the runtime block of a v1 manifest.
-func parseRuntime(raw []byte) (*RuntimeSpec, error) {
-	mems, err := objectMembers(raw, "runtime")
-	if err != nil {
-		return nil, err
-	}
-	r := new(RuntimeSpec)
-	hasCommand := false
-	for _, mem := range mems {
-		field := "runtime." + fieldName(mem.name)
-		switch mem.name {
-		case "command":
-			hasCommand = true
-			if r.Command, err = stringValue(mem.raw, field); err == nil && strings.TrimSpace(r.Command) == "" {
-				err = &ManifestError{Field: field, Msg: "blank; name the sidecar executable, e.g. \"${REASONIX_PLUGIN_ROOT}/bin/my-plugin\""}
-			} else if err == nil {
-				// The command is trimmed (CONTRACT-NOTES §4.1); what
-				// remains runs and is shown, so it must be plain text.
-				err = checkText(strings.TrimSpace(r.Command), field)
-			}
-		case "args":
-			// CONTRACT-NOTES §12.1: args are argv verbatim, so a repeat is kept.
-			r.Args, err = stringList(mem.raw, field, listArgv, nonBlank, "is a blank argument; remove it or give it a value")
-		case "env":
-			r.Env, err = envObject(mem.raw, field)
-		case "required":
-			r.Required, err = boolValue(mem.raw, field)
-		case "priority":
-			var p int64
-			if p, err = intValue(mem.raw, field); err == nil && (p < -1000 || p > 1000) {
-				// D15: priority is -1000..1000 inclusive.
-				err = &ManifestError{Field: field, Msg: fmt.Sprintf("%d is out of range; use -1000..1000 (lower runs earlier, default 0)", p)}
-			}
-			r.Priority = int(p)
-		case "intercepts":
-			var ps []string
-			ps, err = stringList(mem.raw, field, listSet, func(s string) bool { return Point(s).Valid() }, "is not a hook point; use one of "+joinPoints())
-			for _, p := range ps {
-				r.Intercepts = append(r.Intercepts, Point(p))
-			}
-		case "replaces":
-			// D17: each claim is a slot of the closed set or a parameterized one.
-			r.Replaces, err = stringList(mem.raw, field, listSet, ValidSlot, "is not a slot; use one of "+strings.Join(bareSlots(), ", ")+", tool:<name> or provider:<name>/<model>")
-		case "capabilities":
-			r.Capabilities, err = stringList(mem.raw, field, listSet, validCapability, "is not a capability; use interceptors, strategies, providers or ui")
-		case "timeoutMillis":
-			if r.TimeoutMillis, err = intValue(mem.raw, field); err == nil && r.TimeoutMillis < 0 {
-				err = &ManifestError{Field: field, Msg: fmt.Sprintf("%d is negative; use 0 for the per-point defaults or a positive number of milliseconds", r.TimeoutMillis)}
-			}
-		case "providers":
-			// D9: a sidecar can only declare refs under plugin/<pluginID>/,
-			// so a short <provider>/<model> here could never match.
-			r.Providers, err = stringList(mem.raw, field, listSet, validPluginProviderRef, "is not a provider ref of the form plugin/<pluginID>/<provider>/<model>; a sidecar's providers live under its plugin ID")
-		case "uiActions":
-			// D9: action IDs match ^[a-z0-9][a-z0-9-]*$.
-			r.UIActions, err = stringList(mem.raw, field, listSet, ValidActionID, "is not an action ID; use lower-case letters, digits and '-', starting with a letter or digit")
-		default:
-			err = unknownField(field, mem.name, runtimeFields)
+		// Windows compares variable names case-insensitively, so FOO and
+		// foo would silently become one variable there.
+		if prev, ok := folded[strings.ToUpper(k)]; ok {
+			return &ManifestError{Field: field, Msg: fmt.Sprintf("differs only by case from %q; Windows treats them as one variable, so keep one", prev)}
 		}
-		if err != nil {
-			return nil, err
+		folded[strings.ToUpper(k)] = k
+		if strings.ContainsRune(r.Env[k], 0) {
+			return &ManifestError{Field: field, Msg: "the value contains NUL, which no environment can carry"}
 		}
-	}
-	if !hasCommand {
-		return nil, &ManifestError{Field: "runtime.command", Msg: "missing; a runtime names its sidecar executable, e.g. \"${REASONIX_PLUGIN_ROOT}/bin/my-plugin\""}
 	}
 	// D9: a listed provider or action can only ever be declared with its
 	// capability, so a list without it is a mistake worth naming now.
-	if len(r.Providers) > 0 && !r.hasCapability("providers") {
-		return nil, &ManifestError{Field: "runtime.providers", Msg: "listed without the \"providers\" capability; add it to runtime.capabilities"}
+	if len(r.Providers) > 0 && !slices.Contains(r.Capabilities, "providers") {
+		return &ManifestError{Field: "runtime.providers", Msg: "listed without the \"providers\" capability; add it to runtime.capabilities"}
 	}
-	if len(r.UIActions) > 0 && !r.hasCapability("ui") {
-		return nil, &ManifestError{Field: "runtime.uiActions", Msg: "listed without the \"ui\" capability; add it to runtime.capabilities"}
+	if len(r.UIActions) > 0 && !slices.Contains(r.Capabilities, "ui") {
+		return &ManifestError{Field: "runtime.uiActions", Msg: "listed without the \"ui\" capability; add it to runtime.capabilities"}
 	}
-	return r, nil
+	return nil
 }
 
-func (r *RuntimeSpec) hasCapability(c string) bool {
-	for _, have := range r.Capabilities {
-		if have == c {
-			return true
-		}
-	}
-	return false
-}
-
-// Expectation returns what the host sends as InitializeParams.manifest
+// expectation returns what the host sends as InitializeParams.manifest
 // (D9): intercepts, replaces and capabilities, plus providers and
 // uiActions when the runtime block lists them. Empty lists are omitted.
-func (r *RuntimeSpec) Expectation() ManifestExpectation {
+func (r *RuntimeSpec) expectation() ManifestExpectation {
 	var e ManifestExpectation
 	if r == nil {
 		return e
@@ -406,278 +399,75 @@ func (r *RuntimeSpec) Expectation() ManifestExpectation {
 	for _, p := range r.Intercepts {
 		e.Intercepts = append(e.Intercepts, string(p))
 	}
-	e.Replaces = cloneList(r.Replaces)
-	e.Capabilities = cloneList(r.Capabilities)
-	e.Providers = cloneList(r.Providers)
-	e.UIActions = cloneList(r.UIActions)
+	clone := func(s []string) []string {
+		if len(s) == 0 {
+			return nil
+		}
+		return slices.Clone(s)
+	}
+	e.Replaces, e.Capabilities, e.Providers, e.UIActions = clone(r.Replaces), clone(r.Capabilities), clone(r.Providers), clone(r.UIActions)
 	return e
 }
 
-// cloneList copies s, returning nil for an empty list.
-func cloneList(s []string) []string {
-	if len(s) == 0 {
-		return nil
+// capabilities are the four a runtime may declare (PROTOCOL.md §3.1).
+var capabilities = []string{"interceptors", "strategies", "providers", "ui"}
+
+func joinPoints() string {
+	names := make([]string, len(points))
+	for i, p := range points {
+		names[i] = string(p)
 	}
-	return append([]string(nil), s...)
+	return strings.Join(names, ", ")
 }
 
-func nonBlank(s string) bool { return strings.TrimSpace(s) != "" }
+// What a runtime may claim (D9, D17): the forms the manifest and the
+// handshake accept for slots, provider refs and UI action IDs.
 
-func validCapability(c string) bool {
-	switch c {
-	case "interceptors", "strategies", "providers", "ui":
+// bareSlots is the closed set of parameterless slots (PROTOCOL.md §4.5).
+var bareSlots = []string{
+	"system_prompt", "context", "provider_request", "provider_response",
+	"compaction", "session_policy", "permission", "frontend_events",
+}
+
+// validSlot reports whether s is a replacement slot (D17): one of
+// bareSlots; tool:<name> with a non-empty name free of space, tab and
+// newline; or provider:<ref> with ref a validProviderRef.
+func validSlot(s string) bool {
+	if name, ok := strings.CutPrefix(s, "tool:"); ok {
+		return name != "" && !strings.ContainsAny(name, " \t\n")
+	}
+	if ref, ok := strings.CutPrefix(s, "provider:"); ok {
+		return validProviderRef(ref)
+	}
+	return slices.Contains(bareSlots, s)
+}
+
+// validProviderRef reports whether ref is a provider ref (PROTOCOL.md
+// §4.5): <name>/<model> with exactly one slash and both parts non-empty,
+// or plugin/<pluginID>/<name>/<model> with every part non-empty and a
+// pluginID free of whitespace.
+func validProviderRef(ref string) bool {
+	parts := strings.Split(ref, "/")
+	if slices.Contains(parts, "") {
+		return false
+	}
+	switch len(parts) {
+	case 2:
 		return true
+	case 4:
+		return parts[0] == "plugin" && strings.IndexFunc(parts[1], unicode.IsSpace) < 0
 	}
 	return false
 }
 
-func joinPoints() string {
-	var b strings.Builder
-	for i, p := range Points() {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(string(p))
-	}
-	return b.String()
+// validPluginProviderRef reports whether ref is a validProviderRef of the
+// plugin form plugin/<pluginID>/<provider>/<model>.
+func validPluginProviderRef(ref string) bool {
+	return strings.HasPrefix(ref, "plugin/") && strings.Count(ref, "/") == 3 && validProviderRef(ref)
 }
 
-// A strict walk over an already syntax-checked document (D3). Each level
-// is read with the package's scanner, so member names are compared
-// exactly, never case-insensitively as encoding/json would.
-
-// objMember is one member of an object, in document order.
-type objMember struct {
-	name string
-	raw  []byte
-}
-
-type objMembers []objMember
-
-// get returns the value of the member named exactly name, or nil.
-func (ms objMembers) get(name string) []byte {
-	for _, m := range ms {
-		if m.name == name {
-			return m.raw
-		}
-	}
-	return nil
-}
-
-// objectMembers reads raw as one object; a repeated member name is an
-// error naming it (D3).
-func objectMembers(raw []byte, field string) (objMembers, error) {
-	s := scanner{data: raw}
-	if s.peek() != '{' {
-		return nil, typeError(raw, field, "an object")
-	}
-	var dup dupState
-	var out objMembers
-	more, err := s.openObject()
-	for more && err == nil {
-		var key, v []byte
-		var escaped bool
-		if key, escaped, err = s.key(); err != nil {
-			break
-		}
-		name := unquote(key, escaped)
-		if dup.seen(0, key, escaped) {
-			// D3: a repeated member is ambiguous.
-			return nil, &ManifestError{Field: joinField(field, name), Msg: "duplicate member; give each field once"}
-		}
-		if v, err = s.value(nil); err != nil {
-			break
-		}
-		out = append(out, objMember{name: name, raw: v})
-		more, err = s.nextMember()
-	}
-	if err != nil {
-		return nil, &ManifestError{Field: field, Msg: "not valid JSON: " + err.Error()}
-	}
-	return out, nil
-}
-
-func joinField(parent, name string) string {
-	if parent == "" {
-		return fieldName(name)
-	}
-	return parent + "." + fieldName(name)
-}
-
-// unknownField names an unknown member, and the intended one when the name
-// differs from a known field only by case (D3).
-func unknownField(field, name string, known []string) error {
-	if c := closestName(name, known); c != "" {
-		return &ManifestError{Field: field, Msg: fmt.Sprintf("unknown field; names are case-sensitive: did you mean %q?", c)}
-	}
-	return &ManifestError{Field: field, Msg: "unknown field; the known fields are " + strings.Join(known, ", ")}
-}
-
-func closestName(name string, known []string) string {
-	for _, k := range known {
-		if strings.EqualFold(k, name) {
-			return k
-		}
-	}
-	return ""
-}
-
-// typeError reports a value of the wrong JSON type, with a hint for null.
-func typeError(raw []byte, field, want string) error {
-	if len(raw) > 0 && raw[0] == 'n' {
-		return &ManifestError{Field: field, Msg: "null is not allowed; omit the field instead"}
-	}
-	got := "nothing"
-	if len(raw) > 0 {
-		got = kindOf(raw[0]).String()
-		if got == vInteger.String() {
-			got = "a number"
-		}
-	}
-	return &ManifestError{Field: field, Msg: fmt.Sprintf("must be %s, not %s", want, got)}
-}
-
-func stringValue(raw []byte, field string) (string, error) {
-	s, ok := plainString(raw)
-	if !ok {
-		return "", typeError(raw, field, "a string")
-	}
-	return s, nil
-}
-
-// textValue reads a string a person will read: no control characters.
-func textValue(raw []byte, field string) (string, error) {
-	s, err := stringValue(raw, field)
-	if err == nil {
-		err = checkText(s, field)
-	}
-	return s, err
-}
-
-func boolValue(raw []byte, field string) (bool, error) {
-	switch string(raw) {
-	case "true":
-		return true, nil
-	case "false":
-		return false, nil
-	}
-	return false, typeError(raw, field, "true or false")
-}
-
-// intValue reads an integer literal: no fraction, no exponent, within int64 (D3).
-func intValue(raw []byte, field string) (int64, error) {
-	s := scanner{data: raw}
-	if c := s.peek(); c != '-' && (c < '0' || c > '9') {
-		return 0, typeError(raw, field, "an integer")
-	}
-	n, err := s.num()
-	if err != nil || n.fraction || n.exponent {
-		return 0, &ManifestError{Field: field, Msg: fmt.Sprintf("%s is not an integer; write it without a fraction or exponent", raw)}
-	}
-	i, ok := parseInt64(n.raw)
-	if !ok {
-		return 0, &ManifestError{Field: field, Msg: fmt.Sprintf("%s is out of range", raw)}
-	}
-	return i, nil
-}
-
-// listKind says whether a string list is a set (a repeated element is an
-// error) or an argv (repeats are kept verbatim).
-type listKind bool
-
-const (
-	listSet  listKind = true
-	listArgv listKind = false
-)
-
-// stringList reads an array of strings; an element that is not valid is
-// reported as "<quoted element> <hint>", and one that holds a control
-// character is rejected. In a set, a repeated element is rejected.
-func stringList(raw []byte, field string, kind listKind, valid func(string) bool, hint string) ([]string, error) {
-	s := scanner{data: raw}
-	if s.peek() != '[' {
-		return nil, typeError(raw, field, "an array of strings")
-	}
-	out := []string{}
-	more, err := s.openArray()
-	for i := 0; more && err == nil; i++ {
-		elem := fmt.Sprintf("%s[%d]", field, i)
-		var v []byte
-		if v, err = s.value(nil); err != nil {
-			break
-		}
-		str, ok := plainString(v)
-		if !ok {
-			return nil, typeError(v, elem, "a string")
-		}
-		if !valid(str) {
-			return nil, &ManifestError{Field: elem, Msg: strconv.Quote(str) + " " + hint}
-		}
-		if err := checkText(str, elem); err != nil {
-			return nil, err
-		}
-		if kind == listSet {
-			for _, prev := range out {
-				if prev == str {
-					return nil, &ManifestError{Field: elem, Msg: fmt.Sprintf("%q is listed twice; list it once", str)}
-				}
-			}
-		}
-		out = append(out, str)
-		more, err = s.nextElement()
-	}
-	if err != nil {
-		return nil, &ManifestError{Field: field, Msg: "not valid JSON: " + err.Error()}
-	}
-	return out, nil
-}
-
-// envObject reads runtime.env: an object of strings with usable keys, no
-// two of which differ only by case.
-func envObject(raw []byte, field string) (map[string]string, error) {
-	mems, err := objectMembers(raw, field)
-	if err != nil {
-		return nil, err
-	}
-	env := make(map[string]string, len(mems))
-	folded := make(map[string]string, len(mems))
-	for _, mem := range mems {
-		f := fmt.Sprintf("%s[%q]", field, mem.name)
-		if strings.TrimSpace(mem.name) == "" || strings.ContainsRune(mem.name, '=') || controlChar(mem.name) >= 0 {
-			return nil, &ManifestError{Field: f, Msg: "not a usable variable name; use a non-blank name without '=' or control characters"}
-		}
-		// Windows compares variable names case-insensitively, so FOO and
-		// foo would silently become one variable there.
-		if prev, ok := folded[strings.ToUpper(mem.name)]; ok {
-			return nil, &ManifestError{Field: f, Msg: fmt.Sprintf("differs only by case from %q; Windows treats them as one variable, so keep one", prev)}
-		}
-		folded[strings.ToUpper(mem.name)] = mem.name
-		v, err := stringValue(mem.raw, f)
-		if err != nil {
-			return nil, err
-		}
-		if strings.ContainsRune(v, 0) {
-			return nil, &ManifestError{Field: f, Msg: "the value contains NUL, which no environment can carry"}
-		}
-		env[mem.name] = v
-	}
-	return env, nil
-}
-
-// freeFormObject checks that raw is an object without a repeated member
-// name at any depth (D3) and returns a copy.
-func freeFormObject(raw []byte, field string) (json.RawMessage, error) {
-	if raw[0] != '{' {
-		return nil, typeError(raw, field, "an object")
-	}
-	s := scanner{data: raw}
-	if _, err := s.value(&dupState{}); err != nil {
-		msg := err.Error()
-		var se *syntaxError
-		if errors.As(err, &se) {
-			msg = se.msg
-		}
-		return nil, &ManifestError{Field: field, Msg: msg + "; give each member once"}
-	}
-	return cloneRaw(raw), nil
+// validActionID reports whether id is a UI action ID: it matches
+// ^[a-z0-9][a-z0-9-]*$ (D9).
+func validActionID(id string) bool {
+	return id != "" && id[0] != '-' && strings.Trim(id, "abcdefghijklmnopqrstuvwxyz0123456789-") == ""
 }

@@ -100,8 +100,8 @@ func TestParseManifestD3RejectsDuplicateMembers(t *testing.T) {
 		{"root", `{"apiVersion":"reasonix.io/plugin/v1","name":"p","name":"q"}`, "name"},
 		{"runtime", v1(`,"command":"/bin/sh"`), "runtime.command"},
 		{"escaped duplicate", v1(`,"comm\u0061nd":"/bin/sh"`), "runtime.command"},
-		{"env key", v1(`,"env":{"A":"1","A":"2"}`), "runtime.env.A"},
-		{"inside contributes", `{"apiVersion":"reasonix.io/plugin/v1","name":"p","contributes":{"a":{"b":1,"b":2}}}`, "contributes"},
+		{"env key", v1(`,"env":{"A":"1","A":"2"}`), `runtime.env["A"]`},
+		{"inside contributes", `{"apiVersion":"reasonix.io/plugin/v1","name":"p","contributes":{"a":{"b":1,"b":2}}}`, "contributes.a.b"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -212,8 +212,8 @@ func TestParseManifestD9UIActionIDs(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.id, func(t *testing.T) {
-			if got := ValidActionID(tt.id); got != tt.ok {
-				t.Errorf("ValidActionID(%q) = %v, want %v", tt.id, got, tt.ok)
+			if got := validActionID(tt.id); got != tt.ok {
+				t.Errorf("validActionID(%q) = %v, want %v", tt.id, got, tt.ok)
 			}
 			quoted, _ := json.Marshal(tt.id)
 			_, err := ParseManifest([]byte(v1(`,"capabilities":["ui"],"uiActions":[` + string(quoted) + `]`)))
@@ -267,8 +267,8 @@ func TestValidSlotD17(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.slot, func(t *testing.T) {
-			if got := ValidSlot(tt.slot); got != tt.ok {
-				t.Errorf("ValidSlot(%q) = %v, want %v", tt.slot, got, tt.ok)
+			if got := validSlot(tt.slot); got != tt.ok {
+				t.Errorf("validSlot(%q) = %v, want %v", tt.slot, got, tt.ok)
 			}
 			quoted, _ := json.Marshal(tt.slot)
 			m, err := ParseManifest([]byte(v1(`,"replaces":[` + string(quoted) + `]`)))
@@ -440,7 +440,7 @@ func TestRuntimeExpectationD9(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := json.Marshal(m.Runtime.Expectation())
+			got, err := json.Marshal(m.Runtime.expectation())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -450,14 +450,14 @@ func TestRuntimeExpectationD9(t *testing.T) {
 		})
 	}
 	var nilSpec *RuntimeSpec
-	if got := nilSpec.Expectation(); !reflect.DeepEqual(got, ManifestExpectation{}) {
+	if got := nilSpec.expectation(); !reflect.DeepEqual(got, ManifestExpectation{}) {
 		t.Errorf("nil RuntimeSpec Expectation = %+v, want zero", got)
 	}
 }
 
 func TestLoadManifestErrorNamesFileAndField(t *testing.T) {
 	dir := t.TempDir()
-	_, err := LoadManifest(dir)
+	_, err := loadManifest(dir)
 	var me *ManifestError
 	if !errors.As(err, &me) || !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("missing manifest: err = %v, want *ManifestError wrapping fs.ErrNotExist", err)
@@ -466,7 +466,7 @@ func TestLoadManifestErrorNamesFileAndField(t *testing.T) {
 	if err := os.WriteFile(path, []byte(v1(`,"timeoutMilis":5`)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err = LoadManifest(dir)
+	_, err = loadManifest(dir)
 	wantManifestError(t, err, "runtime.timeoutMilis", "unknown field")
 	if want := path + ": runtime.timeoutMilis: unknown field"; !strings.HasPrefix(err.Error(), want) {
 		t.Errorf("Error() = %q, want prefix %q", err, want)
@@ -513,12 +513,12 @@ func FuzzParseManifest(f *testing.F) {
 			}
 		}
 		for _, s := range r.Replaces {
-			if !ValidSlot(s) {
+			if !validSlot(s) {
 				t.Fatalf("accepted slot %q", s)
 			}
 		}
 		for _, id := range r.UIActions {
-			if !ValidActionID(id) {
+			if !validActionID(id) {
 				t.Fatalf("accepted action %q", id)
 			}
 		}
@@ -638,7 +638,7 @@ func TestParseManifestD9ProvidersArePluginRefs(t *testing.T) {
 
 func TestParseManifestD8RejectsEnvKeysDifferingOnlyByCase(t *testing.T) {
 	_, err := ParseManifest([]byte(v1(`,"env":{"Path":"a","B":"1","PATH":"b"}`)))
-	wantManifestError(t, err, `runtime.env["PATH"]`, `differs only by case from "Path"`)
+	wantManifestError(t, err, `runtime.env["Path"]`, `differs only by case from "PATH"`)
 	m, err := ParseManifest([]byte(v1(`,"env":{"A_B":"1","A_C":"2"}`)))
 	if err != nil || len(m.Runtime.Env) != 2 {
 		t.Errorf("distinct keys: %v, %v", m, err)

@@ -3,231 +3,203 @@ package extension
 import (
 	"bytes"
 	"encoding/json"
-	"strconv"
+	"errors"
+	"reflect"
+	"sync"
 	"unicode/utf8"
 )
 
-// ID is a JSON-RPC request id. v1 ids are JSON integer literals that fit in
-// an int64 (D4); each side numbers its own requests from 1.
-type ID int64
+// JSON-RPC envelopes (PROTOCOL.md §2.3, §2.4): decoding a frame into a
+// message, and encoding the frames a Conn sends.
 
-// MessageKind tells the three JSON-RPC message shapes apart.
-type MessageKind uint8
+// msgID is a JSON-RPC request id: a JSON integer literal that fits in an
+// int64 (D4). Each side numbers its own requests from 1.
+type msgID int64
 
-// The message kinds.
+// msgKind tells the three JSON-RPC message shapes apart.
+type msgKind uint8
+
 const (
-	KindRequest      MessageKind = iota + 1 // method and id
-	KindNotification                        // method, no id
-	KindResponse                            // id and exactly one of result or error
+	kindRequest      msgKind = iota + 1 // method and id
+	kindNotification                    // method, no id
+	kindResponse                        // id and exactly one of result or error
 )
 
-// String returns "request", "notification" or "response".
-func (k MessageKind) String() string {
-	switch k {
-	case KindRequest:
-		return "request"
-	case KindNotification:
-		return "notification"
-	case KindResponse:
-		return "response"
-	}
-	return "invalid"
+func (k msgKind) String() string {
+	return [...]string{"invalid", "request", "notification", "response"}[k]
 }
 
-// Message is one decoded JSON-RPC envelope. Params and Result are the raw
-// member values, not yet strictly decoded; they never alias the frame
-// buffer they were read from.
-type Message struct {
-	Kind   MessageKind
-	ID     ID              // requests and responses
-	Method string          // requests and notifications
-	Params json.RawMessage // requests and notifications; nil when absent (D5: read as {})
-	Result json.RawMessage // successful responses
-	Error  *Error          // error responses, decoded per D7
+// message is one decoded envelope. params and result are the raw member
+// values, not yet strictly decoded; they never alias the frame buffer.
+type message struct {
+	kind   msgKind
+	id     msgID           // requests and responses
+	method string          // requests and notifications
+	params json.RawMessage // nil when absent (D5: read as {})
+	result json.RawMessage // successful responses
+	err    *Error          // error responses, decoded per D7
 }
 
-// FrameError describes a frame that is not a valid envelope: what to
-// answer, and with which id. It is never connection-fatal by itself.
-type FrameError struct {
-	// Err is the error to answer: code -32700 for text that is not JSON,
-	// -32600 otherwise, always with reason protocol_error (D7).
-	Err *Error
-	// ID is the id to echo; HasID is false when the answer carries id null
-	// (the id was absent or itself invalid, D4).
-	ID    ID
-	HasID bool
-	// Kind is the shape the frame claimed, when that much could be read.
-	Kind MessageKind
+// frameError describes a frame that is not a valid envelope: what to
+// answer and with which id. It is never connection-fatal by itself.
+type frameError struct {
+	err   *Error  // code -32700 for text that is not JSON, -32600 otherwise
+	id    msgID   // the id to echo when hasID
+	hasID bool    // false: the answer carries id null (D4)
+	kind  msgKind // the shape the frame claimed, when that much could be read
 }
 
-// Error returns the message of the error to answer.
-func (e *FrameError) Error() string { return e.Err.Error() }
+// envelope is a frame's top-level object. Only these exact member names
+// count, other members are tolerated, and no member may repeat (D3).
+type envelope struct {
+	JSONRPC json.RawMessage `json:"jsonrpc,omitempty" proto:"raw"`
+	ID      json.RawMessage `json:"id,omitempty" proto:"raw"`
+	Method  json.RawMessage `json:"method,omitempty" proto:"raw"`
+	Params  json.RawMessage `json:"params,omitempty" proto:"raw"`
+	Result  json.RawMessage `json:"result,omitempty" proto:"raw"`
+	Error   json.RawMessage `json:"error,omitempty" proto:"raw"`
+}
 
-// Unwrap returns the *Error to answer.
-func (e *FrameError) Unwrap() error { return e.Err }
+func (envelope) objectMode() objectMode { return open }
 
-// envelope member names; only these exact names count (D3).
-const (
-	memberJSONRPC = "jsonrpc"
-	memberID      = "id"
-	memberMethod  = "method"
-	memberParams  = "params"
-	memberResult  = "result"
-	memberError   = "error"
-)
+// mustNode returns the node of a private document type, built once.
+func mustNode[T any]() func() *vnode {
+	return sync.OnceValue(func() *vnode {
+		n, err := typeNode(reflect.TypeFor[T]())
+		if err != nil {
+			panic(err) // the private documents are fixed; their tests build them
+		}
+		return n
+	})
+}
 
-// decodeMessage parses one frame: the line without its terminator. Unknown
-// members are tolerated at the envelope level, but duplicates of any member
-// and anything that is not exactly one JSON object are not (D3, D4, D5).
-func decodeMessage(line []byte) (Message, *FrameError) {
+var envelopeNode = mustNode[envelope]()
+
+// decodeMessage parses one frame, the line without its terminator (D2-D5).
+func decodeMessage(line []byte) (message, *frameError) {
 	if !utf8.Valid(line) {
 		// D2: invalid UTF-8 is a protocol_error for that frame.
-		return Message{}, &FrameError{Err: NewError(ReasonProtocolError, "frame is not valid UTF-8")}
+		return message{}, &frameError{err: NewError(ReasonProtocolError, "frame is not valid UTF-8")}
 	}
-	var spans [6][]byte // raw values of the six members, by memberIndex
 	s := scanner{data: line}
-	if err := s.envelope(&spans); err != nil {
-		return Message{}, err
+	switch c := s.peek(); {
+	case c == 0:
+		return message{}, &frameError{err: NewError(ReasonProtocolError, "parse error: empty frame")}
+	case c != '{':
+		if err := walk(rawNode, line, reflect.Value{}); err != nil {
+			return message{}, parseError(err)
+		}
+		if c == '[' {
+			return message{}, &frameError{err: invalidRequest("batch arrays are not supported")}
+		}
+		return message{}, &frameError{err: invalidRequest("a frame must be a JSON object")}
 	}
-	return buildMessage(&spans)
+	var env envelope
+	if err := walk(envelopeNode(), line, reflect.ValueOf(&env).Elem()); err != nil {
+		var ve *ValidationError
+		if errors.As(err, &ve) && ve.rule == ruleDuplicate {
+			// D3: a repeated member is ambiguous, whatever its name.
+			return message{}, &frameError{err: invalidRequest("duplicate member " + quoteName(ve.detail))}
+		}
+		return message{}, parseError(err)
+	}
+	return buildMessage(&env)
 }
 
-// memberIndex maps an exact envelope member name to its slot in spans.
-func memberIndex(name []byte) int {
-	switch string(name) {
-	case memberJSONRPC:
-		return 0
-	case memberID:
-		return 1
-	case memberMethod:
-		return 2
-	case memberParams:
-		return 3
-	case memberResult:
-		return 4
-	case memberError:
-		return 5
+func parseError(err error) *frameError {
+	msg := err.Error()
+	var ve *ValidationError
+	if errors.As(err, &ve) {
+		msg = (&syntaxError{offset: ve.offset, msg: ve.Msg}).Error()
 	}
-	return -1
+	e := NewError(ReasonProtocolError, "parse error: "+msg)
+	e.Code = codeParseError
+	return &frameError{err: e}
 }
 
 func invalidRequest(msg string) *Error { return NewError(ReasonProtocolError, "invalid request: "+msg) }
 
-// buildMessage checks the envelope rules of CONTRACT-NOTES §1.2 on the raw
+// buildMessage checks the envelope rules of PROTOCOL.md §2.3 on the raw
 // member values.
-func buildMessage(spans *[6][]byte) (Message, *FrameError) {
-	jsonrpc, idRaw, methodRaw, params, result, errRaw := spans[0], spans[1], spans[2], spans[3], spans[4], spans[5]
-	var m Message
-	fe := &FrameError{}
-	if methodRaw == nil && (result != nil || errRaw != nil) {
+func buildMessage(env *envelope) (message, *frameError) {
+	var m message
+	fe := &frameError{}
+	if env.Method == nil && (env.Result != nil || env.Error != nil) {
 		// Response-shaped: whatever is wrong with it, it is never
 		// answered, or two peers could trade error responses forever.
-		fe.Kind = KindResponse
+		fe.kind = kindResponse
 	}
-	if idRaw != nil {
-		id, ok := parseID(idRaw)
+	if env.ID != nil {
+		id, ok := parseID(env.ID)
 		if !ok {
 			// D4: string, null, fractional and out-of-range ids get id null.
-			fe.Err = invalidRequest("id must be an integer that fits in int64")
+			fe.err = invalidRequest("id must be an integer that fits in int64")
 			return m, fe
 		}
-		m.ID, fe.ID, fe.HasID = id, id, true
+		m.id, fe.id, fe.hasID = id, id, true
 	}
 	switch {
-	case methodRaw != nil:
-		fe.Kind = KindRequest
-		if idRaw == nil {
-			fe.Kind = KindNotification
+	case env.Method != nil:
+		fe.kind = kindRequest
+		if env.ID == nil {
+			fe.kind = kindNotification
 		}
-	case idRaw != nil:
-		fe.Kind = KindResponse
+	case env.ID != nil:
+		fe.kind = kindResponse
 	}
-	if string(jsonrpc) != `"2.0"` {
-		fe.Err = invalidRequest(`jsonrpc must be exactly "2.0"`)
+	if string(env.JSONRPC) != `"2.0"` {
+		fe.err = invalidRequest(`jsonrpc must be exactly "2.0"`)
 		return m, fe
 	}
-	if methodRaw != nil {
-		if result != nil || errRaw != nil {
-			fe.Err = invalidRequest("a request must not carry result or error")
+	if env.Method != nil {
+		if env.Result != nil || env.Error != nil {
+			fe.err = invalidRequest("a request must not carry result or error")
 			return m, fe
 		}
-		method, ok := plainString(methodRaw)
+		method, ok := plainString(env.Method)
 		if !ok || method == "" {
-			fe.Err = invalidRequest("method must be a non-empty string")
+			fe.err = invalidRequest("method must be a non-empty string")
 			return m, fe
 		}
-		if params != nil && (len(params) == 0 || params[0] != '{') {
+		if env.Params != nil && env.Params[0] != '{' {
 			// D5: when present, params must be an object.
-			fe.Err = invalidRequest("params must be an object")
+			fe.err = invalidRequest("params must be an object")
 			return m, fe
 		}
-		m.Kind, m.Method, m.Params = fe.Kind, method, cloneRaw(params)
+		m.kind, m.method, m.params = fe.kind, method, cloneRaw(env.Params)
 		return m, nil
 	}
-	if idRaw == nil {
-		fe.Err = invalidRequest("a frame needs a method or an id")
-		return m, fe
-	}
-	if params != nil {
-		fe.Err = invalidRequest("a response must not carry params")
-		return m, fe
-	}
-	if (result == nil) == (errRaw == nil) {
-		fe.Err = invalidRequest("a response carries exactly one of result and error")
-		return m, fe
-	}
-	m.Kind = KindResponse
-	if result != nil {
-		m.Result = cloneRaw(result)
+	switch {
+	case env.ID == nil:
+		fe.err = invalidRequest("a frame needs a method or an id")
+	case env.Params != nil:
+		fe.err = invalidRequest("a response must not carry params")
+	case (env.Result == nil) == (env.Error == nil):
+		fe.err = invalidRequest("a response carries exactly one of result and error")
+	case env.Result != nil:
+		m.kind, m.result = kindResponse, cloneRaw(env.Result)
+		return m, nil
+	default:
+		e, ok := decodeWireError(env.Error)
+		if !ok {
+			fe.err = invalidRequest("error must be an object with an integer code and a string message")
+			return m, fe
+		}
+		m.kind, m.err = kindResponse, e
 		return m, nil
 	}
-	e, ok := decodeWireError(errRaw)
-	if !ok {
-		fe.Err = invalidRequest("error must be an object with an integer code and a string message")
-		return m, fe
-	}
-	m.Error = e
-	return m, nil
+	return m, fe
 }
 
 // parseID accepts exactly a JSON integer literal without fraction, exponent,
 // leading zero or "-0" that fits in an int64 (D4).
-func parseID(raw []byte) (ID, bool) {
-	if len(raw) == 0 || len(raw) > 20 {
-		return 0, false
+func parseID(raw []byte) (msgID, bool) {
+	digits := bytes.TrimPrefix(raw, []byte("-"))
+	if len(digits) == 0 || digits[0] == '0' && len(raw) > 1 || bytes.ContainsFunc(digits, func(r rune) bool { return r < '0' || r > '9' }) {
+		return 0, false // not an integer literal, a leading zero, or -0
 	}
-	digits := raw
-	if digits[0] == '-' {
-		digits = digits[1:]
-	}
-	if len(digits) == 0 || (digits[0] == '0' && len(raw) > 1) {
-		return 0, false // leading zero, or -0
-	}
-	for _, c := range digits {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-	}
-	n, err := strconv.ParseInt(string(raw), 10, 64)
-	if err != nil {
-		return 0, false
-	}
-	return ID(n), true
-}
-
-// plainString decodes a raw JSON string value.
-func plainString(raw []byte) (string, bool) {
-	if len(raw) < 2 || raw[0] != '"' {
-		return "", false
-	}
-	if bytes.IndexByte(raw[1:len(raw)-1], '\\') < 0 {
-		return string(raw[1 : len(raw)-1]), true
-	}
-	var s string
-	if json.Unmarshal(raw, &s) != nil {
-		return "", false
-	}
-	return s, true
+	n, ok := parseInt(string(raw))
+	return msgID(n), ok
 }
 
 func cloneRaw(raw []byte) json.RawMessage {
@@ -237,95 +209,54 @@ func cloneRaw(raw []byte) json.RawMessage {
 	return append(json.RawMessage(nil), raw...)
 }
 
-// decodeWireError reads a JSON-RPC error object leniently: code and message
-// are required; data is trusted as a protocol error only when it carries a
-// frozen reason with the frozen retryable flag (CONTRACT-NOTES §9.3). An
-// optional string member "action" is accepted and ignored (D7).
+// errorObject is a JSON-RPC error object as it is read: code and message
+// are required, other members are tolerated (PROTOCOL.md §8.3).
+type errorObject struct {
+	Code    int64           `json:"code"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data,omitempty" proto:"raw"`
+}
+
+func (errorObject) objectMode() objectMode { return open }
+
+var (
+	errorObjectNode = mustNode[errorObject]()
+	errorDataNode   = mustNode[errorData]()
+)
+
+// decodeWireError reads a JSON-RPC error object. Its data is trusted as a
+// protocol error only when it carries a frozen reason with the frozen
+// retryable flag (D7); otherwise the raw data is kept.
 func decodeWireError(raw []byte) (*Error, bool) {
-	var v [3][]byte // code, message, data
-	if !exactMembers(raw, v[:], "code", "message", "data") || v[0] == nil || v[1] == nil {
+	var o errorObject
+	if walk(errorObjectNode(), raw, reflect.ValueOf(&o).Elem()) != nil || o.Code != int64(int(o.Code)) {
 		return nil, false
 	}
-	n, ok := parseID(v[0])
-	msg, isString := plainString(v[1])
-	if !ok || !isString || int64(n) != int64(int(n)) {
-		return nil, false
-	}
-	e := &Error{Code: int(n), Message: msg}
-	if v[2] != nil && string(v[2]) != "null" {
-		if r, ok := decodeErrorData(v[2]); ok {
-			e.Reason = r
+	e := &Error{Code: int(o.Code), Message: o.Message}
+	if o.Data != nil && string(o.Data) != "null" {
+		var d errorData
+		if walk(errorDataNode(), o.Data, reflect.ValueOf(&d).Elem()) == nil && d.Reason.Valid() && d.Retryable == d.Reason.Retryable() {
+			e.Reason = d.Reason
 		} else {
-			e.Data = cloneRaw(v[2])
+			e.Data = cloneRaw(o.Data)
 		}
 	}
 	return e, true
 }
 
-// decodeErrorData accepts data as a protocol error only when it carries a
-// frozen reason with the frozen retryable flag; a string member "action" is
-// accepted and ignored, other members are ignored too (D7).
-func decodeErrorData(data []byte) (Reason, bool) {
-	var v [3][]byte // reason, retryable, action
-	if !exactMembers(data, v[:], "reason", "retryable", "action") || v[0] == nil || v[1] == nil {
-		return "", false
-	}
-	name, ok := plainString(v[0])
-	r := Reason(name)
-	if !ok || !r.Valid() || string(v[1]) != strconv.FormatBool(r.Retryable()) {
-		return "", false
-	}
-	if v[2] != nil {
-		if _, ok := plainString(v[2]); !ok {
-			return "", false
-		}
-	}
-	return r, true
-}
-
-// exactMembers scans a JSON object and stores in values[i] the raw value of
-// the member named exactly names[i]. Other members are skipped; duplicate
-// members and anything but one object make it fail (D3).
-func exactMembers(raw []byte, values [][]byte, names ...string) bool {
-	if len(raw) == 0 || raw[0] != '{' {
-		return false
-	}
-	var dup dupState
-	s := scanner{data: raw}
-	more, err := s.openObject()
-	for more && err == nil {
-		var key, v []byte
-		var escaped bool
-		if key, escaped, err = s.key(); err != nil || dup.seen(0, key, escaped) {
-			return false
-		}
-		if v, err = s.value(nil); err != nil {
-			return false
-		}
-		name := unquote(key, escaped)
-		for i, n := range names {
-			if n == name {
-				values[i] = v
-			}
-		}
-		more, err = s.nextMember()
-	}
-	return err == nil && s.end() == nil
-}
-
 // Frame encoders. Frames are compact JSON, HTML escaping disabled, followed
-// by "\n" (CONTRACT-NOTES §1.1).
+// by "\n" (PROTOCOL.md §2.1).
 
 type requestFrame struct {
 	JSONRPC string `json:"jsonrpc"`
-	ID      *ID    `json:"id,omitempty"`
+	ID      *msgID `json:"id,omitempty"`
 	Method  string `json:"method"`
 	Params  any    `json:"params,omitempty"`
 }
 
 type responseFrame struct {
 	JSONRPC string     `json:"jsonrpc"`
-	ID      *ID        `json:"id"` // null when the id is unknown
+	ID      *msgID     `json:"id"` // null when the id is unknown
 	Result  any        `json:"result,omitempty"`
 	Error   *wireError `json:"error,omitempty"`
 }
@@ -341,20 +272,18 @@ func encodeFrame(v any) ([]byte, error) {
 }
 
 // encodeRequest encodes a request frame, or a notification when id is nil.
-func encodeRequest(id *ID, method string, params any) ([]byte, error) {
-	params = orEmptyObject(params) // D5: params, when sent, is an object
-
-	return encodeFrame(requestFrame{JSONRPC: "2.0", ID: id, Method: method, Params: params})
+func encodeRequest(id *msgID, method string, params any) ([]byte, error) {
+	return encodeFrame(requestFrame{JSONRPC: "2.0", ID: id, Method: method, Params: orEmptyObject(params)})
 }
 
 // encodeResult encodes a successful response. A nil result is sent as {}.
-func encodeResult(id ID, result any) ([]byte, error) {
-	result = orEmptyObject(result)
-	return encodeFrame(responseFrame{JSONRPC: "2.0", ID: &id, Result: result})
+func encodeResult(id msgID, result any) ([]byte, error) {
+	return encodeFrame(responseFrame{JSONRPC: "2.0", ID: &id, Result: orEmptyObject(result)})
 }
 
 // orEmptyObject replaces a nil value, including a nil json.RawMessage
-// (which would encode as null), with an empty object.
+// (which would encode as null), with an empty object: D5, params when sent
+// are an object.
 func orEmptyObject(v any) any {
 	if raw, ok := v.(json.RawMessage); v == nil || ok && len(raw) == 0 {
 		return struct{}{}
@@ -363,7 +292,7 @@ func orEmptyObject(v any) any {
 }
 
 // encodeError encodes an error response; a nil id is sent as null.
-func encodeError(id *ID, e *Error) []byte {
+func encodeError(id *msgID, e *Error) []byte {
 	w := e.toWire()
 	b, err := encodeFrame(responseFrame{JSONRPC: "2.0", ID: id, Error: &w})
 	if err != nil {
@@ -374,6 +303,3 @@ func encodeError(id *ID, e *Error) []byte {
 	}
 	return b
 }
-
-// FrameBytes is the frozen limit on one NDJSON frame, including its "\n".
-const FrameBytes = 8 << 20

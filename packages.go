@@ -11,7 +11,7 @@ import (
 )
 
 // PackagesFile is the name of the trust and launch record inside the
-// Reasonix home directory (CONTRACT-NOTES §12.2).
+// Reasonix home directory (PROTOCOL.md §3.2).
 //
 // The file is one JSON object, written with two-space indentation and a
 // trailing newline:
@@ -94,7 +94,7 @@ var (
 
 // PackageEntry is one installed package.
 type PackageEntry struct {
-	// Name is the installed name: the plugin ID (CONTRACT-NOTES §4.1).
+	// Name is the installed name: the plugin ID (PROTOCOL.md §3.1).
 	Name string `json:"name"`
 	// Root is the package directory, relative to the home directory
 	// (slash-separated) or absolute.
@@ -225,118 +225,69 @@ func LoadPackages(home string) (*Packages, error) {
 	return p, nil
 }
 
-// parsePackages reads the file strictly with the manifest's strict walk;
-// its errors are *ManifestError values that LoadPackages relabels.
+// packagesProbe is the first, lenient read of the file: the syntax of the
+// whole document, the root members, and the version, which decides how
+// the rest reads.
+type packagesProbe struct {
+	Version  json.RawMessage `json:"version,omitempty" proto:"raw"`
+	Packages json.RawMessage `json:"packages,omitempty" proto:"raw"`
+}
+
+func (packagesProbe) objectMode() objectMode { return lenient }
+
+// packagesDoc is the file as it is read strictly.
+type packagesDoc struct {
+	Version  int64          `json:"version"`
+	Packages []PackageEntry `json:"packages,omitempty"`
+}
+
+var (
+	packagesProbeNode = mustNode[packagesProbe]()
+	packagesDocNode   = mustNode[packagesDoc]()
+)
+
+// parsePackages reads the file strictly through the strict walk; its
+// errors are *ManifestError values that LoadPackages relabels.
 func parsePackages(data []byte) (*Packages, error) {
-	root, err := documentMembers(data, "the file")
-	if err != nil {
+	var probe packagesProbe
+	if err := readDocument(data, "the file", packagesProbeNode(), &probe); err != nil {
 		return nil, err
-	}
-	for _, m := range root {
-		if m.name != "version" && m.name != "packages" {
-			return nil, unknownField(fieldName(m.name), m.name, []string{"version", "packages"})
-		}
 	}
 	// The version decides how the rest reads, so it is checked before the
 	// entries: a later format reports "unsupported version", not an odd
 	// entry.
-	version := root.get("version")
-	if version == nil {
+	if probe.Version == nil {
 		return nil, &ManifestError{Field: "version", Msg: "missing"}
 	}
-	if v, err := intValue(version, "version"); err != nil {
-		return nil, err
-	} else if v != 1 {
+	if v, ok := parseInt(string(probe.Version)); ok && v != 1 {
 		return nil, &ManifestError{Field: "version", Msg: fmt.Sprintf("unsupported version %d; this host reads version 1", v)}
 	}
-	p := &Packages{}
-	if raw := root.get("packages"); raw != nil {
-		if p.Entries, err = parseEntries(raw); err != nil {
-			return nil, err
-		}
+	var doc packagesDoc
+	if err := readDocument(data, "the file", packagesDocNode(), &doc); err != nil {
+		return nil, err
 	}
-	return p, nil
-}
-
-func parseEntries(raw []byte) ([]PackageEntry, error) {
-	s := scanner{data: raw}
-	if s.peek() != '[' {
-		return nil, typeError(raw, "packages", "an array")
-	}
-	var out []PackageEntry
-	more, err := s.openArray()
-	for i := 0; more && err == nil; i++ {
-		var v []byte
-		if v, err = s.value(nil); err != nil {
-			break
+	for i, e := range doc.Packages {
+		field := fmt.Sprintf("packages[%d]", i)
+		switch {
+		case !ValidPluginName(e.Name):
+			return nil, &ManifestError{Field: field + ".name", Msg: fmt.Sprintf("%q is not a valid plugin name", e.Name)}
+		case strings.TrimSpace(e.Root) == "":
+			return nil, &ManifestError{Field: field + ".root", Msg: "missing or blank"}
+		case e.Scope != "" && e.Scope != ScopeUser && e.Scope != ScopeProject:
+			return nil, &ManifestError{Field: field + ".scope", Msg: fmt.Sprintf("%q is not a scope; use user or project", e.Scope)}
 		}
-		e, perr := parseEntry(v, fmt.Sprintf("packages[%d]", i))
-		if perr != nil {
-			return nil, perr
+		for _, f := range []struct{ name, value string }{{"root", e.Root}, {"version", e.Version}, {"source", e.Source}} {
+			if err := checkText(f.value, field+"."+f.name); err != nil {
+				return nil, err
+			}
 		}
-		for _, prev := range out {
+		for _, prev := range doc.Packages[:i] {
 			if prev.Name == e.Name {
-				return nil, &ManifestError{Field: fmt.Sprintf("packages[%d].name", i), Msg: fmt.Sprintf("%q is installed twice", e.Name)}
+				return nil, &ManifestError{Field: field + ".name", Msg: fmt.Sprintf("%q is installed twice", e.Name)}
 			}
 		}
-		out = append(out, e)
-		more, err = s.nextElement()
 	}
-	if err != nil {
-		return nil, &ManifestError{Field: "packages", Msg: "not valid JSON: " + err.Error()}
-	}
-	return out, nil
-}
-
-var entryFields = []string{"name", "root", "version", "enabled", "scope", "linked", "source"}
-
-func parseEntry(raw []byte, field string) (PackageEntry, error) {
-	var e PackageEntry
-	mems, err := objectMembers(raw, field)
-	if err != nil {
-		return e, err
-	}
-	var hasEnabled bool
-	for _, m := range mems {
-		f := field + "." + fieldName(m.name)
-		switch m.name {
-		case "name":
-			if e.Name, err = stringValue(m.raw, f); err == nil && !ValidPluginName(e.Name) {
-				err = &ManifestError{Field: f, Msg: fmt.Sprintf("%q is not a valid plugin name", e.Name)}
-			}
-		case "root":
-			e.Root, err = textValue(m.raw, f)
-		case "version":
-			e.Version, err = textValue(m.raw, f)
-		case "enabled":
-			hasEnabled = true
-			e.Enabled, err = boolValue(m.raw, f)
-		case "scope":
-			var sc string
-			if sc, err = stringValue(m.raw, f); err == nil && sc != string(ScopeUser) && sc != string(ScopeProject) {
-				err = &ManifestError{Field: f, Msg: fmt.Sprintf("%q is not a scope; use user or project", sc)}
-			}
-			e.Scope = Scope(sc)
-		case "linked":
-			e.Linked, err = boolValue(m.raw, f)
-		case "source":
-			e.Source, err = textValue(m.raw, f)
-		default:
-			err = unknownField(f, m.name, entryFields)
-		}
-		if err != nil {
-			return e, err
-		}
-	}
-	switch {
-	case e.Name == "":
-		return e, &ManifestError{Field: field + ".name", Msg: "missing"}
-	case strings.TrimSpace(e.Root) == "":
-		return e, &ManifestError{Field: field + ".root", Msg: "missing or blank"}
-	case !hasEnabled:
-		return e, &ManifestError{Field: field + ".enabled", Msg: "missing"}
-	}
-	return e, nil
+	return &Packages{Entries: doc.Packages}, nil
 }
 
 // Save writes p to <home>/plugin-packages.json atomically: the content
@@ -347,15 +298,14 @@ func parseEntry(raw []byte, field string) (PackageEntry, error) {
 // change can be lost.
 func (p *Packages) Save(home string) error {
 	path := filepath.Join(home, PackagesFile)
-	type fileFormat struct {
-		Version  int            `json:"version"`
-		Packages []PackageEntry `json:"packages"`
-	}
 	entries := p.Entries
 	if entries == nil {
 		entries = []PackageEntry{}
 	}
-	data, err := json.MarshalIndent(fileFormat{Version: 1, Packages: entries}, "", "  ")
+	data, err := json.MarshalIndent(struct {
+		Version  int            `json:"version"`
+		Packages []PackageEntry `json:"packages"`
+	}{1, entries}, "", "  ")
 	if err != nil {
 		return &PackagesError{Path: path, Msg: "cannot encode: " + err.Error(), Err: err}
 	}

@@ -475,27 +475,3 @@ func TestInstallLinkAndRemoveKeepsDirectory(t *testing.T) {
 		t.Errorf("Remove deleted the linked directory: %v", err)
 	}
 }
-
-func TestInstallTempD8(t *testing.T) {
-	src := writePlugin(t, filepath.Join(t.TempDir(), "p"), runtimeManifest("p", "${REASONIX_PLUGIN_ROOT}/bin/p"))
-	home, cleanup, err := InstallTemp(src, InstallOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec, err := ResolveLaunch(home, "p", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := filepath.Join(src, "bin", "p"); spec.Command != want {
-		t.Errorf("Command = %q, want %q", spec.Command, want)
-	}
-	if err := cleanup(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(home); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("cleanup left the temporary home (stat err %v)", err)
-	}
-	if _, err := os.Stat(filepath.Join(src, ManifestFile)); err != nil {
-		t.Errorf("cleanup touched the plugin directory: %v", err)
-	}
-}

@@ -1,14 +1,15 @@
 package extension
 
 import (
-	"encoding/json"
+	"bytes"
+	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
-	"sync"
 )
 
-// The payload documents of the 17 hook points (CONTRACT-NOTES §3.4). They
+// The payload documents of the 17 hook points (PROTOCOL.md §4.1). They
 // travel in the free-form payload of extension/intercept and extension/event
 // and are not part of the frozen schema. Every member is optional on the
 // wire; a replacement is strictly decoded into the point's document and then
@@ -99,195 +100,196 @@ type FrontendPayload struct {
 	Detail string `json:"detail,omitempty"`
 }
 
-// payloadType returns the payload document of p.
-func payloadType(p Point) reflect.Type {
-	var v any
-	switch p {
-	case InputReceive:
-		v = InputPayload{}
-	case AgentBeforeStart:
-		v = AgentStartPayload{}
-	case SystemPromptBuild:
-		v = SystemPromptPayload{}
-	case ContextPrepare:
-		v = ContextPayload{}
-	case ProviderRequestPoint:
-		v = ProviderRequestPayload{}
-	case ProviderResponsePoint:
-		v = ProviderResponsePayload{}
-	case ToolBefore:
-		v = ToolPayload{}
-	case ToolAfter:
-		v = ToolResultPayload{}
-	case PermissionDecision:
-		v = PermissionPayload{}
-	case CompactionPrepare:
-		v = CompactionPreparePayload{}
-	case CompactionComplete:
-		v = CompactionCompletePayload{}
-	case SessionStart, SessionEnd, SessionLoad, SessionSave, SessionRotate:
-		v = SessionPayload{}
-	case FrontendEvent:
-		v = FrontendPayload{}
-	default:
-		return nil
-	}
-	return reflect.TypeOf(v)
+// Point is one of the 17 frozen hook points shared by extension/intercept
+// and extension/event (PROTOCOL.md §4.1).
+type Point string
+
+// The 17 hook points, sorted as in the schema.
+const (
+	AgentBeforeStart      Point = "agent.before_start"
+	CompactionComplete    Point = "compaction.complete"
+	CompactionPrepare     Point = "compaction.prepare"
+	ContextPrepare        Point = "context.prepare"
+	FrontendEvent         Point = "frontend.event"
+	InputReceive          Point = "input.receive"
+	PermissionDecision    Point = "permission.decision"
+	ProviderRequestPoint  Point = "provider.request"
+	ProviderResponsePoint Point = "provider.response"
+	SessionEnd            Point = "session.end"
+	SessionLoad           Point = "session.load"
+	SessionRotate         Point = "session.rotate"
+	SessionSave           Point = "session.save"
+	SessionStart          Point = "session.start"
+	SystemPromptBuild     Point = "system_prompt.build"
+	ToolAfter             Point = "tool.after"
+	ToolBefore            Point = "tool.before"
+)
+
+// pointInfo is one row of the table of PROTOCOL.md §4.1.
+type pointInfo struct {
+	point   Point
+	slot    string       // the slot whose owner has the final say there (D17); "" for none
+	fast    bool         // in the 5-second timeout family (D18)
+	payload reflect.Type // the payload document
 }
 
-// payloadSchema compiles the payload documents with the same reflection
-// builder and validator as the frozen schema, so a replacement gets the
-// strict rules of D3: exact member names, no duplicates, no null, no
-// trailing data.
-var payloadSchema = sync.OnceValue(func() map[string]*vnode {
-	b := &schemaBuilder{defs: map[string]any{}}
-	for _, p := range Points() {
-		b.def(payloadType(p))
-	}
-	doc, err := json.Marshal(map[string]any{"$defs": b.defs})
-	if err != nil {
-		panic("extension: marshalling the payload schema: " + err.Error())
-	}
-	types := map[string]reflect.Type{}
-	for name := range b.defs {
-		types[name] = nil
-	}
-	for _, p := range Points() {
-		collectTypes(payloadType(p), types)
-	}
-	defs, err := compileSchema(doc, types)
-	if err != nil {
-		panic("extension: compiling the payload schema: " + err.Error())
-	}
-	return defs
-})
+// pointTable holds the 17 points, sorted.
+var pointTable = []pointInfo{
+	{AgentBeforeStart, "", false, reflect.TypeFor[AgentStartPayload]()},
+	{CompactionComplete, "compaction", false, reflect.TypeFor[CompactionCompletePayload]()},
+	{CompactionPrepare, "compaction", false, reflect.TypeFor[CompactionPreparePayload]()},
+	{ContextPrepare, "context", false, reflect.TypeFor[ContextPayload]()},
+	{FrontendEvent, "frontend_events", false, reflect.TypeFor[FrontendPayload]()},
+	{InputReceive, "", true, reflect.TypeFor[InputPayload]()},
+	{PermissionDecision, "permission", true, reflect.TypeFor[PermissionPayload]()},
+	{ProviderRequestPoint, "provider_request", false, reflect.TypeFor[ProviderRequestPayload]()},
+	{ProviderResponsePoint, "provider_response", false, reflect.TypeFor[ProviderResponsePayload]()},
+	{SessionEnd, "session_policy", false, reflect.TypeFor[SessionPayload]()},
+	{SessionLoad, "session_policy", false, reflect.TypeFor[SessionPayload]()},
+	{SessionRotate, "session_policy", false, reflect.TypeFor[SessionPayload]()},
+	{SessionSave, "session_policy", false, reflect.TypeFor[SessionPayload]()},
+	{SessionStart, "session_policy", false, reflect.TypeFor[SessionPayload]()},
+	{SystemPromptBuild, "system_prompt", false, reflect.TypeFor[SystemPromptPayload]()},
+	{ToolAfter, "", true, reflect.TypeFor[ToolResultPayload]()},
+	{ToolBefore, "", true, reflect.TypeFor[ToolPayload]()},
+}
 
-// collectTypes records t and every struct it reaches by name.
-func collectTypes(t reflect.Type, into map[string]reflect.Type) {
-	for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Map {
-		t = t.Elem()
+// points lists the 17 points, sorted.
+var points = func() []Point {
+	out := make([]Point, len(pointTable))
+	for i, row := range pointTable {
+		out[i] = row.point
 	}
-	if t.Kind() != reflect.Struct || into[t.Name()] != nil {
-		return
+	return out
+}()
+
+// Points returns the 17 hook points, sorted.
+func Points() []Point { return slices.Clone(points) }
+
+// Valid reports whether p is one of the 17 hook points.
+func (p Point) Valid() bool { return slices.Contains(points, p) }
+
+func (Point) enumValues() []string { return enumStrings(points...) }
+
+// info returns the table row of p; ok is false for an unknown point.
+func (p Point) info() (pointInfo, bool) {
+	i := slices.Index(points, p)
+	if i < 0 {
+		return pointInfo{}, false
 	}
-	into[t.Name()] = t
-	for i := 0; i < t.NumField(); i++ {
-		collectTypes(t.Field(i).Type, into)
+	return pointTable[i], true
+}
+
+// slotOf returns the slot whose owner has the final say at p (D17), or "".
+func slotOf(p Point) string { info, _ := p.info(); return info.slot }
+
+// enumStrings lists the values of an enum type, for its enumValues.
+func enumStrings[T ~string](vs ...T) []string {
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = string(v)
 	}
+	return out
 }
 
 // DecodePayload strictly decodes a payload or replacement document of
 // point p into a fresh value of its payload type and checks the point's
-// rules (D16, CONTRACT-NOTES §3.4). It returns the decoded value, such as
-// *ToolPayload for tool.before; a failure names the JSON pointer.
+// replacement rules (D16, PROTOCOL.md §4.1). It returns the decoded value,
+// such as *ToolPayload for tool.before; a failure names the JSON pointer.
 func DecodePayload(p Point, doc []byte) (any, error) {
-	t := payloadType(p)
-	if t == nil {
+	info, ok := p.info()
+	if !ok {
 		return nil, fmt.Errorf("%q is not a hook point", p)
 	}
-	if len(strings.TrimSpace(string(doc))) == 0 {
+	if len(bytes.TrimSpace(doc)) == 0 {
 		return nil, fmt.Errorf("%s replacement is empty", p)
 	}
-	if err := validateNode(t.Name(), payloadSchema()[t.Name()], doc); err != nil {
+	v := reflect.New(info.payload)
+	if err := decodeInto(doc, v.Elem()); err != nil {
 		return nil, err
 	}
-	out := reflect.New(t)
-	if err := json.Unmarshal(doc, out.Interface()); err != nil {
-		return nil, err
+	if pointer, msg := replacementRule(p, v.Interface()); msg != "" {
+		return nil, &ValidationError{Def: info.payload.Name(), Pointer: pointer, Msg: msg}
 	}
-	if err := checkPayload(p, doc, out.Interface()); err != nil {
-		return nil, err
-	}
-	return out.Interface(), nil
+	return v.Interface(), nil
 }
 
-// checkPayload applies the replacement rules of CONTRACT-NOTES §3.4.
-func checkPayload(p Point, doc []byte, v any) error {
-	invalid := func(pointer, format string, args ...any) error {
-		return &ValidationError{Def: reflect.TypeOf(v).Elem().Name(), Pointer: pointer, Msg: fmt.Sprintf(format, args...)}
-	}
+// replacementRule applies the replacement rules of PROTOCOL.md §4.1 to a
+// decoded payload document; it returns the offending member's pointer and
+// what is wrong, or "" when the document may replace the payload.
+func replacementRule(p Point, v any) (pointer, msg string) {
 	blank := func(s string) bool { return strings.TrimSpace(s) == "" }
-	present := func(name string) bool {
-		var vals [1][]byte
-		return exactMembers(doc, vals[:], name) && vals[0] != nil
-	}
 	switch x := v.(type) {
 	case *InputPayload:
 		if blank(x.Text) {
-			return invalid("/text", "text must not be empty")
+			return "/text", "text must not be empty"
 		}
 	case *AgentStartPayload:
 		if blank(x.SessionID) {
-			return invalid("/sessionId", "sessionId must not be empty")
+			return "/sessionId", "sessionId must not be empty"
 		}
 	case *SystemPromptPayload:
 		if blank(x.WorkspaceRoot) {
-			return invalid("/workspaceRoot", "workspaceRoot must not be empty")
+			return "/workspaceRoot", "workspaceRoot must not be empty"
 		}
 	case *ContextPayload:
-		if !present("messages") {
-			return invalid("/messages", "messages must be present as an array (it may be [])")
+		if x.Messages == nil {
+			return "/messages", "messages must be present as an array (it may be [])"
 		}
 	case *CompactionPreparePayload:
-		if !present("messages") {
-			return invalid("/messages", "messages must be present as an array (it may be [])")
-		}
-	case *ProviderResponsePayload:
-		for i, c := range x.Calls {
-			if blank(c.ID) || blank(c.Name) {
-				return invalid(fmt.Sprintf("/calls/%d", i), "every call needs an id and a name")
-			}
+		if x.Messages == nil {
+			return "/messages", "messages must be present as an array (it may be [])"
 		}
 	case *ToolPayload:
-		return checkTool(invalid, x.Name, x.Arguments)
+		return toolRule(x.Name, x.Arguments)
 	case *ToolResultPayload:
-		return checkTool(invalid, x.Name, x.Arguments)
+		return toolRule(x.Name, x.Arguments)
 	case *PermissionPayload:
 		if x.HostDecision != "allow" && x.HostDecision != "deny" {
-			return invalid("/hostDecision", `hostDecision must be "allow" or "deny"`)
+			return "/hostDecision", `hostDecision must be "allow" or "deny"`
 		}
-		return checkTool(invalid, x.Name, x.Arguments)
+		return toolRule(x.Name, x.Arguments)
 	case *CompactionCompletePayload:
 		if blank(x.Summary) {
-			return invalid("/summary", "summary must not be empty")
+			return "/summary", "summary must not be empty"
 		}
 	case *SessionPayload:
 		switch x.Phase {
 		case "start", "end", "load", "save", "rotate":
 		default:
-			return invalid("/phase", "phase %q is not start, end, load, save or rotate", x.Phase)
+			return "/phase", fmt.Sprintf("phase %q is not start, end, load, save or rotate", x.Phase)
 		}
 		if Point("session."+x.Phase) != p {
-			return invalid("/phase", "phase %q does not match the point %s", x.Phase, p)
+			return "/phase", fmt.Sprintf("phase %q does not match the point %s", x.Phase, p)
 		}
 	case *FrontendPayload:
 		if blank(x.Kind) {
-			return invalid("/kind", "kind must not be empty")
+			return "/kind", "kind must not be empty"
 		}
 	}
-	return nil
+	return "", ""
 }
 
-// checkTool: a tool needs a name, and its arguments are empty or the text
-// of a JSON object.
-func checkTool(invalid func(string, string, ...any) error, name, args string) error {
+// jsonObjectNode admits any JSON object, every member name inside checked
+// for duplicates (D3).
+var jsonObjectNode = &vnode{kind: vAny, object: true}
+
+// toolRule: a tool needs a name, and its arguments are empty or the text
+// of a JSON object read as strictly as the frames around it (D3): no
+// duplicate member can hide one value behind another.
+func toolRule(name, args string) (pointer, msg string) {
 	if strings.TrimSpace(name) == "" {
-		return invalid("/name", "name must not be empty")
+		return "/name", "name must not be empty"
 	}
 	if args == "" {
-		return nil
+		return "", ""
 	}
-	// The text is a JSON object read as strictly as the frames around it
-	// (D3): no duplicate member can hide one value behind another.
-	s := scanner{data: []byte(args)}
-	if s.peek() != '{' {
-		return invalid("/arguments", "arguments must be the text of a JSON object")
+	if err := walk(jsonObjectNode, []byte(args), reflect.Value{}); err != nil {
+		var ve *ValidationError
+		if errors.As(err, &ve) && ve.rule == ruleKind {
+			return "/arguments", "arguments must be the text of a JSON object"
+		}
+		return "/arguments", "arguments: " + err.Error()
 	}
-	if _, err := s.value(&dupState{}); err != nil {
-		return invalid("/arguments", "arguments: %v", err)
-	}
-	if err := s.end(); err != nil {
-		return invalid("/arguments", "arguments: %v", err)
-	}
-	return nil
+	return "", ""
 }

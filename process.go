@@ -24,7 +24,7 @@ type process struct {
 	stdin  *os.File // our write end of the child's stdin
 	stdout *os.File // our read end of the child's stdout
 	stderr *os.File // our read end of the child's stderr
-	tail   *Tail
+	tail   *tail
 
 	exited  chan struct{} // closed once the child has been reaped
 	waitErr error         // valid after exited is closed
@@ -36,7 +36,7 @@ type process struct {
 
 // startProcess spawns spec in exec form (never through a shell, D8) with
 // env, and returns the stage that failed on error: "pipes" or "spawn".
-func startProcess(spec *LaunchSpec, env []string, tail *Tail) (*process, string, error) {
+func startProcess(spec *launchSpec, env []string, tail *tail) (*process, string, error) {
 	var files []*os.File
 	closeAll := func() {
 		for _, f := range files {

@@ -51,7 +51,9 @@ const (
 	RoleUser      Role = "user"
 )
 
-func (Role) enumValues() []string { return []string{"assistant", "system", "tool", "user"} }
+func (Role) enumValues() []string {
+	return enumStrings(RoleAssistant, RoleSystem, RoleTool, RoleUser)
+}
 
 // ProviderMessage is one conversation message. Its member names are
 // snake_case on purpose (CONTRACT-NOTES §3.3).
@@ -117,7 +119,7 @@ const (
 )
 
 func (ProviderErrorCode) enumValues() []string {
-	return []string{"provider_failed", "provider_interrupted"}
+	return enumStrings(ProviderErrorFailed, ProviderErrorInterrupted)
 }
 
 // ProviderError is the payload of an error chunk; Message must already be
@@ -143,7 +145,7 @@ const (
 )
 
 func (ChunkType) enumValues() []string {
-	return []string{"done", "error", "reasoning", "text", "tool_call", "tool_call_args_delta", "tool_call_start", "usage"}
+	return enumStrings(ChunkDone, ChunkError, ChunkReasoning, ChunkText, ChunkToolCall, ChunkToolCallArgsDelta, ChunkToolCallStart, ChunkUsage)
 }
 
 // ProviderChunk is one unit of a provider stream.
@@ -155,6 +157,20 @@ type ProviderChunk struct {
 	ArgChars  int64             `json:"argChars,omitempty" proto:"min=0"`
 	Usage     *ProviderUsage    `json:"usage,omitempty"`
 	Error     *ProviderError    `json:"error,omitempty"`
+}
+
+// invariant: an error chunk carries its error and only it does; a usage
+// chunk carries its usage (PROTOCOL.md §5.3).
+func (c *ProviderChunk) invariant() (member, msg string) {
+	switch {
+	case c.Type == ChunkError && c.Error == nil:
+		return "", `a chunk of type "error" needs the error member`
+	case c.Type != ChunkError && c.Error != nil:
+		return "", `only a chunk of type "error" carries the error member`
+	case c.Type == ChunkUsage && c.Usage == nil:
+		return "", `a chunk of type "usage" needs the usage member`
+	}
+	return "", ""
 }
 
 // StreamOpenParams are the params of extension/provider/stream/open.

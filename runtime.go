@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -55,7 +56,7 @@ type Host struct {
 	// Default 250 ms.
 	ExitDrain time.Duration
 	// StderrTailBytes is how much of a sidecar's stderr is kept for
-	// diagnostics (D10). Default 16 KiB ([DefaultTailSize]).
+	// diagnostics (D10). Default 16 KiB.
 	StderrTailBytes int
 	// Conn configures each sidecar connection: queue bounds and the
 	// write-stall watchdog (D13, default 10 s). Its Gate is the host's own.
@@ -88,34 +89,19 @@ type Host struct {
 	// but may start a goroutine that does (an idle reload is how a crashed
 	// sidecar comes back).
 	OnCrash func(plugin string, err error)
-
-	reloadMu  sync.Mutex // protects reloading
-	reloading bool       // a reload is waiting or building (D14)
 }
 
 // The defaults of the [Host] bounds, used when a field is zero.
 const (
-	// DefaultParallelStarts: sidecars of a generation initializing at once (D10).
-	DefaultParallelStarts = 4
-	// DefaultStartupTimeout: the deadline shared by a generation's starts,
-	// and each sidecar's initialize budget within it (D10).
-	DefaultStartupTimeout = 30 * time.Second
-	// DefaultShutdownTimeout: the timeoutMillis of extension/shutdown (D11).
-	DefaultShutdownTimeout = 5 * time.Second
-	// DefaultStdinGrace: how long a sidecar may take to exit after its
-	// stdin closes (D11).
-	DefaultStdinGrace = 750 * time.Millisecond
-	// DefaultReapTimeout: the wait for a killed process group to be gone (D11).
-	DefaultReapTimeout = 5 * time.Second
-	// DefaultExitDrain: how long the frames of an exited sidecar are still read.
-	DefaultExitDrain = 250 * time.Millisecond
-	// DefaultFastInterceptTimeout: the budget of input.receive, tool.before,
-	// tool.after and permission.decision (D18).
-	DefaultFastInterceptTimeout = 5 * time.Second
-	// DefaultInterceptTimeout: the budget of the other 13 points (D18).
-	DefaultInterceptTimeout = 30 * time.Second
-	// DefaultMaxInterceptTimeout: the clamp of a manifest's timeoutMillis (D18).
-	DefaultMaxInterceptTimeout = 60 * time.Second
+	defaultParallelStarts       = 4                      // D10
+	defaultStartupTimeout       = 30 * time.Second       // D10
+	defaultShutdownTimeout      = 5 * time.Second        // D11
+	defaultStdinGrace           = 750 * time.Millisecond // D11
+	defaultReapTimeout          = 5 * time.Second        // D11
+	defaultExitDrain            = 250 * time.Millisecond
+	defaultFastInterceptTimeout = 5 * time.Second  // D18
+	defaultInterceptTimeout     = 30 * time.Second // D18
+	defaultMaxInterceptTimeout  = 60 * time.Second // D18
 )
 
 // Warning is a non-fatal problem of one plugin, such as an optional
@@ -128,109 +114,72 @@ type Warning struct {
 // String names the plugin and the problem.
 func (w Warning) String() string { return w.Plugin + ": " + w.Err.Error() }
 
-// hostConfig is a Host's settings with the defaults applied, shared
-// read-only by a generation's sidecars.
-type hostConfig struct {
-	home              string
-	session           SessionContext
-	uiHost            UIHost
-	env               []string
-	redactor          *Redactor
-	startupTimeout    time.Duration
-	maxParallel       int
-	initializeTimeout time.Duration
-	shutdownTimeout   time.Duration
-	stdinGrace        time.Duration
-	reapTimeout       time.Duration
-	stderrTailBytes   int
-	exitDrain         time.Duration
-	conn              ConnOptions
-	fastTimeout       time.Duration
-	slowTimeout       time.Duration
-	maxTimeout        time.Duration
-	onWarning         func(Warning)
-	onAudit           func(AuditRecord)
-	onCrash           func(string, error)
-}
-
-func orDuration(d, def time.Duration) time.Duration {
-	if d > 0 {
-		return d
+// withDefaults returns a copy of h with every zero field that has a
+// default set to it; a generation reads its settings from the copy.
+func (h Host) withDefaults() *Host {
+	durations := []struct {
+		d   *time.Duration
+		def time.Duration
+	}{
+		{&h.StartupTimeout, defaultStartupTimeout}, {&h.InitializeTimeout, defaultStartupTimeout},
+		{&h.ShutdownTimeout, defaultShutdownTimeout}, {&h.StdinGrace, defaultStdinGrace},
+		{&h.ReapTimeout, defaultReapTimeout}, {&h.ExitDrain, defaultExitDrain},
+		{&h.FastInterceptTimeout, defaultFastInterceptTimeout}, {&h.InterceptTimeout, defaultInterceptTimeout},
+		{&h.MaxInterceptTimeout, defaultMaxInterceptTimeout},
 	}
-	return def
-}
-
-func (h *Host) config() *hostConfig {
-	c := &hostConfig{
-		home: h.Home, session: h.Session, uiHost: h.UIHost, env: h.Env, redactor: h.Redactor,
-		startupTimeout:    orDuration(h.StartupTimeout, DefaultStartupTimeout),
-		maxParallel:       h.MaxParallelStarts,
-		initializeTimeout: orDuration(h.InitializeTimeout, DefaultStartupTimeout),
-		shutdownTimeout:   orDuration(h.ShutdownTimeout, DefaultShutdownTimeout),
-		stdinGrace:        orDuration(h.StdinGrace, DefaultStdinGrace),
-		reapTimeout:       orDuration(h.ReapTimeout, DefaultReapTimeout),
-		stderrTailBytes:   h.StderrTailBytes,
-		exitDrain:         orDuration(h.ExitDrain, DefaultExitDrain),
-		conn:              h.Conn,
-		fastTimeout:       orDuration(h.FastInterceptTimeout, DefaultFastInterceptTimeout),
-		slowTimeout:       orDuration(h.InterceptTimeout, DefaultInterceptTimeout),
-		maxTimeout:        orDuration(h.MaxInterceptTimeout, DefaultMaxInterceptTimeout),
-		onWarning:         h.OnWarning,
-		onAudit:           h.OnAudit,
-		onCrash:           h.OnCrash,
+	for _, f := range durations {
+		*f.d = orDuration(*f.d, f.def)
 	}
-	if c.uiHost == "" {
-		c.uiHost = UIHostHeadless
+	if h.UIHost == "" {
+		h.UIHost = UIHostHeadless
 	}
-	if c.env == nil {
-		c.env = os.Environ()
+	if h.Env == nil {
+		h.Env = os.Environ()
 	}
-	if c.redactor == nil {
-		c.redactor = &Redactor{}
+	if h.Redactor == nil {
+		h.Redactor = &Redactor{}
 	}
-	if c.maxParallel <= 0 {
-		c.maxParallel = DefaultParallelStarts
+	if h.MaxParallelStarts <= 0 {
+		h.MaxParallelStarts = defaultParallelStarts
 	}
-	if c.stderrTailBytes <= 0 {
-		c.stderrTailBytes = DefaultTailSize
+	if h.StderrTailBytes <= 0 {
+		h.StderrTailBytes = defaultTailSize
 	}
-	return c
+	h.Conn.Barrier = HostBarrier
+	return &h
 }
 
 // Runtime is one generation of started sidecars: their slot ownership and
 // the chains built from them. Create it with [Host.Start]; Close stops it.
 type Runtime struct {
-	cfg      *hostConfig
+	cfg      *Host
 	sidecars []*Sidecar // started, in installed order
 	byID     map[string]*Sidecar
 	slots    map[string]string    // slot → owning plugin (D17)
 	chains   map[Point][]*Sidecar // D15 order, without the point's slot owner
 
-	mu       sync.Mutex // protects warnings, warned, dropped
+	mu       sync.Mutex // protects warnings, warned
 	warnings []Warning
-	warned   map[string]bool   // category|plugin already warned (D19, D20)
-	dropped  map[string]uint64 // events dropped per plugin (D20)
+	warned   map[string]bool // category|plugin already warned (D19, D20)
 
 	opsMu   sync.Mutex // protects ops, idle
 	ops     int        // operations in flight, for reload-on-idle (D14)
 	idle    chan struct{}
 	closing bool
 
+	reloading atomic.Bool // a reload of this generation is waiting or building (D14)
 	closeOnce sync.Once
 	closeErr  error
 }
 
 // Session returns the session context the generation was started with.
-func (rt *Runtime) Session() SessionContext { return rt.cfg.session }
+func (rt *Runtime) Session() SessionContext { return rt.cfg.Session }
 
 // Sidecars returns the started sidecars in installed order.
 func (rt *Runtime) Sidecars() []*Sidecar { return append([]*Sidecar(nil), rt.sidecars...) }
 
 // Sidecar returns the started sidecar of plugin id, or nil.
 func (rt *Runtime) Sidecar(id string) *Sidecar { return rt.byID[id] }
-
-// SlotOwner returns the plugin that owns slot, or "" (D17).
-func (rt *Runtime) SlotOwner(slot string) string { return rt.slots[slot] }
 
 // Warnings returns the generation's warnings so far: first the startup
 // warnings in installed order, then those of its operations as they came.
@@ -247,14 +196,15 @@ func (rt *Runtime) Warnings() []Warning {
 // stops every started sidecar and fails Start; an optional one's becomes a
 // warning.
 func (h *Host) Start(ctx context.Context) (*Runtime, error) {
-	return h.config().start(ctx)
+	return h.withDefaults().start(ctx)
 }
 
-func (cfg *hostConfig) start(ctx context.Context) (*Runtime, error) {
-	if strings.TrimSpace(cfg.session.SessionID) == "" || strings.TrimSpace(cfg.session.WorkspaceRoot) == "" {
+// start builds a generation from cfg, a Host with its defaults applied.
+func (cfg *Host) start(ctx context.Context) (*Runtime, error) {
+	if strings.TrimSpace(cfg.Session.SessionID) == "" || strings.TrimSpace(cfg.Session.WorkspaceRoot) == "" {
 		return nil, errors.New("extension: Host.Session needs a SessionID and a WorkspaceRoot")
 	}
-	specs, refusals, order := launchablePlugins(cfg.home, cfg.session.WorkspaceRoot)
+	specs, refusals, order := launchablePlugins(cfg.Home, cfg.Session.WorkspaceRoot)
 	rt := &Runtime{cfg: cfg, byID: map[string]*Sidecar{}}
 	if err := rt.claimSlots(specs); err != nil {
 		return nil, err
@@ -280,14 +230,14 @@ func (cfg *hostConfig) start(ctx context.Context) (*Runtime, error) {
 			return nil, err // plugin-packages.json itself is unreadable
 		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, cfg.startupTimeout)
+	ctx, cancel := context.WithTimeout(ctx, cfg.StartupTimeout)
 	defer cancel()
 	type outcome struct {
 		s   *Sidecar
 		err error
 	}
 	results := make([]outcome, len(specs))
-	sem := make(chan struct{}, cfg.maxParallel)
+	sem := make(chan struct{}, cfg.MaxParallelStarts)
 	var wg sync.WaitGroup
 	for i, spec := range specs {
 		// D10: launches begin in installed order; the semaphore keeps at
@@ -339,8 +289,8 @@ func (rt *Runtime) warn(w Warning) {
 	rt.mu.Lock()
 	rt.warnings = append(rt.warnings, w)
 	rt.mu.Unlock()
-	if rt.cfg.onWarning != nil {
-		rt.cfg.onWarning(w)
+	if rt.cfg.OnWarning != nil {
+		rt.cfg.OnWarning(w)
 	}
 }
 
@@ -372,7 +322,7 @@ func (e *SlotConflictError) Error() string {
 
 // claimSlots records each slot's owner from the manifests' replaces and
 // fails on the second claimant, before anything starts (D17).
-func (rt *Runtime) claimSlots(specs []*LaunchSpec) error {
+func (rt *Runtime) claimSlots(specs []*launchSpec) error {
 	rt.slots = map[string]string{}
 	for _, spec := range specs {
 		for _, slot := range spec.Runtime.Replaces {
@@ -461,26 +411,18 @@ var ErrReloadPending = errors.New("extension: a reload is already waiting")
 // ones in flight, and stops. On failure old keeps serving untouched and the
 // error says why. The caller swaps its pointer to the returned Runtime;
 // operations started on old after Reload returned fail with
-// provider_interrupted. One reload runs at a time; another asked for
-// meanwhile gets [ErrReloadPending].
+// provider_interrupted. One reload of a generation runs at a time;
+// another asked for meanwhile gets [ErrReloadPending].
 func (h *Host) Reload(ctx context.Context, old *Runtime) (*Runtime, error) {
-	h.reloadMu.Lock()
-	if h.reloading {
-		h.reloadMu.Unlock()
+	if !old.reloading.CompareAndSwap(false, true) {
 		return nil, ErrReloadPending
 	}
-	h.reloading = true
-	h.reloadMu.Unlock()
-	defer func() {
-		h.reloadMu.Lock()
-		h.reloading = false
-		h.reloadMu.Unlock()
-	}()
+	defer old.reloading.Store(false)
 	if err := old.waitIdle(ctx); err != nil {
 		return nil, err
 	}
-	cfg := h.config()
-	cfg.session.Generation = old.cfg.session.Generation + 1
+	cfg := h.withDefaults()
+	cfg.Session.Generation = old.cfg.Session.Generation + 1
 	next, err := cfg.start(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("reload: the new generation failed, the old one keeps serving: %w", err)

@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,9 +14,10 @@ import (
 
 //go:generate go run ./cmd/extension-protocol-gen
 
-// The four frozen limits, in bytes (CONTRACT-NOTES §0). [FrameBytes] is
-// declared with the wire.
+// The four frozen limits, in bytes (PROTOCOL.md §1.3).
 const (
+	// FrameBytes: one NDJSON frame, including its "\n" (D2).
+	FrameBytes = 8 << 20
 	// ExternalizeFieldBytes: a payload larger than this travels as a content ref.
 	ExternalizeFieldBytes = 64 << 10
 	// ContentRefChunkBytes: the most raw bytes one host/content/read page carries.
@@ -25,35 +26,14 @@ const (
 	ContentRefObjectBytes = 8 << 20
 )
 
-// Direction says who sends a method and whether it expects an answer.
-type Direction string
-
-// The four directions, named from the host's point of view.
-const (
-	HostToExtensionRequest      Direction = "host_to_extension_request"
-	ExtensionToHostRequest      Direction = "extension_to_host_request"
-	HostToExtensionNotification Direction = "host_to_extension_notification"
-	ExtensionToHostNotification Direction = "extension_to_host_notification"
-)
-
-// MethodClass groups methods by concern.
-type MethodClass string
-
-// The method classes.
-const (
-	ClassLifecycle   MethodClass = "lifecycle"
-	ClassIntercept   MethodClass = "intercept"
-	ClassObservation MethodClass = "observation"
-	ClassProvider    MethodClass = "provider"
-	ClassUI          MethodClass = "ui"
-	ClassContent     MethodClass = "content"
-)
-
-// Method is one entry of the frozen method registry.
+// Method is one entry of the frozen method registry (PROTOCOL.md §2.6).
 type Method struct {
-	Name      string
-	Direction Direction
-	Class     MethodClass
+	Name string
+	// Direction is host_to_extension_request, extension_to_host_request,
+	// host_to_extension_notification or extension_to_host_notification.
+	Direction string
+	// Class is lifecycle, intercept, observation, provider, ui or content.
+	Class string
 	// Params and Result are the $def names of the params and result
 	// documents; Result is "" for notifications.
 	Params, Result string
@@ -62,12 +42,10 @@ type Method struct {
 }
 
 // Notification reports whether the method is a notification.
-func (m Method) Notification() bool {
-	return m.Direction == HostToExtensionNotification || m.Direction == ExtensionToHostNotification
-}
+func (m Method) Notification() bool { return strings.HasSuffix(m.Direction, "_notification") }
 
-func method(name string, d Direction, c MethodClass, params, result any) Method {
-	m := Method{Name: name, Direction: d, Class: c, params: reflect.TypeOf(params)}
+func method(name, direction, class string, params, result any) Method {
+	m := Method{Name: name, Direction: direction, Class: class, params: reflect.TypeOf(params)}
 	m.Params = m.params.Name()
 	if result != nil {
 		m.result = reflect.TypeOf(result)
@@ -76,34 +54,38 @@ func method(name string, d Direction, c MethodClass, params, result any) Method 
 	return m
 }
 
-// registry is built once; callers get copies.
-var registry = sync.OnceValue(func() []Method {
-	return []Method{
-		method(MethodEvent, HostToExtensionNotification, ClassObservation, EventParams{}, nil),
-		method(MethodInitialize, HostToExtensionRequest, ClassLifecycle, InitializeParams{}, InitializeResult{}),
-		method(MethodInitialized, HostToExtensionNotification, ClassLifecycle, InitializedParams{}, nil),
-		method(MethodIntercept, HostToExtensionRequest, ClassIntercept, InterceptParams{}, InterceptResult{}),
-		method(MethodProviderCatalog, HostToExtensionRequest, ClassProvider, ProviderCatalogParams{}, ProviderCatalogResult{}),
-		method(MethodStreamCancel, HostToExtensionRequest, ClassProvider, StreamCancelParams{}, StreamCancelResult{}),
-		method(MethodStreamChunk, ExtensionToHostNotification, ClassProvider, StreamChunkParams{}, nil),
-		method(MethodStreamEnd, ExtensionToHostNotification, ClassProvider, StreamEndParams{}, nil),
-		method(MethodStreamOpen, HostToExtensionRequest, ClassProvider, StreamOpenParams{}, StreamOpenResult{}),
-		method(MethodResourcesChanged, HostToExtensionNotification, ClassObservation, ResourcesChangedParams{}, nil),
-		method(MethodShutdown, HostToExtensionRequest, ClassLifecycle, ShutdownParams{}, ShutdownResult{}),
-		method(MethodUIAction, HostToExtensionRequest, ClassUI, UIActionParams{}, UIActionResult{}),
-		method(MethodUISubmit, HostToExtensionRequest, ClassUI, UISubmitParams{}, UISubmitResult{}),
-		method(MethodContentRead, ExtensionToHostRequest, ClassContent, ContentReadParams{}, ContentReadResult{}),
-		method(MethodUIPublish, ExtensionToHostRequest, ClassUI, UIPublishParams{}, UIPublishResult{}),
-		method(MethodUIRequest, ExtensionToHostRequest, ClassUI, UIRequestParams{}, UIRequestResult{}),
-	}
-})
+const (
+	h2eRequest = "host_to_extension_request"
+	e2hRequest = "extension_to_host_request"
+	h2eNotify  = "host_to_extension_notification"
+	e2hNotify  = "extension_to_host_notification"
+)
+
+// registry holds the 16 methods sorted by name.
+var registry = []Method{
+	method(MethodEvent, h2eNotify, "observation", EventParams{}, nil),
+	method(MethodInitialize, h2eRequest, "lifecycle", InitializeParams{}, InitializeResult{}),
+	method(MethodInitialized, h2eNotify, "lifecycle", InitializedParams{}, nil),
+	method(MethodIntercept, h2eRequest, "intercept", InterceptParams{}, InterceptResult{}),
+	method(MethodProviderCatalog, h2eRequest, "provider", ProviderCatalogParams{}, ProviderCatalogResult{}),
+	method(MethodStreamCancel, h2eRequest, "provider", StreamCancelParams{}, StreamCancelResult{}),
+	method(MethodStreamChunk, e2hNotify, "provider", StreamChunkParams{}, nil),
+	method(MethodStreamEnd, e2hNotify, "provider", StreamEndParams{}, nil),
+	method(MethodStreamOpen, h2eRequest, "provider", StreamOpenParams{}, StreamOpenResult{}),
+	method(MethodResourcesChanged, h2eNotify, "observation", ResourcesChangedParams{}, nil),
+	method(MethodShutdown, h2eRequest, "lifecycle", ShutdownParams{}, ShutdownResult{}),
+	method(MethodUIAction, h2eRequest, "ui", UIActionParams{}, UIActionResult{}),
+	method(MethodUISubmit, h2eRequest, "ui", UISubmitParams{}, UISubmitResult{}),
+	method(MethodContentRead, e2hRequest, "content", ContentReadParams{}, ContentReadResult{}),
+	method(MethodUIPublish, e2hRequest, "ui", UIPublishParams{}, UIPublishResult{}),
+	method(MethodUIRequest, e2hRequest, "ui", UIRequestParams{}, UIRequestResult{}),
+}
 
 // Methods returns the 16 frozen methods sorted by name.
-func Methods() []Method { return append([]Method(nil), registry()...) }
+func Methods() []Method { return slices.Clone(registry) }
 
-// LookupMethod returns the registry entry of name.
-func LookupMethod(name string) (Method, bool) {
-	for _, m := range registry() {
+func lookupMethod(name string) (Method, bool) {
+	for _, m := range registry {
 		if m.Name == name {
 			return m, true
 		}
@@ -111,29 +93,141 @@ func LookupMethod(name string) (Method, bool) {
 	return Method{}, false
 }
 
-// enumType is implemented by the string types whose values are frozen.
-type enumType interface{ enumValues() []string }
+// dtoTypes maps the name of every $def to its Go DTO: the 41 structs the
+// registry's params and results reach.
+var dtoTypes = sync.OnceValue(func() map[string]reflect.Type {
+	types := map[string]reflect.Type{}
+	var visit func(t reflect.Type)
+	visit = func(t reflect.Type) {
+		for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Map {
+			t = t.Elem()
+		}
+		if t.Kind() != reflect.Struct || types[t.Name()] != nil {
+			return
+		}
+		types[t.Name()] = t
+		for i := range t.NumField() {
+			visit(t.Field(i).Type)
+		}
+	}
+	for _, m := range registry {
+		visit(m.params)
+		if m.result != nil {
+			visit(m.result)
+		}
+	}
+	return types
+})
 
-var (
-	rawMessageType = reflect.TypeOf(json.RawMessage(nil))
-	enumIface      = reflect.TypeOf((*enumType)(nil)).Elem()
+// vkind is the JSON type a node admits.
+type vkind uint8
+
+const (
+	vAny    vkind = iota // a free-form value: every member name inside is checked for duplicates
+	vRaw                 // a free-form value checked for syntax only (envelope members)
+	vObject              // a struct, or a map when isMap
+	vArray
+	vString
+	vInteger
+	vNumber
+	vBoolean
+	vNull // only ever reported: no node admits null by type
 )
 
-// fieldTags is the parsed proto struct tag of one DTO field. It carries the
-// rules the JSON Schema cannot say (CONTRACT-NOTES §3.1) next to the ones
-// it can.
-type fieldTags struct {
-	nonempty       bool // minLength 1 in the schema; whitespace-only also rejected
-	externalizable bool // x-externalizable; null allowed as a placeholder (D22)
-	sha256         bool // exactly 64 lowercase hex characters (code only)
-	object         bool // free-form value that must be a JSON object (code only)
-	min            *int64
+func (k vkind) String() string {
+	return [...]string{"any value", "any value", "an object", "an array", "a string", "an integer", "a number", "a boolean", "null"}[k]
 }
 
-func parseTags(f reflect.StructField) fieldTags {
+// objectMode says what a struct node does with a member it does not know.
+type objectMode uint8
+
+const (
+	closed  objectMode = iota // refused, naming a case-variant match (D3)
+	open                      // skipped: envelopes and error objects, where only exact names count
+	lenient                   // skipped, unless it matches a known member case-insensitively
+)
+
+// vnode is one node of the tree the strict walk follows, built from a Go
+// type once (typeNode). Struct nodes are shared; every struct field gets
+// its own node for its scalar rules.
+type vnode struct {
+	kind vkind
+	def  string // the type name of a struct node (its $def); "" otherwise
+
+	props    []vprop // struct members, sorted by name
+	index    map[string]int
+	required uint64 // bit i: props[i] has no omitempty
+	mode     objectMode
+	isMap    bool
+	check    bool   // the type implements invariant
+	elem     *vnode // array items, map values
+
+	enum           []string
+	nonempty       bool   // minLength 1 in the schema; whitespace-only refused too
+	sha256         bool   // exactly 64 lowercase hex characters (not in the schema)
+	object         bool   // a free-form value that must be a JSON object (not in the schema)
+	externalizable bool   // x-externalizable: may be a null placeholder (D22)
+	unsigned       bool   // the Go field is unsigned: no sign at all
+	min            *int64 // minimum
+}
+
+type vprop struct {
+	name  string
+	node  *vnode
+	field int // index of the Go struct field
+}
+
+// describe names what the node admits, for errors.
+func (n *vnode) describe() string {
+	if n.kind == vArray && n.elem.kind == vString {
+		return "an array of strings"
+	}
+	return n.kind.String()
+}
+
+// suggest returns the member a name matches only case-insensitively or
+// by Unicode folding, or "".
+func (n *vnode) suggest(key []byte, escaped bool) string {
+	name := unquote(key, escaped)
+	for _, p := range n.props {
+		if strings.EqualFold(p.name, name) {
+			return p.name
+		}
+	}
+	return ""
+}
+
+// enumType is implemented by the string types whose values are frozen; the
+// values are sorted.
+type enumType interface{ enumValues() []string }
+
+// invariant is implemented by the documents with a rule across members
+// (PROTOCOL.md §5.3): it reports the member at fault and what is wrong,
+// msg "" when the document is fine.
+type invariant interface{ invariant() (member, msg string) }
+
+// objectModer is implemented by the private documents that are not closed.
+type objectModer interface{ objectMode() objectMode }
+
+var (
+	rawMessageType = reflect.TypeFor[json.RawMessage]()
+	enumIface      = reflect.TypeFor[enumType]()
+	invariantIface = reflect.TypeFor[invariant]()
+	moderIface     = reflect.TypeFor[objectModer]()
+)
+
+// fieldTags is the parsed proto struct tag of one field: the rules the
+// JSON Schema cannot say (PROTOCOL.md §10) next to the ones it can.
+type fieldTags struct {
+	nonempty, externalizable, sha256, object, raw bool
+	min                                           *int64
+}
+
+func parseTags(f reflect.StructField) (fieldTags, error) {
 	var t fieldTags
 	for _, part := range strings.Split(f.Tag.Get("proto"), ",") {
 		switch {
+		case part == "":
 		case part == "nonempty":
 			t.nonempty = true
 		case part == "externalizable":
@@ -142,121 +236,224 @@ func parseTags(f reflect.StructField) fieldTags {
 			t.sha256 = true
 		case part == "object":
 			t.object = true
+		case part == "raw":
+			t.raw = true
 		case strings.HasPrefix(part, "min="):
 			n, err := strconv.ParseInt(part[len("min="):], 10, 64)
 			if err != nil {
-				panic("extension: bad min tag on " + f.Name)
+				return t, fmt.Errorf("field %s: bad proto tag %q", f.Name, part)
 			}
 			t.min = &n
+		default:
+			return t, fmt.Errorf("field %s: unknown proto tag %q", f.Name, part)
 		}
 	}
-	return t
+	return t, nil
 }
 
-// jsonName returns a field's member name and whether it is optional.
-func jsonName(f reflect.StructField) (name string, optional bool) {
-	tag := f.Tag.Get("json")
-	name, opts, _ := strings.Cut(tag, ",")
-	return name, opts == "omitempty"
-}
+// nodes caches the struct nodes by type; building happens under nodesMu,
+// lazily, one type (and what it reaches) at a time.
+var (
+	nodesMu sync.Mutex
+	nodes   = map[reflect.Type]*vnode{}
+	nodeErr = map[reflect.Type]error{}
+)
 
-// schemaBuilder walks the DTOs by reflection and collects $defs.
-type schemaBuilder struct{ defs map[string]any }
-
-func (b *schemaBuilder) def(t reflect.Type) map[string]any {
-	ref := map[string]any{"$ref": "#/$defs/" + t.Name()}
-	if _, done := b.defs[t.Name()]; done {
-		return ref
+// typeNode returns the node of a struct type, building it on first use.
+func typeNode(t reflect.Type) (*vnode, error) {
+	nodesMu.Lock()
+	defer nodesMu.Unlock()
+	if t.Kind() != reflect.Struct {
+		return nil, fmt.Errorf("extension: cannot decode into %v: want a struct", t)
 	}
-	obj := map[string]any{"type": "object", "additionalProperties": false}
-	b.defs[t.Name()] = obj
-	props := map[string]any{}
-	var required []string
-	for i := 0; i < t.NumField(); i++ {
+	return structNode(t)
+}
+
+func structNode(t reflect.Type) (*vnode, error) {
+	if n := nodes[t]; n != nil {
+		return n, nil
+	}
+	if err := nodeErr[t]; err != nil {
+		return nil, err
+	}
+	n := &vnode{kind: vObject, def: t.Name(), index: map[string]int{}}
+	nodes[t] = n // referenced by itself before it is complete: no type of the protocol is recursive
+	err := n.fill(t)
+	if err != nil {
+		delete(nodes, t)
+		err = fmt.Errorf("extension: cannot decode into %v: %w", t, err)
+		nodeErr[t] = err
+		return nil, err
+	}
+	return n, nil
+}
+
+func (n *vnode) fill(t reflect.Type) error {
+	if reflect.PointerTo(t).Implements(moderIface) {
+		n.mode = reflect.Zero(t).Interface().(objectModer).objectMode()
+	}
+	n.check = reflect.PointerTo(t).Implements(invariantIface)
+	for i := range t.NumField() {
 		f := t.Field(i)
-		name, optional := jsonName(f)
-		props[name] = b.property(f.Type, parseTags(f))
-		if !optional {
-			required = append(required, name)
+		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch {
+		case name == "-" || !f.IsExported():
+			continue
+		case f.Anonymous:
+			return fmt.Errorf("embedded field %s is not supported", f.Name)
+		case name == "":
+			name = f.Name
+		}
+		tags, err := parseTags(f)
+		if err != nil {
+			return err
+		}
+		child, err := fieldNode(f.Type, tags)
+		if err != nil {
+			return fmt.Errorf("field %s: %w", f.Name, err)
+		}
+		n.props = append(n.props, vprop{name: name, node: child, field: i})
+		if opts != "omitempty" {
+			n.required |= 1 << (len(n.props) - 1)
 		}
 	}
-	obj["properties"] = props
-	if len(required) > 0 {
-		sort.Strings(required)
-		obj["required"] = required
+	if len(n.props) > 64 {
+		return fmt.Errorf("more than 64 members")
 	}
-	return ref
+	// Sort by name, carrying the required bits along.
+	req := map[string]bool{}
+	for i, p := range n.props {
+		req[p.name] = n.required&(1<<i) != 0
+	}
+	slices.SortFunc(n.props, func(a, b vprop) int { return strings.Compare(a.name, b.name) })
+	n.required = 0
+	for i, p := range n.props {
+		n.index[p.name] = i
+		if req[p.name] {
+			n.required |= 1 << i
+		}
+	}
+	return nil
 }
 
-func (b *schemaBuilder) property(t reflect.Type, tags fieldTags) any {
+// fieldNode builds the node of one field (or of an element or map value).
+func fieldNode(t reflect.Type, tags fieldTags) (*vnode, error) {
 	if t == rawMessageType {
-		if tags.externalizable {
-			return map[string]any{"x-externalizable": true}
+		n := &vnode{kind: vAny, externalizable: tags.externalizable, object: tags.object}
+		if tags.raw {
+			n.kind = vRaw
 		}
-		return true
+		return n, nil
 	}
 	if t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	s := map[string]any{}
-	switch {
+	n := &vnode{nonempty: tags.nonempty, sha256: tags.sha256, externalizable: tags.externalizable, min: tags.min}
+	switch k := t.Kind(); {
 	case t.Implements(enumIface):
-		values := reflect.Zero(t).Interface().(enumType).enumValues()
-		s["type"], s["enum"] = "string", values
-	case t.Kind() == reflect.String:
-		s["type"] = "string"
-		if tags.nonempty {
-			s["minLength"] = 1
+		n.kind, n.enum = vString, reflect.Zero(t).Interface().(enumType).enumValues()
+	case k == reflect.String:
+		n.kind = vString
+	case k == reflect.Bool:
+		n.kind = vBoolean
+	case k >= reflect.Int && k <= reflect.Int64:
+		n.kind = vInteger
+	case k >= reflect.Uint && k <= reflect.Uint64:
+		n.kind, n.unsigned = vInteger, true
+	case k == reflect.Float32 || k == reflect.Float64:
+		n.kind = vNumber
+	case k == reflect.Slice || k == reflect.Map && t.Key().Kind() == reflect.String:
+		elem, err := fieldNode(t.Elem(), fieldTags{})
+		if err != nil {
+			return nil, err
 		}
-	case t.Kind() == reflect.Bool:
-		s["type"] = "boolean"
-	case t.Kind() >= reflect.Int && t.Kind() <= reflect.Uint64:
-		s["type"] = "integer"
-	case t.Kind() == reflect.Float32 || t.Kind() == reflect.Float64:
-		s["type"] = "number"
-	case t.Kind() == reflect.Slice:
-		s["type"], s["items"] = "array", b.property(t.Elem(), fieldTags{})
-	case t.Kind() == reflect.Map:
-		s["type"], s["additionalProperties"] = "object", b.property(t.Elem(), fieldTags{})
-	case t.Kind() == reflect.Struct:
-		return b.def(t)
+		n.kind, n.elem, n.isMap = vArray, elem, k == reflect.Map
+		if n.isMap {
+			n.kind = vObject
+		}
+	case k == reflect.Struct:
+		return structNode(t)
 	default:
-		panic("extension: no schema for " + t.String())
+		return nil, fmt.Errorf("type %v is not supported", t)
 	}
-	if tags.min != nil {
-		s["minimum"] = *tags.min
+	return n, nil
+}
+
+// schema renders n as a property schema of the canonical document,
+// adding the $defs it reaches to defs.
+func (n *vnode) schema(defs map[string]any) any {
+	if n.def != "" {
+		if _, done := defs[n.def]; !done {
+			defs[n.def] = nil
+			props := map[string]any{}
+			var required []string
+			for i, p := range n.props {
+				props[p.name] = p.node.schema(defs)
+				if n.required&(1<<i) != 0 {
+					required = append(required, p.name)
+				}
+			}
+			obj := map[string]any{"type": "object", "additionalProperties": false, "properties": props}
+			if len(required) > 0 {
+				obj["required"] = required // sorted, as props are
+			}
+			defs[n.def] = obj
+		}
+		return map[string]any{"$ref": "#/$defs/" + n.def}
 	}
-	if tags.externalizable {
+	s := map[string]any{}
+	switch n.kind {
+	case vAny:
+		if !n.externalizable {
+			return true
+		}
+	case vObject:
+		s["type"], s["additionalProperties"] = "object", n.elem.schema(defs)
+	case vArray:
+		s["type"], s["items"] = "array", n.elem.schema(defs)
+	default:
+		s["type"] = [...]string{vString: "string", vInteger: "integer", vNumber: "number", vBoolean: "boolean"}[n.kind]
+	}
+	if n.enum != nil {
+		s["enum"] = n.enum
+	} else if n.nonempty {
+		s["minLength"] = 1
+	}
+	if n.min != nil {
+		s["minimum"] = *n.min
+	}
+	if n.externalizable {
 		s["x-externalizable"] = true
 	}
 	return s
 }
 
-// schemaDocument builds the canonical schema as a generic JSON value.
-func schemaDocument() map[string]any {
-	b := &schemaBuilder{defs: map[string]any{}}
-	methods := map[string]any{}
-	for _, m := range registry() {
-		entry := map[string]any{
-			"class":        m.Class,
-			"direction":    m.Direction,
-			"notification": m.Notification(),
-			"params":       b.def(m.params),
-			"result":       nil,
+// canonicalSchema renders the canonical schema once from the DTOs and the
+// registry (D1). encoding/json sorts map keys byte-wise at every level and
+// writes compact output with no trailing newline: the canonical form.
+var canonicalSchema = sync.OnceValue(func() []byte {
+	defs := map[string]any{}
+	def := func(t reflect.Type) any {
+		n, err := typeNode(t)
+		if err != nil {
+			panic(err) // the DTOs are fixed; TestSchemaHashMatchesFrozenContractD1 covers them
 		}
+		return n.schema(defs)
+	}
+	methods := map[string]any{}
+	for _, m := range registry {
+		entry := map[string]any{"class": m.Class, "direction": m.Direction, "notification": m.Notification(), "params": def(m.params), "result": nil}
 		if m.result != nil {
-			entry["result"] = b.def(m.result)
+			entry["result"] = def(m.result)
 		}
 		methods[m.Name] = entry
 	}
 	var errs []any
-	for _, r := range Reasons() {
-		errs = append(errs, map[string]any{
-			"jsonRpcCode": r.Code(), "message": r.Message(), "reason": r, "retryable": r.Retryable(),
-		})
+	for _, r := range reasons {
+		errs = append(errs, map[string]any{"jsonRpcCode": r.code, "message": r.message, "reason": r.reason, "retryable": r.retryable})
 	}
-	return map[string]any{
-		"$defs":           b.defs,
+	b, err := json.Marshal(map[string]any{
+		"$defs":           defs,
 		"$id":             ProtocolID,
 		"$schema":         "https://json-schema.org/draft/2020-12/schema",
 		"errors":          errs,
@@ -272,16 +469,9 @@ func schemaDocument() map[string]any {
 		"protocolID":    ProtocolID,
 		"protocolMajor": ProtocolMajor,
 		"title":         "Reasonix Extension Protocol v1",
-	}
-}
-
-// canonicalSchema is computed once from the DTOs and the registry (D1).
-var canonicalSchema = sync.OnceValue(func() []byte {
-	// encoding/json sorts map keys byte-wise at every level and writes
-	// compact output with no trailing newline: the canonical form.
-	b, err := json.Marshal(schemaDocument())
+	})
 	if err != nil {
-		panic("extension: marshalling the schema: " + err.Error())
+		panic(err)
 	}
 	return b
 })
@@ -290,17 +480,11 @@ var canonicalSchema = sync.OnceValue(func() []byte {
 // DTOs and the method, limit and error registry (D1): compact JSON, keys
 // sorted at every level, no trailing newline. It is byte-identical to the
 // frozen contract and to schema.generated.json.
-func CanonicalSchema() []byte { return append([]byte(nil), canonicalSchema()...) }
+func CanonicalSchema() []byte { return slices.Clone(canonicalSchema()) }
 
 // SchemaHash returns "sha256:" and the lowercase hex SHA-256 of
-// [CanonicalSchema]. The committed constant [GeneratedSchemaHash] must equal it.
+// [CanonicalSchema]. The committed constant [GeneratedSchemaHash] equals it.
 func SchemaHash() string {
 	sum := sha256.Sum256(canonicalSchema())
 	return "sha256:" + hex.EncodeToString(sum[:])
-}
-
-// Identity renders the protocol identity line, e.g.
-// "reasonix.extension.v1 major=1 schema=sha256:...".
-func Identity() string {
-	return fmt.Sprintf("%s major=%d schema=%s", ProtocolID, ProtocolMajor, SchemaHash())
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -36,41 +35,39 @@ func (e *StartError) Error() string {
 func (e *StartError) Unwrap() error { return e.Err }
 
 // sidecarState is where a sidecar is in its life; the state only moves
-// forward: starting → ready or poisoned → crashed → stopping → stopped,
-// skipping any step.
+// forward: starting → ready → crashed → stopping → stopped, skipping any
+// step.
 type sidecarState uint8
 
 const (
 	stateStarting sidecarState = iota
 	stateReady
-	statePoisoned
 	stateCrashed
 	stateStopping
 	stateStopped
 )
 
-// Sidecar is one started extension process and its connection. Its calls
-// are safe for concurrent use. It is created by [Host.Start] and stopped by
-// [Runtime.Close].
+// Sidecar is one started extension process and its connection, created
+// by [Host.Start] and stopped by [Runtime.Close].
 //
 // Goroutines: watch (turns the end of the connection or of the process
 // into a crash, D13), plus those of its [Conn] and process; stop joins all.
 type Sidecar struct {
 	id    string
-	spec  *LaunchSpec
-	cfg   *hostConfig
+	spec  *launchSpec
+	cfg   *Host
 	proc  *process
 	conn  *Conn
-	tail  *Tail
+	tail  *tail
 	start time.Time
 
 	result InitializeResult // set before ready, read-only after
 	index  int              // position in installed order (D15's last tie-break)
-	seq    atomic.Int64     // the last intercept seq sent; chain and strategy calls share it
+	seq    atomic.Int64     // the last intercept seq sent; chain and slot-owner calls share it
 
 	mu         sync.Mutex // protects state, failure
 	state      sidecarState
-	failure    error         // why the sidecar is poisoned or crashed
+	failure    error         // why the sidecar crashed
 	classified chan struct{} // closed once watch has classified the end (crash or stop)
 	watched    chan struct{} // closed when watch returns, after OnCrash
 	live       atomic.Bool   // the start succeeded: crashes are reported from now on
@@ -81,42 +78,21 @@ type Sidecar struct {
 // ID returns the plugin ID: the installed name.
 func (s *Sidecar) ID() string { return s.id }
 
-// Spec returns what the sidecar was launched from.
-func (s *Sidecar) Spec() *LaunchSpec { return s.spec }
-
 // Declaration returns the sidecar's answer to extension/initialize.
 func (s *Sidecar) Declaration() InitializeResult { return s.result }
 
-// PID returns the process id of the sidecar, which leads its process group
-// on Unix (D12).
-func (s *Sidecar) PID() int { return s.proc.pid }
-
-// Stats returns the counters of the sidecar's connection.
-func (s *Sidecar) Stats() ConnStats { return s.conn.Stats() }
-
-// Done is closed when the sidecar's connection has ended, by crash or stop.
-func (s *Sidecar) Done() <-chan struct{} { return s.conn.Done() }
-
 // launchSidecar starts one sidecar through the handshake. On failure
 // nothing is left running and the error is a *StartError.
-func launchSidecar(ctx context.Context, spec *LaunchSpec, cfg *hostConfig) (*Sidecar, error) {
+func launchSidecar(ctx context.Context, spec *launchSpec, cfg *Host) (*Sidecar, error) {
 	s := &Sidecar{id: spec.ID, spec: spec, cfg: cfg, start: time.Now(), classified: make(chan struct{}), watched: make(chan struct{})}
-	s.tail = &Tail{Size: cfg.stderrTailBytes, Redactor: cfg.redactor}
-	proc, stage, err := startProcess(spec, spec.Env(cfg.env), s.tail)
+	s.tail = &tail{size: cfg.StderrTailBytes, redactor: cfg.Redactor}
+	proc, stage, err := startProcess(spec, spec.env(cfg.Env), s.tail)
 	if err != nil {
 		return nil, s.startError(stage, err)
 	}
 	s.proc = proc
-	opts := cfg.conn
-	// D6: the gate is installed before the first byte is read. A frame can
-	// reach it before NewConn returns, so it waits until s.conn is set.
-	ready := make(chan struct{})
-	opts.Gate = func(m *Message, fe *FrameError) error {
-		<-ready
-		return s.gate(m, fe)
-	}
-	s.conn = NewConn(proc.stdout, proc.stdin, hostHandler{s}, opts)
-	close(ready)
+	// D6: the Conn keeps the host's side of the barrier from its first read.
+	s.conn = NewConn(proc.stdout, proc.stdin, hostHandler{s}, cfg.Conn)
 	go s.watch()
 	if err := s.handshake(ctx); err != nil {
 		s.abort()
@@ -129,16 +105,18 @@ func launchSidecar(ctx context.Context, spec *LaunchSpec, cfg *hostConfig) (*Sid
 func (s *Sidecar) startError(stage string, err error) *StartError {
 	e := &StartError{Plugin: s.id, Stage: stage, Elapsed: time.Since(s.start), Err: err}
 	if s.tail != nil {
-		e.Stderr = s.tail.Redacted()
+		e.Stderr = s.tail.redacted()
 	}
 	return e
 }
 
-// abort kills a sidecar that failed its start and joins everything.
+// abort stops a sidecar that failed its start and joins everything. The
+// connection is closed first, so an answer the barrier queued (D6) is
+// flushed, within the writer's drain bound, before the group is killed.
 func (s *Sidecar) abort() {
 	s.setState(stateStopping)
-	s.proc.stop(0, s.cfg.reapTimeout, s.cfg.exitDrain) // no grace: kill the group and reap it
 	s.conn.Close()
+	s.proc.stop(0, s.cfg.ReapTimeout, s.cfg.ExitDrain) // no grace: kill the group and reap it
 	<-s.watched
 }
 
@@ -150,107 +128,54 @@ func (s *Sidecar) setState(st sidecarState) {
 	s.mu.Unlock()
 }
 
-// gate enforces the barrier (D6) on the read loop, before any handler runs.
-func (s *Sidecar) gate(m *Message, fe *FrameError) error {
-	s.mu.Lock()
-	state := s.state
-	isResponse := fe == nil && m.Kind == KindResponse
-	switch {
-	case state == stateReady:
-		s.mu.Unlock()
-		return nil
-	case state >= stateStopping && isResponse:
-		s.mu.Unlock()
-		return nil // while stopping the sidecar may still answer
-	case state != stateStarting:
-		s.mu.Unlock()
-		return NewError(ReasonProtocolError, "extension sidecar "+s.id+" is shutting down")
-	case isResponse && s.conn.isPending(m.ID):
-		s.mu.Unlock()
-		return nil // the answer to extension/initialize, our only request so far
-	}
-	var what string
-	switch {
-	case fe != nil:
-		what = "an unparsable frame (" + fe.Err.Message + ")"
-	case m.Kind == KindResponse:
-		what = fmt.Sprintf("a response to id %d", m.ID)
-	default:
-		what = fmt.Sprintf("%s %q", m.Kind, m.Method)
-	}
-	// D6: nothing may precede extension/initialized. The connection is
-	// poisoned and the process tree killed; the pending start fails.
-	err := Errorf(ReasonProtocolError, "extension sidecar %s sent %s before extension/initialized", s.id, what)
-	s.state, s.failure = statePoisoned, err
-	s.mu.Unlock()
-	s.conn.Fail(err) // outside the lock: Fail calls the host's Logf
-	s.proc.kill()
-	return err
-}
-
 // handshake runs extension/initialize, checks the declaration against the
-// manifest (D9) and opens the barrier.
+// manifest (D9) and opens the barrier (D6).
 func (s *Sidecar) handshake(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.initializeTimeout)
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.InitializeTimeout)
 	defer cancel()
 	rt := s.spec.Runtime
 	params := InitializeParams{
 		ProtocolVersion: ProtocolVersion,
 		ProtocolID:      ProtocolID,
-		Manifest:        rt.Expectation(),
-		Session:         s.cfg.session,
-		Capabilities:    HostCapabilities{ContentRefs: true, UIHost: s.cfg.uiHost, ProtocolVersion: ProtocolVersion},
+		Manifest:        rt.expectation(),
+		Session:         s.cfg.Session,
+		Capabilities:    HostCapabilities{ContentRefs: true, UIHost: s.cfg.UIHost, ProtocolVersion: ProtocolVersion},
 	}
 	raw, err := s.conn.Call(ctx, MethodInitialize, params)
-	if err != nil {
-		if f := s.poisoned(); f != nil {
-			return f
-		}
-		var e *Error
-		if errors.As(err, &e) {
-			return s.redacted(e)
-		}
-		return err
-	}
 	var res InitializeResult
-	if err := DecodeResult(MethodInitialize, raw, &res); err != nil {
-		return s.redactErr(err)
+	if err == nil {
+		err = DecodeResult(MethodInitialize, raw, &res)
 	}
-	if err := checkDeclaration(s.id, rt, &res); err != nil {
-		return err
+	if err == nil {
+		err = checkDeclaration(s.id, rt, &res)
 	}
-	s.mu.Lock()
-	if s.state != stateStarting {
-		err := s.failure
-		s.mu.Unlock()
-		if err == nil {
+	if err == nil {
+		s.mu.Lock()
+		if s.state == stateStarting {
+			s.result, s.state = res, stateReady
+		} else if err = s.failure; err == nil {
 			err = Errorf(ReasonProtocolError, "extension sidecar %s ended during the handshake", s.id)
 		}
-		return err
+		s.mu.Unlock()
 	}
-	s.result = res
-	s.state = stateReady // before initialized goes out, so nothing can overtake it
-	s.mu.Unlock()
-	return s.conn.Notify(ctx, MethodInitialized, InitializedParams{})
+	if err == nil {
+		err = s.conn.Notify(ctx, MethodInitialized, InitializedParams{})
+	}
+	var e *Error
+	if errors.As(s.conn.Err(), &e) && errors.Is(e, errPreBarrier) {
+		// D6: the barrier poisoned the connection, whatever the handshake
+		// saw of it; the start fails naming the plugin and what it sent.
+		named := NewError(ReasonProtocolError, "extension sidecar "+s.id+" "+e.Message)
+		named.Err = e
+		return named
+	}
+	return s.redactErr(err)
 }
 
-func (s *Sidecar) poisoned() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.state == statePoisoned {
-		return s.failure
-	}
-	return nil
-}
-
-// checkDeclaration applies CONTRACT-NOTES §4.5 steps 3-7 and D9.
+// checkDeclaration applies the host's checks of PROTOCOL.md §3.3 (D9).
 func checkDeclaration(id string, rt *RuntimeSpec, res *InitializeResult) error {
-	major, err := strconv.Atoi(res.ProtocolVersion)
-	if err != nil {
-		return Errorf(ReasonProtocolError, "extension %s answered protocolVersion %q, want an integer major version", id, res.ProtocolVersion)
-	}
-	if major != ProtocolMajor {
-		return Errorf(ReasonUnsupportedVersion, "extension %s speaks protocol major %d, this host speaks %d", id, major, ProtocolMajor)
+	if err := checkVersion(res.ProtocolVersion); err != nil {
+		return fmt.Errorf("extension %s: %w", id, err)
 	}
 	undeclared := func(format string, args ...any) error {
 		return Errorf(ReasonCapabilityNotDeclared, "extension %s: "+format, append([]any{id}, args...)...)
@@ -280,7 +205,7 @@ func checkDeclaration(id string, rt *RuntimeSpec, res *InitializeResult) error {
 		switch {
 		case !contains(rt.Capabilities, "ui"):
 			return undeclared("declares UI action %q without the ui capability", a.ActionID)
-		case !ValidActionID(a.ActionID):
+		case !validActionID(a.ActionID):
 			return undeclared("UI action id %q must match ^[a-z0-9][a-z0-9-]*$", a.ActionID)
 		case rt.UIActions != nil && !contains(rt.UIActions, a.ActionID):
 			return undeclared("UI action %q is not in the manifest's runtime.uiActions", a.ActionID)
@@ -321,7 +246,7 @@ func (s *Sidecar) watch() {
 		// The process wrote its last frames before it exited; let the
 		// reader get to them (an answer may still be in the pipe), but
 		// not forever: a grandchild may hold stdout open (D12).
-		t := time.NewTimer(s.cfg.exitDrain)
+		t := time.NewTimer(s.cfg.ExitDrain)
 		select {
 		case <-s.conn.Done():
 		case <-t.C:
@@ -343,14 +268,14 @@ func (s *Sidecar) watch() {
 		s.proc.kill()
 	}
 	close(s.classified)
-	if wasReady && s.live.Load() && s.cfg.onCrash != nil {
-		s.cfg.onCrash(s.id, s.interrupted(cause))
+	if wasReady && s.live.Load() && s.cfg.OnCrash != nil {
+		s.cfg.OnCrash(s.id, s.interrupted(cause))
 	}
 }
 
 // interrupted is the error of every call on a crashed sidecar (D13).
 func (s *Sidecar) interrupted(cause error) *Error {
-	e := Errorf(ReasonProviderInterrupted, "extension sidecar %s crashed: %s", s.id, s.cfg.redactor.Redact(fmt.Sprint(cause)))
+	e := Errorf(ReasonProviderInterrupted, "extension sidecar %s crashed: %s", s.id, s.cfg.Redactor.Redact(fmt.Sprint(cause)))
 	e.Err = cause
 	return e
 }
@@ -375,16 +300,16 @@ func (s *Sidecar) usable() error {
 // (CONTRACT-NOTES §9.3, §10.1).
 func (s *Sidecar) redacted(e *Error) *Error {
 	c := *e
-	c.Message = s.cfg.redactor.Redact(e.Message)
+	c.Message = s.cfg.Redactor.Redact(e.Message)
 	return &c
 }
 
-// Call sends one request to the sidecar and strictly decodes its result
+// call sends one request to the sidecar and strictly decodes its result
 // into result, a pointer to the method's result DTO. Errors: the peer's
 // protocol error (message redacted); provider_interrupted naming the plugin
 // when the sidecar crashed or is shut down (D13); protocol_error for a
 // malformed result; the context's error when ctx ends first.
-func (s *Sidecar) Call(ctx context.Context, method string, params, result any) error {
+func (s *Sidecar) call(ctx context.Context, method string, params, result any) error {
 	if err := s.usable(); err != nil {
 		return err
 	}
@@ -410,8 +335,8 @@ func (s *Sidecar) Call(ctx context.Context, method string, params, result any) e
 	return s.redactErr(DecodeResult(method, raw, result))
 }
 
-// Notify sends a notification, waiting for room in the write queue.
-func (s *Sidecar) Notify(ctx context.Context, method string, params any) error {
+// notify sends a notification, waiting for room in the write queue.
+func (s *Sidecar) notify(ctx context.Context, method string, params any) error {
 	if err := s.usable(); err != nil {
 		return err
 	}
@@ -440,8 +365,8 @@ func (s *Sidecar) doStop() error {
 	s.mu.Unlock()
 	var late error
 	if wasReady {
-		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.shutdownTimeout)
-		raw, err := s.conn.Call(ctx, MethodShutdown, ShutdownParams{TimeoutMillis: s.cfg.shutdownTimeout.Milliseconds()})
+		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
+		raw, err := s.conn.Call(ctx, MethodShutdown, ShutdownParams{TimeoutMillis: s.cfg.ShutdownTimeout.Milliseconds()})
 		cancel()
 		var res ShutdownResult
 		if err == nil {
@@ -451,7 +376,7 @@ func (s *Sidecar) doStop() error {
 			late = err
 		}
 	}
-	killed, reapErr := s.proc.stop(s.cfg.stdinGrace, s.cfg.reapTimeout, s.cfg.exitDrain)
+	killed, reapErr := s.proc.stop(s.cfg.StdinGrace, s.cfg.ReapTimeout, s.cfg.ExitDrain)
 	s.conn.Close()
 	<-s.watched // joins the watcher, OnCrash included
 	s.setState(stateStopped)
@@ -459,11 +384,11 @@ func (s *Sidecar) doStop() error {
 	case reapErr != nil:
 		return Errorf(ReasonShutdownTimeout, "extension sidecar %s: %w", s.id, reapErr)
 	case late != nil && errors.Is(late, context.DeadlineExceeded):
-		return Errorf(ReasonShutdownTimeout, "extension sidecar %s did not answer extension/shutdown within %v", s.id, s.cfg.shutdownTimeout)
+		return Errorf(ReasonShutdownTimeout, "extension sidecar %s did not answer extension/shutdown within %v", s.id, s.cfg.ShutdownTimeout)
 	case late != nil:
 		return fmt.Errorf("extension sidecar %s: extension/shutdown: %w", s.id, s.redactErr(late))
 	case killed:
-		return Errorf(ReasonShutdownTimeout, "extension sidecar %s did not exit cleanly within %v of stdin closing; its process group was killed", s.id, s.cfg.stdinGrace)
+		return Errorf(ReasonShutdownTimeout, "extension sidecar %s did not exit cleanly within %v of stdin closing; its process group was killed", s.id, s.cfg.StdinGrace)
 	}
 	return nil
 }
@@ -478,13 +403,13 @@ func (s *Sidecar) redactErr(err error) error {
 	return err
 }
 
-// hostHandler answers the sidecar's requests. The UI and content methods
-// arrive with later parts of the host; until then they are unknown here.
+// hostHandler answers the sidecar's requests once the barrier is open.
 type hostHandler struct{ s *Sidecar }
 
 func (h hostHandler) HandleRequest(ctx context.Context, method string, params json.RawMessage) (any, error) {
-	// CONTRACT-NOTES §1.2: the host transport answers -32601 without data.
-	return nil, &Error{Code: CodeMethodNotFound, Message: "method not found: " + method}
+	// D7: the answer to an unknown or not yet served host method carries
+	// data, like every protocol error.
+	return nil, NewError(ReasonUnknownMethod, "method not found: "+method)
 }
 
 func (h hostHandler) HandleNotification(ctx context.Context, method string, params json.RawMessage) {}

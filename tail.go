@@ -5,29 +5,19 @@ import (
 	"sync"
 )
 
-// DefaultTailSize is how many of the most recent bytes of a sidecar's stderr
-// a [Tail] keeps unless told otherwise: 16 KiB (D10).
-const DefaultTailSize = 16384
+// defaultTailSize is how many of the most recent bytes of a sidecar's
+// stderr a tail keeps unless told otherwise: 16 KiB (D10).
+const defaultTailSize = 16384
 
-// Tail is an [io.Writer] that keeps the most recent bytes written to it, for
-// a sidecar's stderr (D10, D25). Memory stays at Size bytes whatever is
-// written. Writes never fail, so a chatty sidecar cannot block on its stderr
-// pipe because of the host.
-//
-// What it kept is surfaced only through [Tail.Redacted]; [Tail.Bytes] is the
-// raw text, for tests and callers that redact it themselves.
-//
-// The zero value keeps [DefaultTailSize] bytes and redacts with [Redact]. A
-// Tail is safe for concurrent use; Size and Redactor must not change after
-// the first Write.
-type Tail struct {
-	// Size is how many of the most recent bytes are kept. Zero means
-	// DefaultTailSize.
-	Size int
-
-	// Redactor redacts what Redacted returns. Nil means the Redactor behind
-	// the package-level Redact.
-	Redactor *Redactor
+// tail is an io.Writer that keeps the most recent bytes written to it, for
+// a sidecar's stderr (D10, D25). Memory stays at size bytes whatever is
+// written. Writes never fail, so a chatty sidecar cannot block on its
+// stderr pipe because of the host. What it kept is surfaced only
+// redacted. It is safe for concurrent use; size and redactor must not
+// change after the first Write.
+type tail struct {
+	size     int       // bytes kept; zero means defaultTailSize
+	redactor *Redactor // nil means a default Redactor
 
 	mu      sync.Mutex // protects the following
 	buf     []byte     // grows to size, then used as a ring
@@ -35,17 +25,13 @@ type Tail struct {
 	written int64      // bytes written in total
 }
 
-func (t *Tail) size() int {
-	if t.Size > 0 {
-		return t.Size
-	}
-	return DefaultTailSize
-}
-
 // Write keeps the last bytes of p. It always returns len(p), nil.
-func (t *Tail) Write(p []byte) (int, error) {
+func (t *tail) Write(p []byte) (int, error) {
 	n := len(p)
-	size := t.size()
+	size := t.size
+	if size <= 0 {
+		size = defaultTailSize
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.written += int64(n)
@@ -70,9 +56,9 @@ func (t *Tail) Write(p []byte) (int, error) {
 	return n, nil
 }
 
-// snapshot returns a copy of the kept bytes, oldest first, and whether
-// older bytes were dropped.
-func (t *Tail) snapshot() ([]byte, bool) {
+// snapshot returns a copy of the kept bytes, oldest first, unredacted, and
+// whether older bytes were dropped.
+func (t *tail) snapshot() ([]byte, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	out := make([]byte, 0, len(t.buf))
@@ -81,27 +67,7 @@ func (t *Tail) snapshot() ([]byte, bool) {
 	return out, t.written > int64(len(t.buf))
 }
 
-// Bytes returns a copy of the kept bytes, oldest first, unredacted: they may
-// hold credentials.
-func (t *Tail) Bytes() []byte {
-	b, _ := t.snapshot()
-	return b
-}
-
-// Truncated reports whether more was written than the tail keeps.
-func (t *Tail) Truncated() bool {
-	_, truncated := t.snapshot()
-	return truncated
-}
-
-// Written returns the number of bytes written in total.
-func (t *Tail) Written() int64 {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.written
-}
-
-// Redacted returns the kept text, trimmed of surrounding white space and
+// redacted returns the kept text, trimmed of surrounding white space and
 // credential-redacted, such that a secret cut by the tail's start leaves
 // nothing behind (D25). Once older bytes have been dropped, the kept text
 // starts mid-line, so everything up to and including the first line break
@@ -115,13 +81,13 @@ func (t *Tail) Written() int64 {
 // authentication scheme (Basic, Bearer, Digest, ...). The rest is redacted
 // as a whole, so a PEM private key whose BEGIN line was cut off still loses
 // its base64 lines before END.
-func (t *Tail) Redacted() string {
+func (t *tail) redacted() string {
 	raw, truncated := t.snapshot()
 	text := string(raw)
 	if truncated {
 		text = tailDropFragment(text)
 	}
-	r := t.Redactor
+	r := t.redactor
 	if r == nil {
 		r = defaultRedactor()
 	}
@@ -129,7 +95,7 @@ func (t *Tail) Redacted() string {
 }
 
 // tailDropFragment drops what is left of the line that the tail's start cut
-// (see Tail.Redacted).
+// (see tail.redacted).
 func tailDropFragment(text string) string {
 	if i := strings.IndexByte(text, '\n'); i >= 0 {
 		return text[i+1:]

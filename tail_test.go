@@ -39,17 +39,17 @@ func TestTailKeepsExactlyTheLastBytesOf100MiB(t *testing.T) {
 	var final bytes.Buffer
 	final.WriteString("\nexport GITHUB_TOKEN=" + secret + " # deploy\n")
 	cut := final.Len() - len(secret) - len(" # deploy\n") + 10
-	filler := tailText(7, DefaultTailSize-(final.Len()-cut))
+	filler := tailText(7, defaultTailSize-(final.Len()-cut))
 	filler[len(filler)-1] = '\n'
 	final.Write(filler)
-	if got := final.Len() - DefaultTailSize; got != cut {
+	if got := final.Len() - defaultTailSize; got != cut {
 		t.Fatalf("test setup: cut at %d, want %d", got, cut)
 	}
 
 	src := tailText(1, 1<<20)
 	src = append(src, src...) // pieces up to 1 MiB never wrap
 	rng := rand.New(rand.NewPCG(3, 4))
-	var tl Tail
+	var tl tail
 	body := total - final.Len()
 	for off := 0; off < body; {
 		n := min(1+rng.IntN(64<<10), body-off)
@@ -68,7 +68,7 @@ func TestTailKeepsExactlyTheLastBytesOf100MiB(t *testing.T) {
 		rest = rest[n:]
 	}
 
-	want := final.Bytes()[final.Len()-DefaultTailSize:]
+	want := final.Bytes()[final.Len()-defaultTailSize:]
 	if got := tl.Bytes(); !bytes.Equal(got, want) {
 		t.Errorf("kept %d bytes, not the last %d written (first difference at %d)", len(got), len(want), firstDiff(got, want))
 	}
@@ -78,8 +78,8 @@ func TestTailKeepsExactlyTheLastBytesOf100MiB(t *testing.T) {
 	if !tl.Truncated() {
 		t.Errorf("Truncated() = false after %d bytes, want true", total)
 	}
-	if c := cap(tl.buf); c != DefaultTailSize {
-		t.Errorf("buffer capacity %d after 100 MiB, want %d", c, DefaultTailSize)
+	if c := cap(tl.buf); c != defaultTailSize {
+		t.Errorf("buffer capacity %d after 100 MiB, want %d", c, defaultTailSize)
 	}
 	if leak := redactLeak(tl.Redacted(), secret); leak != "" {
 		t.Errorf("Redacted() leaks %q of the secret cut by the tail's start", leak)
@@ -117,7 +117,7 @@ func TestTailD25CutSecretLeavesNoFragment(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			at := strings.Index(tt.text, tt.secret) + tt.into
 			size := len(tt.text) - at
-			tl := Tail{Size: size, Redactor: newTestRedactor()}
+			tl := tail{size: size, redactor: newTestRedactor()}
 			fmt.Fprint(&tl, strings.Repeat("filler words\n", 3), tt.text)
 			if got := string(tl.Bytes()); got != tt.text[at:] {
 				t.Fatalf("kept %q, want %q", got, tt.text[at:])
@@ -161,7 +161,7 @@ func TestTailD25LongLineCutKeyLeavesNoValue(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tl := Tail{Size: len(tt.kept), Redactor: newTestRedactor()}
+			tl := tail{size: len(tt.kept), redactor: newTestRedactor()}
 			fmt.Fprint(&tl, tt.cut, tt.kept)
 			if got := string(tl.Bytes()); got != tt.kept {
 				t.Fatalf("kept %q, want %q", got, tt.kept)
@@ -178,7 +178,7 @@ func TestTailD25LongLineCutKeyLeavesNoValue(t *testing.T) {
 }
 
 func TestTailNotTruncatedKeepsEverything(t *testing.T) {
-	tl := Tail{Redactor: newTestRedactor()}
+	tl := tail{redactor: newTestRedactor()}
 	fmt.Fprint(&tl, "starting\n")
 	fmt.Fprint(&tl, "token=Zq8vFAKEpassw0rdValue\n  ")
 	if tl.Truncated() {
@@ -190,7 +190,7 @@ func TestTailNotTruncatedKeepsEverything(t *testing.T) {
 }
 
 func TestTailZeroValueIsEmpty(t *testing.T) {
-	var tl Tail
+	var tl tail
 	if got := tl.Redacted(); got != "" {
 		t.Errorf("Redacted() = %q, want empty", got)
 	}
@@ -200,7 +200,7 @@ func TestTailZeroValueIsEmpty(t *testing.T) {
 }
 
 func TestTailSmallWritesWrapTheRing(t *testing.T) {
-	tl := Tail{Size: 5}
+	tl := tail{size: 5}
 	for _, w := range []string{"ab", "cd", "ef", "g", "hijk"} {
 		tl.Write([]byte(w))
 	}
@@ -216,7 +216,7 @@ func TestTailSmallWritesWrapTheRing(t *testing.T) {
 // TestTailConcurrentWriteAndRead is for the race detector: writers and
 // readers share one Tail.
 func TestTailConcurrentWriteAndRead(t *testing.T) {
-	tl := Tail{Size: 1024, Redactor: newTestRedactor()}
+	tl := tail{size: 1024, redactor: newTestRedactor()}
 	var wg sync.WaitGroup
 	for w := range 4 {
 		wg.Go(func() {
@@ -241,8 +241,8 @@ func TestTailConcurrentWriteAndRead(t *testing.T) {
 	}
 }
 
-func ExampleTail() {
-	tl := &Tail{Size: 64, Redactor: &Redactor{Environ: func() []string { return nil }}}
+func Example_tail() {
+	tl := &tail{size: 64, redactor: &Redactor{Environ: func() []string { return nil }}}
 	fmt.Fprintln(tl, "starting sidecar with token=FAKEtok3nFAKEtok3n and a long first line")
 	fmt.Fprintln(tl, "error: handshake failed: password=FAKEpassw0rd rejected")
 	fmt.Println(tl.Truncated())
@@ -250,4 +250,15 @@ func ExampleTail() {
 	// Output:
 	// true
 	// error: handshake failed: password=[redacted] rejected
+}
+
+// Views of a tail for the tests: the raw kept bytes, whether older bytes
+// were dropped, the count written, and the redacted text.
+func (t *tail) Bytes() []byte    { b, _ := t.snapshot(); return b }
+func (t *tail) Truncated() bool  { _, dropped := t.snapshot(); return dropped }
+func (t *tail) Redacted() string { return t.redacted() }
+func (t *tail) Written() int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.written
 }

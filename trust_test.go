@@ -36,7 +36,7 @@ func refuseCommands(t *testing.T, name string, sentinel error, commands ...strin
 		t.Run(command, func(t *testing.T) {
 			home := t.TempDir()
 			installRuntime(t, home, name, command, InstallOptions{})
-			spec, err := ResolveLaunch(home, name, "")
+			spec, err := resolveLaunch(home, name, "")
 			wantRefusal(t, spec, err, name, sentinel)
 		})
 	}
@@ -44,7 +44,7 @@ func refuseCommands(t *testing.T, name string, sentinel error, commands ...strin
 
 // wantRefusal checks a launch-gate refusal: no spec, a *LaunchError for
 // plugin wrapping sentinel, and a message naming the plugin.
-func wantRefusal(t *testing.T, spec *LaunchSpec, err error, plugin string, sentinel error) {
+func wantRefusal(t *testing.T, spec *launchSpec, err error, plugin string, sentinel error) {
 	t.Helper()
 	if spec != nil {
 		t.Errorf("spec = %+v, want nil: a refused plugin must not reach the process layer", spec)
@@ -66,11 +66,11 @@ func wantRefusal(t *testing.T, spec *LaunchSpec, err error, plugin string, senti
 
 func TestLaunchGateD8RefusesUninstalledPlugin(t *testing.T) {
 	home := t.TempDir()
-	spec, err := ResolveLaunch(home, "ghost", "")
+	spec, err := resolveLaunch(home, "ghost", "")
 	wantRefusal(t, spec, err, "ghost", ErrNotInstalled)
 
 	installRuntime(t, home, "present", "/opt/present", InstallOptions{})
-	spec, err = ResolveLaunch(home, "ghost", "")
+	spec, err = resolveLaunch(home, "ghost", "")
 	wantRefusal(t, spec, err, "ghost", ErrNotInstalled)
 }
 
@@ -80,7 +80,7 @@ func TestLaunchGateD8RefusesDisabledPlugin(t *testing.T) {
 	if err := Disable(home, "off"); err != nil {
 		t.Fatal(err)
 	}
-	spec, err := ResolveLaunch(home, "off", "")
+	spec, err := resolveLaunch(home, "off", "")
 	wantRefusal(t, spec, err, "off", ErrDisabled)
 }
 
@@ -96,7 +96,7 @@ func TestLaunchGateD8RefusesPluginWithoutRuntime(t *testing.T) {
 			if _, err := Install(home, dir, InstallOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			spec, err := ResolveLaunch(home, "p", "")
+			spec, err := resolveLaunch(home, "p", "")
 			wantRefusal(t, spec, err, "p", ErrNoRuntime)
 		})
 	}
@@ -150,7 +150,7 @@ func TestLaunchGateD8RefusesCommandLinkedToShell(t *testing.T) {
 		!symlinkOrReturn(t, filepath.Join(shells, "bash"), filepath.Join(dir, "bin", "tool")) {
 		return
 	}
-	spec, err := ResolveLaunch(home, "linked", "")
+	spec, err := resolveLaunch(home, "linked", "")
 	wantRefusal(t, spec, err, "linked", ErrShellCommand)
 	if _, err := TrustPlugin(dir, ""); !errors.Is(err, ErrShellCommand) {
 		t.Errorf("TrustPlugin: err = %v, want ErrShellCommand", err)
@@ -162,7 +162,7 @@ func TestLaunchGateD8RefusesCommandLinkedToShell(t *testing.T) {
 	if !symlinkOrReturn(t, filepath.Join(shells, "plugin"), filepath.Join(dir, "bin", "tool")) {
 		return
 	}
-	spec, err = ResolveLaunch(home, "linked", "")
+	spec, err = resolveLaunch(home, "linked", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +180,7 @@ func TestLaunchGateD8AllowsAbsoluteNonShellCommands(t *testing.T) {
 			}
 			home := t.TempDir()
 			installRuntime(t, home, "ok", command, InstallOptions{})
-			spec, err := ResolveLaunch(home, "ok", "")
+			spec, err := resolveLaunch(home, "ok", "")
 			if !filepath.IsAbs(command) {
 				if errors.Is(err, ErrShellCommand) {
 					t.Errorf("err = %v, want no shell refusal", err)
@@ -201,9 +201,9 @@ func TestLaunchGateD8RefusesProjectRuntime(t *testing.T) {
 	t.Run("project scope", func(t *testing.T) {
 		home := t.TempDir()
 		installRuntime(t, home, "proj", "/opt/proj", InstallOptions{Scope: ScopeProject})
-		spec, err := ResolveLaunch(home, "proj", t.TempDir())
+		spec, err := resolveLaunch(home, "proj", t.TempDir())
 		wantRefusal(t, spec, err, "proj", ErrProjectRuntime)
-		spec, err = ResolveLaunch(home, "proj", "")
+		spec, err = resolveLaunch(home, "proj", "")
 		wantRefusal(t, spec, err, "proj", ErrProjectRuntime)
 	})
 	t.Run("root in the workspace's .reasonix", func(t *testing.T) {
@@ -213,10 +213,10 @@ func TestLaunchGateD8RefusesProjectRuntime(t *testing.T) {
 		if _, err := Install(home, dir, InstallOptions{Link: true}); err != nil {
 			t.Fatal(err)
 		}
-		spec, err := ResolveLaunch(home, "local", ws)
+		spec, err := resolveLaunch(home, "local", ws)
 		wantRefusal(t, spec, err, "local", ErrProjectRuntime)
 		// The same package seen from another workspace is user-level.
-		if _, err := ResolveLaunch(home, "local", t.TempDir()); err != nil {
+		if _, err := resolveLaunch(home, "local", t.TempDir()); err != nil {
 			t.Errorf("from another workspace: err = %v, want a spec", err)
 		}
 	})
@@ -227,7 +227,7 @@ func TestLaunchGateD8RefusesProjectRuntime(t *testing.T) {
 		if _, err := Install(home, src, InstallOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		spec, err := ResolveLaunch(home, "copied", ws)
+		spec, err := resolveLaunch(home, "copied", ws)
 		wantRefusal(t, spec, err, "copied", ErrProjectRuntime)
 	})
 	t.Run("through a symlinked workspace", func(t *testing.T) {
@@ -242,7 +242,7 @@ func TestLaunchGateD8RefusesProjectRuntime(t *testing.T) {
 		if _, err := Install(home, dir, InstallOptions{Link: true}); err != nil {
 			t.Fatal(err)
 		}
-		spec, err := ResolveLaunch(home, "p", alias)
+		spec, err := resolveLaunch(home, "p", alias)
 		wantRefusal(t, spec, err, "p", ErrProjectRuntime)
 	})
 }
@@ -254,7 +254,7 @@ func TestLaunchGateD8RefusesBrokenManifest(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, ManifestFile), []byte(v1(`,"priority":5000`)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	spec, err := ResolveLaunch(home, "broken", "")
+	spec, err := resolveLaunch(home, "broken", "")
 	var le *LaunchError
 	var me *ManifestError
 	if spec != nil || !errors.As(err, &le) || !errors.As(err, &me) || me.Field != "runtime.priority" {
@@ -283,7 +283,7 @@ func TestLaunchGateD8ExpandsPluginRootPrefixOnly(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			name := "expand" + string(rune('a'+i))
 			dir := installRuntime(t, home, name, tt.command, InstallOptions{})
-			spec, err := ResolveLaunch(home, name, "")
+			spec, err := resolveLaunch(home, name, "")
 			if tt.sentinel != nil {
 				wantRefusal(t, spec, err, name, tt.sentinel)
 				return
@@ -318,7 +318,7 @@ func TestLaunchGateD8PluginIDIsInstalledName(t *testing.T) {
 			if _, err := Install(home, filepath.Join("testdata", "manifests", "starter"), tt.opts); err != nil {
 				t.Fatal(err)
 			}
-			spec, err := ResolveLaunch(home, tt.wantID, "")
+			spec, err := resolveLaunch(home, tt.wantID, "")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -326,14 +326,14 @@ func TestLaunchGateD8PluginIDIsInstalledName(t *testing.T) {
 				t.Errorf("ID, Version, manifest name = %q, %q, %q; want %q, %q, %q",
 					spec.ID, spec.Version, spec.Manifest.Name, tt.wantID, tt.wantVersion, "starter-extension")
 			}
-			env := spec.Env(nil)
+			env := spec.env(nil)
 			for _, kv := range []string{"REASONIX_PLUGIN_NAME=" + tt.wantID, "REASONIX_PLUGIN_VERSION=" + tt.wantVersion} {
 				if !slices.Contains(env, kv) {
 					t.Errorf("Env = %q, want it to hold %q", env, kv)
 				}
 			}
 			if tt.wantID != "starter-extension" {
-				if _, err := ResolveLaunch(home, "starter-extension", ""); !errors.Is(err, ErrNotInstalled) {
+				if _, err := resolveLaunch(home, "starter-extension", ""); !errors.Is(err, ErrNotInstalled) {
 					t.Errorf("the manifest name resolved too: err = %v, want ErrNotInstalled", err)
 				}
 			}
@@ -348,12 +348,12 @@ func TestLaunchSpecD8EnvLayering(t *testing.T) {
 	if _, err := Install(home, dir, InstallOptions{Link: true, Name: "envy-installed"}); err != nil {
 		t.Fatal(err)
 	}
-	spec, err := ResolveLaunch(home, "envy-installed", "")
+	spec, err := resolveLaunch(home, "envy-installed", "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	base := []string{"PATH=/usr/bin", "REASONIX_TEST_MARKER=inherited", "FOO=base", "REASONIX_PLUGIN_NAME=from-host", "SECRET_TOKEN=kept-unfiltered"}
-	got := spec.Env(base)
+	got := spec.env(base)
 	want := []string{
 		"PATH=/usr/bin",
 		"REASONIX_TEST_MARKER=inherited",
@@ -377,7 +377,7 @@ func TestLaunchGateD10StarterManifestInstallsAndResolves(t *testing.T) {
 	if _, err := Install(home, filepath.Join("testdata", "manifests", "starter"), InstallOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	specs, refused := LaunchablePlugins(home, t.TempDir())
+	specs, refused, _ := launchablePlugins(home, t.TempDir())
 	if len(refused) != 0 || len(specs) != 1 {
 		t.Fatalf("LaunchablePlugins = %d specs, refusals %v; want 1, none", len(specs), refused)
 	}
@@ -396,7 +396,7 @@ func TestLaunchGateD10StarterManifestInstallsAndResolves(t *testing.T) {
 		t.Errorf("Args = %q, want none", spec.Args)
 	}
 	want := ManifestExpectation{Intercepts: []string{"input.receive"}, Capabilities: []string{"interceptors"}}
-	if got := spec.Runtime.Expectation(); !reflect.DeepEqual(got, want) {
+	if got := spec.Runtime.expectation(); !reflect.DeepEqual(got, want) {
 		t.Errorf("Expectation = %+v, want %+v", got, want)
 	}
 }
@@ -421,7 +421,7 @@ func TestLaunchablePluginsD10InstalledOrderAndRefusals(t *testing.T) {
 	}
 	installRuntime(t, home, "alpha", "/opt/alpha", InstallOptions{})
 
-	specs, refused := LaunchablePlugins(home, ws)
+	specs, refused, _ := launchablePlugins(home, ws)
 	var ids []string
 	for _, s := range specs {
 		ids = append(ids, s.ID)
@@ -454,12 +454,12 @@ func TestLaunchablePluginsCorruptRecord(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(home, PackagesFile), []byte(`{"version":1,"packages":[`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	specs, refused := LaunchablePlugins(home, "")
+	specs, refused, _ := launchablePlugins(home, "")
 	var pe *PackagesError
 	if specs != nil || len(refused) != 1 || !errors.As(refused[0], &pe) || !errors.Is(refused[0], ErrCorruptPackages) {
 		t.Errorf("got %v, %v; want no specs and one *PackagesError", specs, refused)
 	}
-	spec, err := ResolveLaunch(home, "any", "")
+	spec, err := resolveLaunch(home, "any", "")
 	if spec != nil || !errors.Is(err, ErrCorruptPackages) {
 		t.Errorf("ResolveLaunch = %v, %v; want nil, ErrCorruptPackages", spec, err)
 	}
@@ -484,13 +484,13 @@ func TestTrustSummaryGolden(t *testing.T) {
 			if id == "" {
 				id = tt.fixture + "-extension"
 			}
-			spec, err := ResolveLaunch(home, id, "")
+			spec, err := resolveLaunch(home, id, "")
 			if err != nil {
 				t.Fatal(err)
 			}
 			// Text quotes the root, doubling a Windows backslash.
 			quotedRoot := strconv.Quote(spec.Root)
-			got := strings.ReplaceAll(spec.Trust().Text(), quotedRoot[1:len(quotedRoot)-1], "<root>")
+			got := strings.ReplaceAll(spec.trust().Text(), quotedRoot[1:len(quotedRoot)-1], "<root>")
 			got = filepath.ToSlash(strings.ReplaceAll(got, `\\`, `\`))
 			checkGolden(t, filepath.Join("testdata", "manifests", tt.name+".golden"), got)
 		})
@@ -564,7 +564,7 @@ func TestTrustSummaryStructuredData(t *testing.T) {
 	if _, err := Install(home, filepath.Join("testdata", "manifests", "full"), InstallOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	spec, err := ResolveLaunch(home, "full-extension", "")
+	spec, err := resolveLaunch(home, "full-extension", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -577,10 +577,10 @@ func TestTrustSummaryStructuredData(t *testing.T) {
 		Capabilities: []string{"providers", "ui"},
 		UIActions:    []string{"show-status"},
 	}
-	if got := spec.Trust(); !reflect.DeepEqual(got, want) {
+	if got := spec.trust(); !reflect.DeepEqual(got, want) {
 		t.Errorf("Trust =\n%+v\nwant\n%+v", got, want)
 	}
-	if text := spec.Trust().Text(); strings.Contains(text, "never shown") {
+	if text := spec.trust().Text(); strings.Contains(text, "never shown") {
 		t.Errorf("the summary shows an env value:\n%s", text)
 	}
 }
@@ -613,11 +613,11 @@ func TestTrustSummaryD8ShowsLinkedInstall(t *testing.T) {
 		t.Fatal(err)
 	}
 	for id, linked := range map[string]bool{"inplace": true, "copied": false} {
-		spec, err := ResolveLaunch(home, id, "")
+		spec, err := resolveLaunch(home, id, "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := spec.Trust()
+		s := spec.trust()
 		if spec.Linked != linked || s.Linked != linked || strings.Contains(s.Text(), "\n  linked:") != linked {
 			t.Errorf("%s: spec.Linked %v, summary %v, text:\n%s\nwant linked %v", id, spec.Linked, s.Linked, s.Text(), linked)
 		}
@@ -663,7 +663,7 @@ func TestLaunchGateD10BrokenRequiredManifestFailsClosed(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dir, ManifestFile), []byte(c.manifest), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			_, refused := LaunchablePlugins(home, "")
+			_, refused, _ := launchablePlugins(home, "")
 			var le *LaunchError
 			if len(refused) != 1 || !errors.As(refused[0], &le) || le.Required != c.required {
 				t.Fatalf("refusals %v, want one *LaunchError with Required %v", refused, c.required)

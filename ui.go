@@ -21,7 +21,9 @@ const (
 	SurfaceStatus       SurfaceKind = "status"
 )
 
-func (SurfaceKind) enumValues() []string { return []string{"card", "form", "notification", "status"} }
+func (SurfaceKind) enumValues() []string {
+	return enumStrings(SurfaceCard, SurfaceForm, SurfaceNotification, SurfaceStatus)
+}
 
 // PromptKind is the kind of a blocking host/ui/request prompt.
 type PromptKind string
@@ -34,7 +36,9 @@ const (
 	PromptSelect      PromptKind = "select"
 )
 
-func (PromptKind) enumValues() []string { return []string{"confirm", "input", "multiselect", "select"} }
+func (PromptKind) enumValues() []string {
+	return enumStrings(PromptConfirm, PromptInput, PromptMultiselect, PromptSelect)
+}
 
 // UIActionDecl declares one action a sidecar offers as /<plugin>:<action>.
 type UIActionDecl struct {

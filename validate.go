@@ -2,20 +2,35 @@ package extension
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"unicode/utf8"
 )
+
+// The one strict JSON walk (D3). Every document the package reads goes
+// through it: frame envelopes, params and results against their $def,
+// payload documents, manifests and plugin-packages.json. It validates and
+// decodes in one pass, against a node tree built from the Go type (see
+// schema.go), so a value that reaches Go has passed every rule.
 
 // ValidationError says which rule a document broke and where: Pointer is
 // the RFC 6901 JSON pointer of the offending value inside the document
 // ("" for the document itself).
 type ValidationError struct {
-	Def     string // the $def the document was validated against
+	Def     string // the $def (or Go type) the document was checked against
 	Pointer string
 	Msg     string
+
+	rule   rule   // the kind of rule, for callers that phrase errors their own way
+	detail string // the literal, member name or suggestion the rule is about
+	want   string // for ruleKind: what was expected, as "an array of strings"
+	got    vkind  // for ruleKind: what was found
+	field  string // the path as a manifest field: runtime.args[1], env["K"]
+	offset int    // for ruleSyntax: the byte offset
 }
 
 // Error returns "<Def> at <Pointer>: <Msg>".
@@ -27,94 +42,25 @@ func (e *ValidationError) Error() string {
 	return fmt.Sprintf("%s at %s: %s", e.Def, where, e.Msg)
 }
 
-// vkind is the JSON type a schema node admits.
-type vkind uint8
+// rule classifies a ValidationError.
+type rule uint8
 
 const (
-	vAny vkind = iota // the true schema, or an annotation-only object
-	vObject
-	vArray
-	vString
-	vInteger
-	vNumber
-	vBoolean
-	vNull // only ever reported: no node admits null by type
+	ruleOther rule = iota
+	ruleSyntax
+	ruleKind
+	ruleUnknown
+	ruleDuplicate
+	ruleNull
+	ruleMissing
+	ruleInteger
+	ruleRange
+	ruleEnum
 )
 
-func (k vkind) String() string {
-	return [...]string{"any value", "an object", "an array", "a string", "an integer", "a number", "a boolean", "null"}[k]
-}
-
-// vnode is one compiled schema node.
-type vnode struct {
-	kind vkind
-	def  string // the $def name, for def nodes
-
-	// objects
-	props    []vprop
-	index    map[string]int
-	required uint64 // bit i: props[i] is required
-	open     bool   // additionalProperties is a schema (a map), not false
-	addl     *vnode // the map's value schema; nil admits anything
-	check    func(o *objectView) string
-
-	items *vnode // arrays
-
-	// strings and numbers
-	enum      []string
-	minLength int
-	min, max  *int64
-}
-
-// vprop is one property of a closed object, with the rules the schema
-// cannot express laid over it from the Go DTO (CONTRACT-NOTES §3.1).
-type vprop struct {
-	name           string
-	node           *vnode
-	externalizable bool // x-externalizable: null allowed as a placeholder (D22)
-	nonempty       bool // not blank after trimming whitespace
-	sha256         bool // ^[0-9a-f]{64}$
-	object         bool // a free-form value that must be an object
-	unsigned       bool // the Go field is unsigned: the integer must be >= 0
-}
-
-// objectView lets a def-level invariant look at the members it walked.
-type objectView struct {
-	node    *vnode
-	present uint64
-	enums   *[64]int8 // index into props[i].node.enum of each enum member
-}
-
-func (o *objectView) has(name string) bool { return o.present&(1<<o.node.index[name]) != 0 }
-
-func (o *objectView) enum(name string) string {
-	i := o.node.index[name]
-	if o.present&(1<<i) == 0 || o.enums[i] < 0 {
-		return ""
-	}
-	return o.node.props[i].node.enum[o.enums[i]]
-}
-
-// defInvariants are the Validate() rules of CONTRACT-NOTES §3.1 rule 8 that
-// the tags do not already cover.
-var defInvariants = map[string]func(o *objectView) string{
-	"ProviderChunk": func(o *objectView) string {
-		typ := o.enum("type")
-		switch {
-		case typ == string(ChunkError) && !o.has("error"):
-			return `a chunk of type "error" needs the error member`
-		case typ != string(ChunkError) && o.has("error"):
-			return `only a chunk of type "error" carries the error member`
-		case typ == string(ChunkUsage) && !o.has("usage"):
-			return `a chunk of type "usage" needs the usage member`
-		}
-		return ""
-	},
-}
-
-// validator walks one document against a compiled node. It is reused
-// through a pool so that a walk allocates only when it fails.
-type validator struct {
+// walker is one walk over one document. Walkers are pooled, so a walk
+// allocates only for what it decodes and when it fails.
+type walker struct {
 	s    scanner
 	def  string
 	path []pathToken
@@ -123,105 +69,116 @@ type validator struct {
 
 // pathToken is one step of the JSON pointer to the current value.
 type pathToken struct {
-	key     []byte // raw member name with quotes, or nil for an index
+	key     []byte // raw member name with quotes, or nil for an array index
 	escaped bool
+	inMap   bool // a key of a map: shown as ["k"] in a field path
 	index   int
 }
 
-var validators = sync.Pool{New: func() any { return new(validator) }}
+var walkers = sync.Pool{New: func() any { return new(walker) }}
 
-// Validate checks doc against the $def named def of the canonical schema,
-// plus the rules the schema cannot express (D3; CONTRACT-NOTES §3.1):
-// duplicate and case-variant member names, null for a non-nullable member,
-// whitespace-only "nonempty" strings, lowercase-hex sha256, integers written
-// with a fraction or exponent or out of range, trailing data, and the
-// invariants of ProviderRequest, ProviderChunk, StreamOpenParams and
-// StreamChunkParams. The error is a *ValidationError naming the pointer.
-func Validate(def string, doc []byte) error {
-	n := compiledSchema()[def]
-	if n == nil {
-		return &ValidationError{Def: def, Msg: "no such $def in the v1 schema"}
-	}
-	return validateNode(def, n, doc)
-}
-
-// validateNode walks doc against n with a pooled validator.
-func validateNode(def string, n *vnode, doc []byte) error {
-	v := validators.Get().(*validator)
-	v.s = scanner{data: doc}
-	v.def, v.path = def, v.path[:0]
-	v.dup.reset()
-	err := v.value(n)
+// walk validates doc against n and decodes it into dst, which must be
+// settable and of n's Go type; on failure dst may be partly filled.
+func walk(n *vnode, doc []byte, dst reflect.Value) error {
+	w := walkers.Get().(*walker)
+	w.s = scanner{data: doc}
+	w.def, w.path = n.def, w.path[:0]
+	w.dup.reset()
+	err := w.value(n, dst)
 	if err == nil {
-		if err = v.s.end(); err != nil {
-			err = v.errorf("%s", err.(*syntaxError).msg)
+		if e := w.s.end(); e != nil {
+			err = w.syntax(e)
 		}
 	}
-	v.s = scanner{}
-	validators.Put(v)
+	w.s = scanner{}
+	walkers.Put(w)
 	return err
 }
 
-func (v *validator) errorf(format string, args ...any) *ValidationError {
-	return &ValidationError{Def: v.def, Pointer: v.pointer(), Msg: fmt.Sprintf(format, args...)}
-}
-
-// pointer renders the current path per RFC 6901.
-func (v *validator) pointer() string {
-	var b strings.Builder
-	for _, t := range v.path {
-		b.WriteByte('/')
-		if t.key == nil {
-			b.WriteString(strconv.Itoa(t.index))
-			continue
+// fail builds the error for the current path.
+func (w *walker) fail(r rule, detail, format string, args ...any) *ValidationError {
+	e := &ValidationError{Def: w.def, Msg: fmt.Sprintf(format, args...), rule: r, detail: detail}
+	var p, f strings.Builder
+	for _, t := range w.path {
+		p.WriteByte('/')
+		switch {
+		case t.key == nil:
+			p.WriteString(strconv.Itoa(t.index))
+			fmt.Fprintf(&f, "[%d]", t.index)
+		case t.inMap:
+			name := unquote(t.key, t.escaped)
+			p.WriteString(strings.NewReplacer("~", "~0", "/", "~1").Replace(name))
+			fmt.Fprintf(&f, "[%q]", name)
+		default:
+			name := unquote(t.key, t.escaped)
+			p.WriteString(strings.NewReplacer("~", "~0", "/", "~1").Replace(name))
+			if f.Len() > 0 {
+				f.WriteByte('.')
+			}
+			f.WriteString(fieldName(name))
 		}
-		name := unquote(t.key, t.escaped)
-		b.WriteString(strings.NewReplacer("~", "~0", "/", "~1").Replace(name))
 	}
-	return b.String()
+	e.Pointer, e.field = p.String(), f.String()
+	return e
 }
 
-// syntax converts a scanner error into a validation error at the path.
-func (v *validator) syntax(err error) error {
-	if se, ok := err.(*syntaxError); ok {
-		return v.errorf("%s", se.msg)
-	}
-	return err
+// syntax converts a lexer error into a validation error at the path.
+func (w *walker) syntax(err error) error {
+	se := err.(*syntaxError)
+	e := w.fail(ruleSyntax, "", "%s", se.msg)
+	e.offset = se.offset
+	return e
 }
 
-func (v *validator) value(n *vnode) error {
-	c := v.s.peek()
+func (w *walker) kindError(n *vnode, got vkind) error {
+	e := w.fail(ruleKind, "", "want %s, got %s", n.describe(), got)
+	e.want, e.got = n.describe(), got
+	return e
+}
+
+func (w *walker) push(t pathToken) { w.path = append(w.path, t) }
+func (w *walker) pop()             { w.path = w.path[:len(w.path)-1] }
+
+// value walks one value against n into dst.
+func (w *walker) value(n *vnode, dst reflect.Value) error {
+	c := w.s.peek()
 	if c == 0 {
-		return v.errorf("unexpected end of input")
+		return w.syntax(w.s.fail("unexpected end of input"))
 	}
-	want := n.kind
-	got := kindOf(c)
-	switch {
-	case want == vAny:
-		_, err := v.s.value(&v.dup)
-		return v.syntax(err)
-	case want == vNumber && got == vInteger, want == got:
+	if n.kind == vAny || n.kind == vRaw {
+		return w.free(n, dst)
+	}
+	switch got := kindOf(c); {
+	case got == n.kind, got == vInteger && n.kind == vNumber:
 	case got == vAny:
-		_, err := v.s.value(nil)
-		return v.syntax(err)
+		return w.syntax(w.s.fail("unexpected character"))
 	default:
-		return v.errorf("want %s, got %s", want, got)
+		return w.kindError(n, got)
 	}
-	switch want {
+	if dst.Kind() == reflect.Pointer {
+		p := reflect.New(dst.Type().Elem())
+		dst.Set(p)
+		dst = p.Elem()
+	}
+	switch n.kind {
 	case vObject:
-		return v.object(n)
-	case vArray:
-		return v.array(n)
-	case vString:
-		return v.stringValue(n, nil)
-	case vInteger, vNumber:
-		return v.number(n, false)
-	default:
-		if c == 't' {
-			return v.syntax(v.s.literal("true"))
+		if n.isMap {
+			return w.mapMembers(n, dst)
 		}
-		return v.syntax(v.s.literal("false"))
+		return w.object(n, dst)
+	case vArray:
+		return w.array(n, dst)
+	case vString:
+		return w.str(n, dst)
+	case vInteger, vNumber:
+		return w.number(n, dst)
 	}
+	b := c == 't'
+	if err := w.s.literal(strconv.FormatBool(b)); err != nil {
+		return w.syntax(err)
+	}
+	dst.SetBool(b)
+	return nil
 }
 
 // kindOf classifies a value by its first byte; numbers are reported as
@@ -241,210 +198,163 @@ func kindOf(c byte) vkind {
 	case c == 'n':
 		return vNull
 	}
-	return vAny // garbage the scanner will name
+	return vAny // garbage the lexer will name
 }
 
-func (v *validator) object(n *vnode) error {
-	more, err := v.s.openObject()
+func (w *walker) object(n *vnode, dst reflect.Value) error {
+	more, err := w.s.open('}')
 	if err != nil {
-		return v.syntax(err)
-	}
-	if n.props == nil && n.open {
-		return v.mapMembers(n, more)
+		return w.syntax(err)
 	}
 	var present uint64
-	var enums [64]int8
+	mark := w.dup.push()
 	for more {
-		key, escaped, err := v.s.key()
+		key, escaped, err := w.s.key()
 		if err != nil {
-			return v.syntax(err)
+			return w.syntax(err)
 		}
-		name := key[1 : len(key)-1]
+		w.push(pathToken{key: key, escaped: escaped})
+		var i int
+		var known bool
 		if escaped {
-			name = []byte(unquote(key, true))
+			i, known = n.index[unquote(key, true)]
+		} else {
+			i, known = n.index[string(key[1:len(key)-1])] // no allocation
 		}
-		i, ok := n.index[string(name)]
-		v.path = append(v.path, pathToken{key: key, escaped: escaped})
-		if !ok {
-			return v.unknownMember(n, string(name))
+		switch {
+		case !known && (n.mode == closed || n.mode == lenient && n.suggest(key, escaped) != ""):
+			return w.unknownMember(n, key, escaped)
+		case n.mode != closed && w.dup.seen(mark, key, escaped), known && present&(1<<i) != 0:
+			return w.fail(ruleDuplicate, unquote(key, escaped), "duplicate member %s", quoteName(unquote(key, escaped))) // D3
+		case !known:
+			err = w.free(rawNode, reflect.Value{}) // open objects tolerate unknown members
+		default:
+			present |= 1 << i
+			p := &n.props[i]
+			if w.s.peek() == 'n' && p.node.kind != vRaw && !(p.node.kind == vAny && p.node.externalizable) {
+				// D3: optional members are omitted, never null; only an
+				// externalizable placeholder may be null (D22).
+				return w.fail(ruleNull, "", "null is not allowed here; omit an optional member instead")
+			}
+			err = w.value(p.node, dst.Field(p.field))
 		}
-		if present&(1<<i) != 0 {
-			return v.errorf("duplicate member %s", quoteName(string(name))) // D3
-		}
-		present |= 1 << i
-		enums[i] = -1
-		if err := v.member(&n.props[i], &enums[i]); err != nil {
+		if err != nil {
 			return err
 		}
-		v.path = v.path[:len(v.path)-1]
-		if more, err = v.s.nextMember(); err != nil {
-			return v.syntax(err)
+		w.pop()
+		if more, err = w.s.next('}'); err != nil {
+			return w.syntax(err)
 		}
 	}
+	w.dup.pop(mark)
 	if missing := n.required &^ present; missing != 0 {
 		for i := range n.props {
 			if missing&(1<<i) != 0 {
-				v.path = append(v.path, pathToken{key: []byte(strconv.Quote(n.props[i].name))})
-				return v.errorf("missing required member %q", n.props[i].name)
+				w.push(pathToken{key: []byte(strconv.Quote(n.props[i].name))})
+				return w.fail(ruleMissing, n.props[i].name, "missing required member %q", n.props[i].name)
 			}
 		}
 	}
-	if n.check != nil {
-		if msg := n.check(&objectView{node: n, present: present, enums: &enums}); msg != "" {
-			return v.errorf("%s", msg)
+	if n.check {
+		if member, msg := dst.Addr().Interface().(invariant).invariant(); msg != "" {
+			if member != "" {
+				w.push(pathToken{key: []byte(strconv.Quote(member))})
+			}
+			return w.fail(ruleOther, "", "%s", msg)
 		}
 	}
 	return nil
 }
 
-// unknownMember explains a member the closed object does not have,
-// naming the field it only matches case-insensitively (D3: encoding/json
-// alone would accept "DECISION" for "decision", GHSA-wvj2-96wp-fq3f).
-func (v *validator) unknownMember(n *vnode, name string) error {
-	for _, p := range n.props {
-		if strings.EqualFold(p.name, name) {
-			return v.errorf("unknown member %s: member names are case-sensitive, did you mean %q?", quoteName(name), p.name)
-		}
+// unknownMember explains a member the object does not have, naming the
+// member it only matches case-insensitively or by Unicode folding (D3:
+// encoding/json alone would accept "DECISION" for "decision",
+// GHSA-wvj2-96wp-fq3f).
+func (w *walker) unknownMember(n *vnode, key []byte, escaped bool) error {
+	name := unquote(key, escaped)
+	if s := n.suggest(key, escaped); s != "" {
+		return w.fail(ruleUnknown, s, "unknown member %s: member names are case-sensitive, did you mean %q?", quoteName(name), s)
 	}
-	if n.def != "" {
-		return v.errorf("unknown member %s: %s has no such member", quoteName(name), n.def)
-	}
-	return v.errorf("unknown member %s", quoteName(name))
+	return w.fail(ruleUnknown, "", "unknown member %s: %s has no such member", quoteName(name), n.def)
 }
 
-// member validates one property value of a closed object.
-func (v *validator) member(p *vprop, enumIdx *int8) error {
-	if v.s.peek() == 'n' {
-		if p.externalizable && p.node.kind == vAny {
-			return v.syntax(v.s.literal("null")) // D22 placeholder
-		}
-		// D3: optional members are omitted, never null.
-		return v.errorf("null is not allowed here; omit an optional member instead")
+func (w *walker) mapMembers(n *vnode, dst reflect.Value) error {
+	more, err := w.s.open('}')
+	if err != nil {
+		return w.syntax(err)
 	}
-	switch {
-	case p.object:
-		if v.s.peek() != '{' {
-			return v.errorf("want a JSON object")
-		}
-		_, err := v.s.value(&v.dup)
-		return v.syntax(err)
-	case p.node.kind == vString:
-		if kindOf(v.s.peek()) != vString {
-			return v.errorf("want a string, got %s", kindOf(v.s.peek()))
-		}
-		return v.stringValue(p.node, &stringRules{prop: p, enumIdx: enumIdx})
-	case p.node.kind == vInteger && p.unsigned:
-		if kindOf(v.s.peek()) != vInteger {
-			return v.errorf("want an integer, got %s", kindOf(v.s.peek()))
-		}
-		return v.number(p.node, true)
-	}
-	return v.value(p.node)
-}
-
-func (v *validator) mapMembers(n *vnode, more bool) error {
-	mark := v.dup.push()
+	dst.Set(reflect.MakeMap(dst.Type()))
+	elem := reflect.New(dst.Type().Elem()).Elem()
+	mark := w.dup.push()
 	for more {
-		key, escaped, err := v.s.key()
+		key, escaped, err := w.s.key()
 		if err != nil {
-			return v.syntax(err)
+			return w.syntax(err)
 		}
-		v.path = append(v.path, pathToken{key: key, escaped: escaped})
-		if v.dup.seen(mark, key, escaped) {
-			return v.errorf("duplicate member %s", quoteName(unquote(key, escaped))) // D3
+		w.push(pathToken{key: key, escaped: escaped, inMap: true})
+		if w.dup.seen(mark, key, escaped) {
+			return w.fail(ruleDuplicate, unquote(key, escaped), "duplicate member %s", quoteName(unquote(key, escaped))) // D3
 		}
-		if n.addl == nil {
-			_, err = v.s.value(&v.dup)
-			err = v.syntax(err)
-		} else {
-			err = v.value(n.addl)
-		}
-		if err != nil {
+		elem.SetZero()
+		if err := w.value(n.elem, elem); err != nil {
 			return err
 		}
-		v.path = v.path[:len(v.path)-1]
-		if more, err = v.s.nextMember(); err != nil {
-			return v.syntax(err)
+		dst.SetMapIndex(reflect.ValueOf(unquote(key, escaped)).Convert(dst.Type().Key()), elem)
+		w.pop()
+		if more, err = w.s.next('}'); err != nil {
+			return w.syntax(err)
 		}
 	}
-	v.dup.pop(mark)
+	w.dup.pop(mark)
 	return nil
 }
 
-func (v *validator) array(n *vnode) error {
-	more, err := v.s.openArray()
+func (w *walker) array(n *vnode, dst reflect.Value) error {
+	more, err := w.s.open(']')
 	if err != nil {
-		return v.syntax(err)
+		return w.syntax(err)
 	}
+	dst.Set(reflect.MakeSlice(dst.Type(), 0, 0))
 	for i := 0; more; i++ {
-		v.path = append(v.path, pathToken{index: i})
-		if n.items == nil {
-			_, err = v.s.value(&v.dup)
-			err = v.syntax(err)
-		} else {
-			err = v.value(n.items)
-		}
-		if err != nil {
+		w.push(pathToken{index: i})
+		dst.Grow(1)
+		dst.SetLen(i + 1)
+		if err := w.value(n.elem, dst.Index(i)); err != nil {
 			return err
 		}
-		v.path = v.path[:len(v.path)-1]
-		if more, err = v.s.nextElement(); err != nil {
-			return v.syntax(err)
+		w.pop()
+		if more, err = w.s.next(']'); err != nil {
+			return w.syntax(err)
 		}
 	}
 	return nil
 }
 
-// stringRules carries the per-property string rules into stringValue.
-type stringRules struct {
-	prop    *vprop
-	enumIdx *int8
-}
-
-func (v *validator) stringValue(n *vnode, r *stringRules) error {
-	raw, escaped, err := v.s.str()
+func (w *walker) str(n *vnode, dst reflect.Value) error {
+	raw, escaped, err := w.s.str()
 	if err != nil {
-		return v.syntax(err)
+		return w.syntax(err)
 	}
-	body := raw[1 : len(raw)-1]
-	if escaped {
-		body = []byte(unquote(raw, true))
+	s := unquote(raw, escaped)
+	switch {
+	case n.nonempty && s == "":
+		return w.fail(ruleOther, "", "must not be empty")
+	case n.nonempty && strings.TrimSpace(s) == "":
+		return w.fail(ruleOther, "", "must not be blank")
+	case n.sha256 && !isLowerHex64(s):
+		return w.fail(ruleOther, "", "want a SHA-256 as 64 lowercase hex characters")
+	case n.enum != nil && !slices.Contains(n.enum, s):
+		return w.fail(ruleEnum, s, "%s is not one of %s", quoteName(s), strings.Join(n.enum, ", "))
 	}
-	if n.minLength > 0 && utf8.RuneCount(body) < n.minLength {
-		return v.errorf("must not be empty")
-	}
-	if n.enum != nil {
-		idx := -1
-		for i, e := range n.enum {
-			if string(body) == e {
-				idx = i
-				break
-			}
-		}
-		if idx < 0 {
-			return v.errorf("%s is not one of %s", quoteName(string(body)), strings.Join(n.enum, ", "))
-		}
-		if r != nil {
-			*r.enumIdx = int8(idx)
-		}
-	}
-	if r == nil {
-		return nil
-	}
-	if r.prop.nonempty && len(bytes.TrimSpace(body)) == 0 {
-		return v.errorf("must not be blank")
-	}
-	if r.prop.sha256 && !isLowerHex64(body) {
-		return v.errorf("want a SHA-256 as 64 lowercase hex characters")
-	}
+	dst.SetString(s)
 	return nil
 }
 
-func isLowerHex64(b []byte) bool {
-	if len(b) != 64 {
+func isLowerHex64(s string) bool {
+	if len(s) != 64 {
 		return false
 	}
-	for _, c := range b {
+	for _, c := range []byte(s) {
 		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
 			return false
 		}
@@ -453,80 +363,233 @@ func isLowerHex64(b []byte) bool {
 }
 
 // number checks an integer or number literal against n.
-func (v *validator) number(n *vnode, unsigned bool) error {
-	num, err := v.s.num()
+func (w *walker) number(n *vnode, dst reflect.Value) error {
+	num, err := w.s.num()
 	if err != nil {
-		return v.syntax(err)
+		return w.syntax(err)
 	}
+	lit := string(num.raw)
 	if n.kind == vNumber {
-		f, err := strconv.ParseFloat(string(num.raw), 64)
+		f, err := strconv.ParseFloat(lit, 64)
 		if err != nil {
-			return v.errorf("number %.40s is out of range", num.raw)
+			return w.fail(ruleRange, lit, "number %.40s is out of range", lit)
 		}
-		if n.min != nil && f < float64(*n.min) || n.max != nil && f > float64(*n.max) {
-			return v.errorf("number %s is out of bounds", num.raw)
+		// A negative literal below the minimum stays below it even when it
+		// rounds to -0 (-1e-400 is not >= 0).
+		if n.min != nil && (f < float64(*n.min) || num.negative && num.nonzero && float64(*n.min) >= 0 && f == 0) {
+			return w.fail(ruleRange, lit, "number %s is out of bounds", lit)
 		}
+		dst.SetFloat(f)
 		return nil
 	}
 	if num.fraction || num.exponent {
-		return v.errorf("want an integer, got %.40s", num.raw) // D3
+		return w.fail(ruleInteger, lit, "want an integer, got %.40s", lit) // D3
 	}
-	if unsigned {
-		if num.negative {
+	if n.unsigned {
+		u, ok := parseUint(lit)
+		switch {
+		case num.negative:
 			// D3: encoding/json refuses any sign for an unsigned field,
-			// "-0" included, so the validator does too.
-			return v.errorf("must not be negative")
+			// "-0" included, so the walk does too.
+			return w.fail(ruleRange, lit, "must not be negative")
+		case !ok || dst.OverflowUint(u):
+			return w.fail(ruleRange, lit, "integer %.40s is out of range", lit)
 		}
-		if _, ok := parseUint64(bytes.TrimPrefix(num.raw, []byte("-"))); !ok {
-			return v.errorf("integer %.40s is out of range", num.raw)
-		}
+		dst.SetUint(u)
 		return nil
 	}
-	i, ok := parseInt64(num.raw)
-	if !ok {
-		return v.errorf("integer %.40s is out of range", num.raw) // D3
+	i, ok := parseInt(lit)
+	switch {
+	case !ok || dst.OverflowInt(i):
+		return w.fail(ruleRange, lit, "integer %.40s is out of range", lit) // D3
+	case n.min != nil && i < *n.min:
+		return w.fail(ruleRange, lit, "must be at least %d", *n.min)
 	}
-	if n.min != nil && i < *n.min {
-		return v.errorf("must be at least %d", *n.min)
+	dst.SetInt(i)
+	return nil
+}
+
+// parseUint and parseInt read the digits of a JSON integer literal the
+// lexer has checked; they are the package's one integer parser.
+func parseUint(digits string) (uint64, bool) {
+	u, err := strconv.ParseUint(digits, 10, 64)
+	return u, err == nil
+}
+
+func parseInt(lit string) (int64, bool) {
+	i, err := strconv.ParseInt(lit, 10, 64)
+	return i, err == nil
+}
+
+// rawNode skips a value, checking only its syntax.
+var rawNode = &vnode{kind: vRaw}
+
+// free walks a free-form value: vAny checks every member name inside for
+// duplicates (D3), vRaw checks only the syntax. Errors inside name the
+// offending value's own pointer. dst, when valid, receives the value's
+// bytes: aliasing the document for vRaw, a copy for vAny.
+func (w *walker) free(n *vnode, dst reflect.Value) error {
+	c := w.s.peek()
+	start := w.s.pos
+	if n.object && c != '{' {
+		e := w.fail(ruleKind, "", "want a JSON object")
+		e.want, e.got = "an object", kindOf(c)
+		return e
 	}
-	if n.max != nil && i > *n.max {
-		return v.errorf("must be at most %d", *n.max)
+	if err := w.skip(n.kind == vAny); err != nil {
+		return err
+	}
+	if dst.IsValid() {
+		raw := w.s.data[start:w.s.pos]
+		if n.kind == vAny {
+			raw = append([]byte(nil), raw...)
+		}
+		dst.SetBytes(raw)
 	}
 	return nil
 }
 
-// parseUint64 parses the digits of a JSON integer literal without
-// allocating.
-func parseUint64(digits []byte) (uint64, bool) {
-	if len(digits) == 0 || len(digits) > 20 {
-		return 0, false
-	}
-	var u uint64
-	for _, c := range digits {
-		d := uint64(c - '0')
-		if u > (1<<64-1-d)/10 {
-			return 0, false
+// skip walks one value of any shape.
+func (w *walker) skip(dups bool) error {
+	var err error
+	switch c := w.s.peek(); {
+	case c == '{':
+		var more bool
+		if more, err = w.s.open('}'); err != nil {
+			return w.syntax(err)
 		}
-		u = u*10 + d
+		mark := w.dup.push()
+		for more {
+			key, escaped, err := w.s.key()
+			if err != nil {
+				return w.syntax(err)
+			}
+			w.push(pathToken{key: key, escaped: escaped})
+			if dups && w.dup.seen(mark, key, escaped) {
+				return w.fail(ruleDuplicate, unquote(key, escaped), "duplicate member %s", quoteName(unquote(key, escaped))) // D3
+			}
+			if err := w.skip(dups); err != nil {
+				return err
+			}
+			w.pop()
+			if more, err = w.s.next('}'); err != nil {
+				return w.syntax(err)
+			}
+		}
+		w.dup.pop(mark)
+		return nil
+	case c == '[':
+		var more bool
+		if more, err = w.s.open(']'); err != nil {
+			return w.syntax(err)
+		}
+		for i := 0; more; i++ {
+			w.push(pathToken{index: i})
+			if err := w.skip(dups); err != nil {
+				return err
+			}
+			w.pop()
+			if more, err = w.s.next(']'); err != nil {
+				return w.syntax(err)
+			}
+		}
+		return nil
+	case c == '"':
+		_, _, err = w.s.str()
+	case c == '-' || '0' <= c && c <= '9':
+		_, err = w.s.num()
+	case c == 't':
+		err = w.s.literal("true")
+	case c == 'f':
+		err = w.s.literal("false")
+	case c == 'n':
+		err = w.s.literal("null")
+	case c == 0:
+		err = w.s.fail("unexpected end of input")
+	default:
+		err = w.s.fail("unexpected character")
 	}
-	return u, true
+	if err != nil {
+		return w.syntax(err)
+	}
+	return nil
 }
 
-// parseInt64 parses a JSON integer literal without allocating.
-func parseInt64(raw []byte) (int64, bool) {
-	neg := len(raw) > 0 && raw[0] == '-'
-	if neg {
-		raw = raw[1:]
+// Validate checks doc against the $def named def of the canonical schema,
+// plus the rules the schema cannot express (D3, PROTOCOL.md §10):
+// duplicate and case-variant member names, null for a non-nullable member,
+// whitespace-only "nonempty" strings, lowercase-hex sha256, integers written
+// with a fraction or exponent or out of range, trailing data, and the
+// chunk invariants of §5.3. The error is a *ValidationError naming the
+// pointer.
+func Validate(def string, doc []byte) error {
+	t := dtoTypes()[def]
+	if t == nil {
+		return &ValidationError{Def: def, Msg: "no such $def in the v1 schema"}
 	}
-	u, ok := parseUint64(raw)
+	return decodeInto(doc, reflect.New(t).Elem())
+}
+
+// Unmarshal is json.Unmarshal with every rule of the strict walk (D3): v
+// must point to a DTO of this package (a $def, a payload document) or a
+// struct built the same way, with json tags naming every member; members
+// without omitempty are required. Errors are *ValidationError.
+func Unmarshal(doc []byte, v any) error {
+	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Pointer || rv.IsNil() {
+		return fmt.Errorf("extension: Unmarshal needs a non-nil pointer, got %T", v)
+	}
+	rv.Elem().SetZero()
+	return decodeInto(doc, rv.Elem())
+}
+
+// decodeInto walks doc against the node of dst's type into dst.
+func decodeInto(doc []byte, dst reflect.Value) error {
+	n, err := typeNode(dst.Type())
+	if err != nil {
+		return err
+	}
+	return walk(n, doc, dst)
+}
+
+var emptyObject = []byte("{}")
+
+// DecodeParams strictly decodes the params of method into v, a pointer to
+// the method's params DTO: absent or empty params read as {} (D5), and
+// the document must pass the strict walk. A failure is an *Error with
+// reason invalid_params that wraps the *ValidationError naming the JSON
+// pointer.
+func DecodeParams(method string, params json.RawMessage, v any) error {
+	m, ok := lookupMethod(method)
 	if !ok {
-		return 0, false
+		return NewError(ReasonUnknownMethod, "method not found: "+method)
 	}
-	switch {
-	case neg && u <= 1<<63:
-		return -int64(u), true
-	case !neg && u < 1<<63:
-		return int64(u), true
+	return strictDecode(m.params, params, v, ReasonInvalidParams)
+}
+
+// DecodeResult strictly decodes the result of method into v, a pointer to
+// the method's result DTO. A peer's malformed result is the peer's protocol
+// violation, so a failure is an *Error with reason protocol_error that
+// wraps the *ValidationError (PROTOCOL.md §3.3, §8.3).
+func DecodeResult(method string, result json.RawMessage, v any) error {
+	m, ok := lookupMethod(method)
+	if !ok || m.result == nil {
+		return NewError(ReasonUnknownMethod, "method has no result: "+method)
 	}
-	return 0, false
+	return strictDecode(m.result, result, v, ReasonProtocolError)
+}
+
+func strictDecode(want reflect.Type, doc []byte, v any, reason Reason) error {
+	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Pointer || rv.IsNil() || rv.Elem().Type() != want {
+		return Errorf(ReasonInternal, "decoding %s needs a *%s, got %T", want.Name(), want.Name(), v)
+	}
+	if len(bytes.TrimSpace(doc)) == 0 {
+		doc = emptyObject // D5
+	}
+	rv.Elem().SetZero()
+	if err := decodeInto(doc, rv.Elem()); err != nil {
+		return Errorf(reason, "invalid %s: %w", want.Name(), err)
+	}
+	return nil
 }

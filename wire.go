@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// Framing (D2, CONTRACT-NOTES §1.1): one JSON value per "\n"-terminated
+// Framing (D2, PROTOCOL.md §2.1): one JSON value per "\n"-terminated
 // line. The reader below never holds more than the frame limit of one line
 // in memory, plus its fixed read buffer; the writer below writes one
 // pre-encoded frame at a time, in chunks, so that a watchdog can observe its
@@ -25,9 +25,10 @@ const (
 )
 
 // frameReader reads NDJSON frames from an io.Reader. It is used by one
-// goroutine at a time.
+// goroutine at a time; consumed may be called from any.
 type frameReader struct {
 	br    *bufio.Reader
+	in    *countingReader
 	limit int // bytes a line may take including its "\n"
 
 	// line accumulates a line longer than the read buffer. Its capacity
@@ -47,8 +48,30 @@ func newFrameReader(r io.Reader) *frameReader {
 // newFrameReaderSize is newFrameReader with an explicit limit and read
 // buffer size, for tests.
 func newFrameReaderSize(r io.Reader, limit, bufSize int) *frameReader {
-	return &frameReader{br: bufio.NewReaderSize(r, bufSize), limit: limit}
+	in := &countingReader{r: r}
+	return &frameReader{br: bufio.NewReaderSize(in, bufSize), in: in, limit: limit}
 }
+
+// countingReader counts the bytes read from r.
+type countingReader struct {
+	r io.Reader
+	n atomic.Int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// consumed returns how many bytes have been read from the input so far,
+// the read buffer's included; frameEnd, on the reader's goroutine, the
+// offset just past the last frame returned. The barrier compares them: a
+// frame whose last byte was read before the host began to write
+// extension/initialized is pre-barrier (D6).
+func (fr *frameReader) consumed() int64 { return fr.in.n.Load() }
+
+func (fr *frameReader) frameEnd() int64 { return fr.in.n.Load() - int64(fr.br.Buffered()) }
 
 // errFrameTooLarge returns the terminal error of an oversized inbound
 // frame.
@@ -186,165 +209,4 @@ func (fw *frameWriter) stalledFor() time.Duration {
 		return 0
 	}
 	return time.Since(fw.epoch) - time.Duration(p-1)
-}
-
-// The writer side of a Conn: the one goroutine that writes frames, and the
-// supervisor that watches it for stalls and tears the connection down.
-
-// outFrame is one encoded frame in the write queue.
-type outFrame struct {
-	data  []byte
-	state atomic.Int32 // frameQueued, then frameWriting or frameSkipped
-	event bool         // sent by TryNotify: counts against EventBudget
-	call  bool         // a request: dropped once the connection has ended, its caller has failed
-	hooks *answerHooks // for an answer: run once it is written (AfterAnswer)
-	slot  bool         // an answer holding a handler slot, freed as it leaves the queue
-}
-
-const (
-	frameQueued int32 = iota
-	frameWriting
-	frameSkipped
-)
-
-// writeLoop is the writer goroutine, the only one that writes to w (D2:
-// frames never interleave). Once the connection has ended it drains.
-func (c *Conn) writeLoop() {
-	defer close(c.writerDone)
-	for {
-		select {
-		case <-c.done:
-			c.drain()
-			return
-		default:
-		}
-		select {
-		case f := <-c.writeq:
-			if !c.write(f) {
-				c.dropQueued() // the connection has failed: nothing more is written
-				return
-			}
-		case <-c.done:
-			c.drain()
-			return
-		}
-	}
-}
-
-// drain is the writer once the connection has ended: it still writes what
-// is queued, in order, so that a Gate's rejection, the frame_too_large
-// error frame or a late answer reaches the peer after the notifications
-// queued before it, never ahead of them. Requests are dropped: their
-// callers have already failed. It stops when the reader has stopped and
-// the queue is empty, or when the supervisor ends the drain.
-func (c *Conn) drain() {
-	readerStopped := false
-	for {
-		var f *outFrame
-		if readerStopped {
-			// Nothing more is coming from the reader: flush what is
-			// queued and stop.
-			select {
-			case f = <-c.writeq:
-			default:
-				return
-			}
-		} else {
-			select {
-			case f = <-c.writeq:
-			case <-c.readerDone:
-				readerStopped = true
-				continue
-			case <-c.drainStop:
-				c.dropQueued()
-				return
-			}
-		}
-		if !f.call && !c.write(f) {
-			c.dropQueued()
-			return
-		}
-	}
-}
-
-// dropQueued discards what is left in the queue, returning the event
-// budget its events held.
-func (c *Conn) dropQueued() {
-	for {
-		select {
-		case f := <-c.writeq:
-			if f.event {
-				c.events.Add(-1)
-			}
-			c.freeSlot(f)
-		default:
-			return
-		}
-	}
-}
-
-// write writes one frame unless its caller gave up before it started. It
-// reports whether the writer may go on.
-func (c *Conn) write(f *outFrame) bool {
-	if f.event {
-		defer c.events.Add(-1)
-	}
-	c.freeSlot(f)
-	if !f.state.CompareAndSwap(frameQueued, frameWriting) || len(f.data) == 0 {
-		return true // skipped: the caller gave up before the write began
-	}
-	if err := c.fw.writeFrame(f.data); err != nil {
-		c.fail(fmt.Errorf("extension: write frame: %w", err))
-		return false
-	}
-	c.framesOut.Add(1)
-	if c.opts.Tap != nil {
-		c.opts.Tap(false, f.data[:len(f.data)-1])
-	}
-	if f.hooks != nil {
-		f.hooks.markWritten()
-	}
-	return true
-}
-
-// freeSlot frees the handler slot an answer holds. It runs as the answer
-// leaves the queue, before it is written: a peer that has read an answer
-// can always send the next request into the slot it freed (MaxHandlers),
-// while answers waiting for a stalled writer still count against it.
-func (c *Conn) freeSlot(f *outFrame) {
-	if f.slot {
-		<-c.handlerSem
-	}
-}
-
-// superviseLoop is the supervisor goroutine. While the connection lives it
-// is the write-stall watchdog; once it has ended, it tears down: it closes
-// r, which stops the reader, gives the writer WriterDrainTimeout to flush
-// the answers still queued, then closes w, which unblocks a stuck write.
-func (c *Conn) superviseLoop() {
-	tick := time.NewTicker(max(c.opts.WriteStallTimeout/2, time.Millisecond))
-	defer tick.Stop()
-watch:
-	for {
-		select {
-		case <-tick.C:
-			if d := c.fw.stalledFor(); d >= c.opts.WriteStallTimeout {
-				// CONTRACT-NOTES §1.3: no write progress for the
-				// timeout fails the connection.
-				c.fail(fmt.Errorf("%w: no byte progress for %v", ErrWriteStall, d.Round(time.Millisecond)))
-				c.closeWriter()
-			}
-		case <-c.done:
-			break watch
-		}
-	}
-	c.closeReader()
-	drain := time.NewTimer(c.opts.WriterDrainTimeout)
-	defer drain.Stop()
-	select {
-	case <-c.writerDone:
-	case <-drain.C:
-		close(c.drainStop)
-	}
-	c.closeWriter()
 }

@@ -59,8 +59,8 @@ func TestReadFrameD2OneByteOverLimitFatal(t *testing.T) {
 		t.Fatalf("readFrame of a %d-byte line: got (%d bytes, %v), want reason frame_too_large", len(input), len(got), err)
 	}
 	var e *Error
-	if !errors.As(err, &e) || e.Code != CodeDomain {
-		t.Errorf("error: got %#v, want an *Error with code %d", err, CodeDomain)
+	if !errors.As(err, &e) || e.Code != codeDomain {
+		t.Errorf("error: got %#v, want an *Error with code %d", err, codeDomain)
 	}
 }
 
@@ -523,14 +523,14 @@ func TestConnTryNotifyPastEventBudgetReturnsErrQueueFullAtOnce(t *testing.T) {
 		defer c.Close()
 
 		for i := range 16 {
-			if err := c.TryNotify("event", map[string]int{"i": i}); err != nil {
+			if err := c.tryNotify("event", map[string]int{"i": i}); err != nil {
 				t.Fatalf("TryNotify %d within the budget: %v", i, err)
 			}
 		}
 		start := time.Now()
-		err := c.TryNotify("event", map[string]int{"i": 16})
-		if !errors.Is(err, ErrQueueFull) {
-			t.Errorf("17th TryNotify: got %v, want ErrQueueFull", err)
+		err := c.tryNotify("event", map[string]int{"i": 16})
+		if !errors.Is(err, errQueueFull) {
+			t.Errorf("17th TryNotify: got %v, want errQueueFull", err)
 		}
 		if d := time.Since(start); d != 0 {
 			t.Errorf("17th TryNotify took %v of bubble time, want 0 (it must not block)", d)
@@ -545,7 +545,7 @@ func TestConnTryNotifyPastEventBudgetReturnsErrQueueFullAtOnce(t *testing.T) {
 		if got := c.Stats().FramesOut; got != 16 {
 			t.Errorf("FramesOut: got %d, want 16", got)
 		}
-		if err := c.TryNotify("event", nil); err != nil {
+		if err := c.tryNotify("event", nil); err != nil {
 			t.Errorf("TryNotify after the queue drained: %v", err)
 		}
 	})

@@ -20,7 +20,7 @@ func Example() {
 		Name: "no-rm", Version: "0.1.0",
 		Intercept: map[extension.Point]sdk.InterceptFunc{
 			extension.ToolBefore: func(ctx context.Context, c *sdk.Call) (sdk.Verdict, error) {
-				var tool struct{ Name string }
+				var tool extension.ToolPayload
 				if err := c.Decode(&tool); err != nil {
 					return sdk.Verdict{}, err
 				}

@@ -31,8 +31,10 @@ type Call struct {
 	Timeout time.Duration
 }
 
-// Decode unmarshals the payload into v.
-func (c *Call) Decode(v any) error { return json.Unmarshal(c.Payload, v) }
+// Decode strictly decodes the payload into v (D3): exact member names, no
+// unknown or repeated members. Decode into the point's payload document,
+// such as *extension.ToolPayload for tool.before (PROTOCOL.md §4.1).
+func (c *Call) Decode(v any) error { return extension.Unmarshal(c.Payload, v) }
 
 // Event is one extension/event observation.
 type Event struct {
@@ -42,8 +44,8 @@ type Event struct {
 	Payload json.RawMessage
 }
 
-// Decode unmarshals the payload into v.
-func (e *Event) Decode(v any) error { return json.Unmarshal(e.Payload, v) }
+// Decode strictly decodes the payload into v, as [Call.Decode] does.
+func (e *Event) Decode(v any) error { return extension.Unmarshal(e.Payload, v) }
 
 // Verdict is an interceptor's ruling; build it with [Continue], [Block],
 // [Replace], [Allow] or [Deny].
@@ -92,7 +94,7 @@ func Deny(reason string) Verdict {
 	return Verdict{result: extension.InterceptResult{Decision: extension.DecisionDeny, Reason: reason}}
 }
 
-// intercept answers extension/intercept (CONTRACT-NOTES §13A).
+// intercept answers extension/intercept (PROTOCOL.md §4.2).
 func (s *server) intercept(ctx context.Context, raw json.RawMessage) (any, error) {
 	var p extension.InterceptParams
 	if err := extension.DecodeParams(extension.MethodIntercept, raw, &p); err != nil {

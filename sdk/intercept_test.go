@@ -422,9 +422,9 @@ func TestFullsidecarBoundedShutdownExitsZeroScenario17(t *testing.T) {
 }
 
 // conformanceRuntime installs the built reference plugin as plugin ID
-// conformance-ext with the manifest of CONTRACT-NOTES §13 and starts it
-// through the host.
-func conformanceRuntime(t *testing.T) *extension.Sidecar {
+// conformance-ext with the reference manifest and starts it through the
+// host.
+func conformanceRuntime(t *testing.T) (*extension.Runtime, *extension.Sidecar) {
 	t.Helper()
 	fullsidecarBinary(t)
 	home := t.TempDir()
@@ -445,11 +445,11 @@ func conformanceRuntime(t *testing.T) *extension.Sidecar {
 	if s == nil {
 		t.Fatalf("conformance-ext did not start; warnings %v", rt.Warnings())
 	}
-	return s
+	return rt, s
 }
 
 func TestFullsidecarDeclarationPassesTheHostHandshakeD9(t *testing.T) {
-	s := conformanceRuntime(t)
+	_, s := conformanceRuntime(t)
 	got, err := json.Marshal(s.Declaration())
 	if err != nil {
 		t.Fatal(err)
@@ -465,7 +465,7 @@ func TestFullsidecarDeclarationPassesTheHostHandshakeD9(t *testing.T) {
 }
 
 func TestFullsidecarInterceptsThroughTheHost(t *testing.T) {
-	s := conformanceRuntime(t)
+	rt, _ := conformanceRuntime(t)
 	cases := []struct {
 		name    string
 		point   extension.Point
@@ -488,12 +488,18 @@ func TestFullsidecarInterceptsThroughTheHost(t *testing.T) {
 		{"session.start continues", extension.SessionStart, `{"phase":"start"}`,
 			extension.InterceptResult{Decision: extension.DecisionContinue}},
 	}
-	for i, tc := range cases {
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			params := extension.InterceptParams{Event: tc.point, Seq: int64(i + 1), Payload: json.RawMessage(tc.payload), TimeoutMillis: 10000}
-			var got extension.InterceptResult
-			if err := s.Call(context.Background(), extension.MethodIntercept, params, &got); err != nil {
+			out, err := rt.Intercept(context.Background(), tc.point, json.RawMessage(tc.payload))
+			if err != nil {
 				t.Fatal(err)
+			}
+			got := extension.InterceptResult{Decision: extension.DecisionContinue}
+			switch {
+			case out.Blocked:
+				got = extension.InterceptResult{Decision: extension.DecisionBlock, Reason: out.Reason}
+			case len(out.Replaced) > 0:
+				got = extension.InterceptResult{Decision: extension.DecisionReplace, Replacement: out.Payload}
 			}
 			if got.Decision != tc.want.Decision || got.Reason != tc.want.Reason ||
 				(tc.want.Replacement != nil || got.Replacement != nil) && !sameJSON(got.Replacement, string(tc.want.Replacement)) {

@@ -40,9 +40,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -53,7 +51,7 @@ import (
 // callback left nil gets the protocol's default answer.
 type Options struct {
 	// Name and Version are the sidecar's declaration in the handshake.
-	// Blank values are refused with the internal error (CONTRACT-NOTES §4.4).
+	// Blank values are refused with the internal error (PROTOCOL.md §3.3).
 	Name, Version string
 
 	// Subscriptions are the hook points declared in the handshake; nil
@@ -121,14 +119,6 @@ var ErrCallbacksAbandoned = errors.New("sdk: a callback was still running after 
 // a terminal in blocking mode.
 var ErrStopTimeout = errors.New("sdk: stdin or stdout did not close in time; Serve returned without waiting for them")
 
-// barrier states of the sidecar side (CONTRACT-NOTES §4.6).
-const (
-	awaitingInitialize = iota
-	initializing       // an initialize is being answered
-	awaitingInitialized
-	open
-)
-
 // server is one Serve call.
 type server struct {
 	opts Options
@@ -136,11 +126,6 @@ type server struct {
 	logf func(format string, args ...any)
 
 	running atomic.Int64 // callbacks in progress, for close's report
-
-	mu       sync.Mutex // protects the following
-	barrier  int
-	fatal    error // the error Serve returns, once a fatal answer was written
-	shutdown bool  // the host asked to stop and was answered
 }
 
 // Serve runs the sidecar until the host shuts it down or closes stdin
@@ -166,17 +151,12 @@ func Serve(ctx context.Context, opts Options) error {
 	if maxHandlers <= 0 {
 		maxHandlers = 32
 	}
-	ready := make(chan struct{})
 	s.conn = extension.NewConn(in, out, s, extension.ConnOptions{
+		Barrier:                      extension.SidecarBarrier, // D6, and the handshake's end (D11)
 		MaxHandlers:                  maxHandlers,
-		DropOverflowingNotifications: true, // CONTRACT-NOTES §1.3: a slow observer loses events, not the sidecar
-		Gate: func(m *extension.Message, fe *extension.FrameError) error {
-			<-ready
-			return s.gate(m, fe)
-		},
-		Logf: s.logf,
+		DropOverflowingNotifications: true, // PROTOCOL.md §2.5: a slow observer loses events, not the sidecar
+		Logf:                         s.logf,
 	})
-	close(ready)
 	select {
 	case <-s.conn.Done():
 	case <-ctx.Done():
@@ -184,13 +164,8 @@ func Serve(ctx context.Context, opts Options) error {
 	}
 	err := s.conn.Err()
 	stopErr := s.close()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	switch {
-	case s.fatal != nil:
-		return withStopError(s.fatal, stopErr)
-	case s.shutdown, errors.Is(err, io.EOF):
-		return stopErr // nil: answered shutdown, or the host closed stdin
+	if errors.Is(err, extension.ErrClosed) || errors.Is(err, io.EOF) {
+		return stopErr // nil: an answered shutdown, or the host closed stdin
 	}
 	return withStopError(err, stopErr)
 }
@@ -232,42 +207,6 @@ func (s *server) close() error {
 	}
 }
 
-// gate keeps the sidecar's side of the barrier, on the read loop: before
-// initialize only initialize and shutdown are served, before initialized
-// only shutdown; other requests get protocol_error and the connection
-// survives; other notifications are dropped. extension/initialized opens
-// the barrier here, synchronously, so nothing can overtake it (D6).
-func (s *server) gate(m *extension.Message, fe *extension.FrameError) error {
-	if fe != nil {
-		return nil // answered by the Conn as malformed
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.barrier == open {
-		if m.Kind == extension.KindRequest && m.Method == extension.MethodInitialize {
-			// D6: the handshake happens once per connection; a second
-			// initialize is refused, not served again.
-			return extension.Errorf(extension.ReasonProtocolError, "%s after the handshake", m.Method)
-		}
-		return nil
-	}
-	switch {
-	case m.Kind == extension.KindResponse:
-		return nil
-	case m.Kind == extension.KindNotification:
-		if m.Method == extension.MethodInitialized && s.barrier == awaitingInitialized {
-			s.barrier = open
-		}
-		return errors.New("dropped before the barrier") // notifications are never answered
-	case m.Method == extension.MethodShutdown:
-		return nil
-	case m.Method == extension.MethodInitialize && s.barrier == awaitingInitialize:
-		s.barrier = initializing // D6: one handshake, even when pipelined
-		return nil
-	}
-	return extension.Errorf(extension.ReasonProtocolError, "%s before extension/initialized", m.Method)
-}
-
 // HandleRequest dispatches one host request.
 func (s *server) HandleRequest(ctx context.Context, method string, params json.RawMessage) (any, error) {
 	s.running.Add(1)
@@ -280,7 +219,7 @@ func (s *server) HandleRequest(ctx context.Context, method string, params json.R
 	case extension.MethodIntercept:
 		return s.intercept(ctx, params)
 	}
-	// CONTRACT-NOTES §1.2: the SDK's unknown-method answer carries data.
+	// D7: the unknown-method answer carries data.
 	return nil, extension.NewError(extension.ReasonUnknownMethod, "method not found: "+method)
 }
 
@@ -303,37 +242,13 @@ func (s *server) HandleNotification(ctx context.Context, method string, params j
 	}
 }
 
-// failAfterAnswer makes err the one Serve returns and ends the connection once the
-// answer carrying it has been written.
-func (s *server) failAfterAnswer(ctx context.Context, err *extension.Error) error {
-	s.mu.Lock()
-	s.fatal = err
-	s.mu.Unlock()
-	extension.AfterAnswer(ctx, func() { s.conn.Fail(err) })
-	return err
-}
-
-// initialize answers extension/initialize (CONTRACT-NOTES §4.4).
+// initialize answers extension/initialize (PROTOCOL.md §3.3). The Conn
+// has already applied the version rule; a refusal here ends the
+// connection once it is answered.
 func (s *server) initialize(ctx context.Context, raw json.RawMessage) (any, error) {
 	var p extension.InitializeParams
 	if err := extension.DecodeParams(extension.MethodInitialize, raw, &p); err != nil {
-		s.mu.Lock()
-		s.barrier = awaitingInitialize // the host may try again
-		s.mu.Unlock()
-		return nil, err // invalid_params; the connection stays
-	}
-	if p.ProtocolID != extension.ProtocolID {
-		return nil, s.failAfterAnswer(ctx, extension.Errorf(extension.ReasonUnsupportedVersion,
-			"this sidecar speaks %s, the host sent protocolId %q", extension.ProtocolID, p.ProtocolID))
-	}
-	major, err := strconv.Atoi(p.ProtocolVersion)
-	if err != nil {
-		return nil, s.failAfterAnswer(ctx, extension.Errorf(extension.ReasonProtocolError,
-			"protocolVersion %q is not an integer major version", p.ProtocolVersion))
-	}
-	if major != extension.ProtocolMajor {
-		return nil, s.failAfterAnswer(ctx, extension.Errorf(extension.ReasonUnsupportedVersion,
-			"this sidecar speaks protocol major %d, the host sent %d", extension.ProtocolMajor, major))
+		return nil, err
 	}
 	res := extension.InitializeResult{
 		ProtocolVersion:    extension.ProtocolVersion,
@@ -350,17 +265,14 @@ func (s *server) initialize(ctx context.Context, raw json.RawMessage) (any, erro
 	if s.opts.Initialize != nil {
 		if err := s.opts.Initialize(ctx, &p, &res); err != nil {
 			s.logf("Initialize refused: %v", err)
-			return nil, s.failAfterAnswer(ctx, extension.NewError(extension.ReasonInternal, ""))
+			return nil, extension.NewError(extension.ReasonInternal, "")
 		}
 	}
 	res.ProtocolVersion = extension.ProtocolVersion
 	if strings.TrimSpace(res.Name) == "" || strings.TrimSpace(res.Version) == "" || res.StateSchemaVersion < 0 {
 		s.logf("refusing to start: the declaration needs a Name, a Version and StateSchemaVersion >= 0")
-		return nil, s.failAfterAnswer(ctx, extension.NewError(extension.ReasonInternal, ""))
+		return nil, extension.NewError(extension.ReasonInternal, "")
 	}
-	s.mu.Lock()
-	s.barrier = awaitingInitialized
-	s.mu.Unlock()
 	return res, nil
 }
 
@@ -383,7 +295,7 @@ func (s *server) subscriptions() []extension.Point {
 
 // shutdownRequest answers extension/shutdown (D11): the Shutdown callback
 // runs bounded by timeoutMillis, the answer is written, then the sidecar's
-// side closes and Serve returns nil (CONTRACT-NOTES §4.7).
+// side closes and Serve returns nil (PROTOCOL.md §3.6).
 func (s *server) shutdownRequest(ctx context.Context, raw json.RawMessage) (any, error) {
 	var p extension.ShutdownParams
 	if err := extension.DecodeParams(extension.MethodShutdown, raw, &p); err != nil {
@@ -407,9 +319,6 @@ func (s *server) shutdownRequest(ctx context.Context, raw json.RawMessage) (any,
 			s.logf("Shutdown callback overran timeoutMillis=%d", p.TimeoutMillis)
 		}
 	}
-	s.mu.Lock()
-	s.shutdown = true
-	s.mu.Unlock()
-	extension.AfterAnswer(ctx, func() { s.conn.Fail(nil) })
+	// The Conn ends the connection once this answer is written (D11).
 	return extension.ShutdownResult{Accepted: true}, nil
 }

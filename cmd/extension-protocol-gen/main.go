@@ -47,27 +47,27 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
-	artifacts, err := extension.GenerateArtifacts()
+	artifacts, err := generate()
 	if err != nil {
 		fmt.Fprintln(stderr, "extension-protocol-gen:", err)
 		return 1
 	}
 	status := 0
 	for _, a := range artifacts {
-		path := filepath.Join(*root, filepath.FromSlash(a.Path))
+		path := filepath.Join(*root, filepath.FromSlash(a.path))
 		if *check {
 			got, err := os.ReadFile(path)
 			switch {
 			case err != nil:
-				fmt.Fprintf(stderr, "extension-protocol-gen: %s: %v\n", a.Path, err)
+				fmt.Fprintf(stderr, "extension-protocol-gen: %s: %v\n", a.path, err)
 				status = 1
-			case !bytes.Equal(got, a.Bytes):
-				fmt.Fprintf(stderr, "extension-protocol-gen: %s is stale: regenerate with go generate\n", a.Path)
+			case !bytes.Equal(got, a.bytes):
+				fmt.Fprintf(stderr, "extension-protocol-gen: %s is stale: regenerate with go generate\n", a.path)
 				status = 1
 			}
 			continue
 		}
-		if err := os.WriteFile(path, a.Bytes, 0o644); err != nil {
+		if err := os.WriteFile(path, a.bytes, 0o644); err != nil {
 			fmt.Fprintln(stderr, "extension-protocol-gen:", err)
 			return 1
 		}

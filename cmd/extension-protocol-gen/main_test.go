@@ -8,24 +8,22 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/reasonix-ext/extension"
 )
 
 // copyArtifacts writes the committed artifacts into a fresh root.
 func copyArtifacts(t *testing.T) string {
 	t.Helper()
 	root := t.TempDir()
-	artifacts, err := extension.GenerateArtifacts()
+	artifacts, err := generate()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, a := range artifacts {
-		b, err := os.ReadFile(filepath.Join("..", "..", a.Path))
+		b, err := os.ReadFile(filepath.Join("..", "..", a.path))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(root, a.Path), b, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(root, a.path), b, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -42,7 +40,7 @@ func TestCheckPassesOnCommittedArtifacts(t *testing.T) {
 // TestCheckFailsOnOneByteDrift alters each artifact by one byte in three
 // ways (flip, append, truncate) and expects -check to fail naming it.
 func TestCheckFailsOnOneByteDrift(t *testing.T) {
-	artifacts, err := extension.GenerateArtifacts()
+	artifacts, err := generate()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,9 +51,9 @@ func TestCheckFailsOnOneByteDrift(t *testing.T) {
 	}
 	for _, a := range artifacts {
 		for name, edit := range edits {
-			t.Run(a.Path+"/"+name, func(t *testing.T) {
+			t.Run(a.path+"/"+name, func(t *testing.T) {
 				root := copyArtifacts(t)
-				path := filepath.Join(root, a.Path)
+				path := filepath.Join(root, a.path)
 				b, err := os.ReadFile(path)
 				if err != nil {
 					t.Fatal(err)
@@ -66,10 +64,10 @@ func TestCheckFailsOnOneByteDrift(t *testing.T) {
 				var stderr bytes.Buffer
 				code := run([]string{"-root", root, "-check"}, &bytes.Buffer{}, &stderr)
 				if code != 1 {
-					t.Fatalf("-check exit %d after a one-byte %s of %s, want 1", code, name, a.Path)
+					t.Fatalf("-check exit %d after a one-byte %s of %s, want 1", code, name, a.path)
 				}
-				if !strings.Contains(stderr.String(), a.Path) {
-					t.Errorf("-check output %q does not name %s", stderr.String(), a.Path)
+				if !strings.Contains(stderr.String(), a.path) {
+					t.Errorf("-check output %q does not name %s", stderr.String(), a.path)
 				}
 			})
 		}
@@ -78,12 +76,12 @@ func TestCheckFailsOnOneByteDrift(t *testing.T) {
 
 func TestCheckFailsOnMissingArtifact(t *testing.T) {
 	root := copyArtifacts(t)
-	if err := os.Remove(filepath.Join(root, extension.IndexArtifact)); err != nil {
+	if err := os.Remove(filepath.Join(root, indexArtifact)); err != nil {
 		t.Fatal(err)
 	}
 	var stderr bytes.Buffer
-	if code := run([]string{"-root", root, "-check"}, &bytes.Buffer{}, &stderr); code != 1 || !strings.Contains(stderr.String(), extension.IndexArtifact) {
-		t.Fatalf("exit %d, stderr %q; want 1 naming %s", code, stderr.String(), extension.IndexArtifact)
+	if code := run([]string{"-root", root, "-check"}, &bytes.Buffer{}, &stderr); code != 1 || !strings.Contains(stderr.String(), indexArtifact) {
+		t.Fatalf("exit %d, stderr %q; want 1 naming %s", code, stderr.String(), indexArtifact)
 	}
 }
 
@@ -112,6 +110,35 @@ func TestUsageErrors(t *testing.T) {
 	for _, args := range [][]string{{"-check", "-stdout"}, {"extra"}, {"-nope"}} {
 		if code := run(args, &bytes.Buffer{}, &bytes.Buffer{}); code != 2 {
 			t.Errorf("run(%q) exit %d, want 2", args, code)
+		}
+	}
+}
+
+// TestGeneratedArtifactsAreDeterministicAndCommitted: two generations give
+// the same bytes, and those are the committed files (D1).
+func TestGeneratedArtifactsAreDeterministicAndCommitted(t *testing.T) {
+	first, err := generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(first) != 3 || len(second) != len(first) {
+		t.Fatalf("got %d and %d artifacts, want 3 each", len(first), len(second))
+	}
+	for i, a := range first {
+		if a.path != second[i].path || !bytes.Equal(a.bytes, second[i].bytes) {
+			t.Errorf("artifact %d (%s) differs between two generations", i, a.path)
+		}
+		committed, err := os.ReadFile(filepath.Join("..", "..", filepath.FromSlash(a.path)))
+		if err != nil {
+			t.Errorf("%s: %v (run go generate)", a.path, err)
+			continue
+		}
+		if !bytes.Equal(committed, a.bytes) {
+			t.Errorf("%s is stale: run go generate", a.path)
 		}
 	}
 }

@@ -87,11 +87,10 @@ func (d *demo) run(args []string) error {
 	if err != nil {
 		return err
 	}
-	spec, err := extension.ResolveLaunch(home, entry.Name, work)
+	trust, err := extension.TrustPlugin(dir, entry.Name)
 	if err != nil {
 		return err
 	}
-	trust := spec.Trust()
 	d.printf("FULL TRUST: %s %q runs %q outside the sandbox with your environment.\n\n", trust.Plugin, trust.Version, trust.Command)
 
 	h := &extension.Host{

@@ -1,0 +1,195 @@
+package extension
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+)
+
+// Barrier selects the side of the handshake barrier a [Conn] keeps (D6,
+// PROTOCOL.md §3.4). The zero value keeps none: every frame is dispatched.
+//
+// The rule for both sides: a frame read before extension/initialized has
+// been written (host) or read (sidecar) is pre-barrier.
+type Barrier uint8
+
+const (
+	// HostBarrier is the host's side: until the host begins to write
+	// extension/initialized, the only frame the sidecar may send is the
+	// answer to a pending call (extension/initialize). Anything else read
+	// before that point, even when it is read after, poisons the
+	// connection: a request is answered protocol_error, the answer is
+	// flushed, and the connection ends with a protocol_error naming what
+	// was sent.
+	HostBarrier Barrier = iota + 1
+	// SidecarBarrier is the sidecar's side: before extension/initialize
+	// only it and extension/shutdown are served, between its answer and
+	// extension/initialized only extension/shutdown; other requests are
+	// answered protocol_error and the connection stays up, other
+	// notifications are dropped. The version rule of PROTOCOL.md §3.3 is
+	// applied to extension/initialize before the handler runs; an
+	// initialize answered with any error but invalid_params, and an
+	// answered extension/shutdown, end the connection once the answer is
+	// written (with that error, and with [ErrClosed]).
+	SidecarBarrier
+)
+
+// errPreBarrier is the cause of the error a HostBarrier connection ends
+// with when the peer sent something before extension/initialized.
+var errPreBarrier = errors.New("pre-barrier frame")
+
+// handshakeState is where the sidecar's side of the handshake is.
+type handshakeState uint8
+
+const (
+	awaitInitialize  handshakeState = iota
+	initializing                    // an initialize is being answered: a second one is refused
+	awaitInitialized                // answered; extension/initialized opens the barrier
+	barrierOpen
+)
+
+// admit applies the barrier to one inbound frame on the reader goroutine,
+// end being the count of input bytes read when the frame was. It reports
+// whether the frame goes on to dispatch.
+func (c *Conn) admit(m *message, fe *frameError, end int64) bool {
+	switch c.opts.Barrier {
+	case HostBarrier:
+		if at := c.openedAt.Load(); at >= 0 && end > at { // read after it: post-barrier
+			return true
+		}
+		if fe == nil && m.kind == kindResponse && c.isPending(m.id) {
+			return true // the answer to extension/initialize
+		}
+		c.poison(m, fe)
+		return false
+	case SidecarBarrier:
+		if fe != nil {
+			return true // answered as malformed, whatever the barrier
+		}
+		reject := c.sidecarAdmit(m)
+		if reject != nil {
+			c.sendAnswer(&outFrame{data: encodeError(&m.id, reject)})
+		}
+		return reject == nil && (m.kind != kindNotification || c.handshake() == barrierOpen)
+	}
+	return true
+}
+
+// poison ends a host connection on a pre-barrier frame (D6). A request is
+// answered first, so the answer is flushed before the connection ends.
+func (c *Conn) poison(m *message, fe *frameError) {
+	var what string
+	switch {
+	case fe != nil:
+		what = "an unparsable frame (" + fe.err.Message + ")"
+	case m.kind == kindResponse:
+		what = fmt.Sprintf("a response to id %d", m.id)
+	default:
+		what = fmt.Sprintf("%s %q", m.kind, m.method)
+	}
+	err := Errorf(ReasonProtocolError, "sent %s before extension/initialized", what)
+	err.Err = errPreBarrier
+	switch {
+	case fe == nil && m.kind == kindRequest:
+		c.sendAnswer(&outFrame{data: encodeError(&m.id, err)})
+	case fe != nil && fe.kind == kindRequest:
+		c.answerFrame(fe, err)
+	}
+	c.fail(err)
+}
+
+func (c *Conn) handshake() handshakeState {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.side
+}
+
+// sidecarAdmit moves the sidecar's handshake along for one well-formed
+// frame and returns the error to answer a request it refuses. A refused
+// notification is dropped by the caller.
+func (c *Conn) sidecarAdmit(m *message) *Error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case m.kind == kindResponse:
+		return nil
+	case c.side == barrierOpen:
+		if m.kind == kindRequest && m.method == MethodInitialize {
+			// D6: the handshake happens once per connection.
+			return Errorf(ReasonProtocolError, "%s after the handshake", m.method)
+		}
+		return nil
+	case m.kind == kindNotification:
+		if m.method == MethodInitialized && c.side == awaitInitialized {
+			c.side = barrierOpen // on the reader: nothing can overtake it
+		}
+		return nil
+	case m.method == MethodShutdown:
+		return nil
+	case m.method == MethodInitialize && c.side == awaitInitialize:
+		c.side = initializing // D6: one handshake, even when pipelined
+		return nil
+	}
+	return Errorf(ReasonProtocolError, "%s before extension/initialized", m.method)
+}
+
+// answered applies the sidecar's side of the lifecycle to the answer of a
+// request, handlerErr being the handler's error (nil for a result): it
+// returns the error that ends the connection once the answer is written,
+// or nil.
+func (c *Conn) answered(method string, handlerErr error) error {
+	if c.opts.Barrier != SidecarBarrier {
+		return nil
+	}
+	switch method {
+	case MethodInitialize:
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.side != initializing {
+			return nil
+		}
+		e := asWireError(handlerErr)
+		switch {
+		case handlerErr == nil:
+			c.side = awaitInitialized
+		case e.Reason == ReasonInvalidParams:
+			c.side = awaitInitialize // the host may try again
+		default:
+			return e // PROTOCOL.md §3.3: a refused handshake is fatal
+		}
+	case MethodShutdown:
+		if handlerErr == nil {
+			return ErrClosed // D11: answered, the sidecar's side closes
+		}
+	}
+	return nil
+}
+
+// checkInitialize applies the sidecar's checks of PROTOCOL.md §3.3 to the
+// initialize params: strictly decoded (invalid_params), the protocol ID,
+// and the version rule.
+func checkInitialize(raw []byte) error {
+	var p InitializeParams
+	if err := DecodeParams(MethodInitialize, raw, &p); err != nil {
+		return err
+	}
+	if p.ProtocolID != ProtocolID {
+		return Errorf(ReasonUnsupportedVersion, "this sidecar speaks %s, the host sent protocolId %q", ProtocolID, p.ProtocolID)
+	}
+	return checkVersion(p.ProtocolVersion)
+}
+
+// checkVersion is the version rule both sides apply to the
+// protocolVersion the peer sent (D9, PROTOCOL.md §3.3): an integer
+// (protocol_error otherwise) equal to the major this side speaks
+// (unsupported_version otherwise).
+func checkVersion(v string) error {
+	major, err := strconv.Atoi(v)
+	if err != nil {
+		return Errorf(ReasonProtocolError, "protocolVersion %q is not an integer major version", v)
+	}
+	if major != ProtocolMajor {
+		return Errorf(ReasonUnsupportedVersion, "the peer speaks protocol major %d, this side speaks %d", major, ProtocolMajor)
+	}
+	return nil
+}
