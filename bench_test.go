@@ -1,8 +1,10 @@
 package extension
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"testing"
 )
 
@@ -68,5 +70,51 @@ func BenchmarkValidateManyMembers(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/member")
 		})
+	}
+}
+
+// BenchmarkStrictDecodeTokenBaseline is the same frame read strictly
+// without the package's lexer: encoding/json's token API with a set of
+// member names per object for duplicates, then json.Unmarshal of the
+// params into the DTO. It is the figure scan.go's comment cites for why the
+// hand-written lexer stays.
+func BenchmarkStrictDecodeTokenBaseline(b *testing.B) {
+	b.SetBytes(int64(len(interceptFrame)))
+	b.ReportAllocs()
+	for b.Loop() {
+		dec := json.NewDecoder(bytes.NewReader(interceptFrame))
+		dec.UseNumber()
+		var seen []map[string]bool
+		var keyNext []bool
+		for {
+			tok, err := dec.Token()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+			switch t := tok.(type) {
+			case json.Delim:
+				if t == '{' || t == '[' {
+					seen, keyNext = append(seen, map[string]bool{}), append(keyNext, t == '{')
+					continue
+				}
+				seen, keyNext = seen[:len(seen)-1], keyNext[:len(keyNext)-1]
+			case string:
+				if top := len(keyNext) - 1; top >= 0 && keyNext[top] && dec.More() {
+					if seen[top][t] {
+						b.Fatal("duplicate")
+					}
+					seen[top][t] = true
+				}
+			}
+		}
+		var env struct {
+			Params InterceptParams `json:"params"`
+		}
+		if err := json.Unmarshal(interceptFrame, &env); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

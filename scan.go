@@ -12,10 +12,12 @@ import (
 // nesting bound, and never allocates on the success path.
 //
 // It exists for strictness that encoding/json cannot give (exact and
-// duplicate member names, integer literal rules, D3) at a speed
-// json.Decoder's token API does not reach: BenchmarkStrictDecode against
-// BenchmarkStrictDecodeTokenBaseline measured 4.6x faster on this
-// package's ~300-byte intercept frame (go test -bench StrictDecode).
+// duplicate member names, integer literal rules, D3) at a speed its token
+// API does not reach: on a ~300-byte intercept frame, envelope and params
+// strictly decoded in one walk took 3.6-4.8 µs and 9 allocations, the
+// same checks over json.Decoder.Token 27-30 µs and 178 allocations, and a
+// plain json.Unmarshal with no checks 5.2-6.7 µs (go test -bench
+// StrictDecode, one run, 2 cores).
 
 // maxNesting bounds how deeply arrays and objects may nest in any document
 // the package reads, like encoding/json's own limit. Deeper input is

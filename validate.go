@@ -201,19 +201,63 @@ func kindOf(c byte) vkind {
 	return vAny // garbage the lexer will name
 }
 
-func (w *walker) object(n *vnode, dst reflect.Value) error {
+// members walks the object at the scanner: each member is pushed on the
+// path and each called with the scanner at its value. With dups, a
+// repeated member name is refused (D3).
+func (w *walker) members(inMap, dups bool, each func(key []byte, escaped bool) error) error {
 	more, err := w.s.open('}')
 	if err != nil {
 		return w.syntax(err)
 	}
-	var present uint64
 	mark := w.dup.push()
 	for more {
 		key, escaped, err := w.s.key()
 		if err != nil {
 			return w.syntax(err)
 		}
-		w.push(pathToken{key: key, escaped: escaped})
+		w.push(pathToken{key: key, escaped: escaped, inMap: inMap})
+		if dups && w.dup.seen(mark, key, escaped) {
+			return w.duplicate(key, escaped)
+		}
+		if err := each(key, escaped); err != nil {
+			return err
+		}
+		w.pop()
+		if more, err = w.s.next('}'); err != nil {
+			return w.syntax(err)
+		}
+	}
+	w.dup.pop(mark)
+	return nil
+}
+
+// elements walks the array at the scanner, each index pushed on the path.
+func (w *walker) elements(each func(i int) error) error {
+	more, err := w.s.open(']')
+	if err != nil {
+		return w.syntax(err)
+	}
+	for i := 0; more; i++ {
+		w.push(pathToken{index: i})
+		if err := each(i); err != nil {
+			return err
+		}
+		w.pop()
+		if more, err = w.s.next(']'); err != nil {
+			return w.syntax(err)
+		}
+	}
+	return nil
+}
+
+func (w *walker) duplicate(key []byte, escaped bool) error {
+	name := unquote(key, escaped)
+	return w.fail(ruleDuplicate, name, "duplicate member %s", quoteName(name)) // D3
+}
+
+func (w *walker) object(n *vnode, dst reflect.Value) error {
+	var present uint64
+	err := w.members(false, n.mode != closed, func(key []byte, escaped bool) error {
 		var i int
 		var known bool
 		if escaped {
@@ -224,34 +268,28 @@ func (w *walker) object(n *vnode, dst reflect.Value) error {
 		switch {
 		case !known && (n.mode == closed || n.mode == lenient && n.suggest(key, escaped) != ""):
 			return w.unknownMember(n, key, escaped)
-		case n.mode != closed && w.dup.seen(mark, key, escaped), known && present&(1<<i) != 0:
-			return w.fail(ruleDuplicate, unquote(key, escaped), "duplicate member %s", quoteName(unquote(key, escaped))) // D3
 		case !known:
-			err = w.free(rawNode, reflect.Value{}) // open objects tolerate unknown members
-		default:
-			present |= 1 << i
-			p := &n.props[i]
-			if w.s.peek() == 'n' && p.node.kind != vRaw && !(p.node.kind == vAny && p.node.externalizable) {
-				// D3: optional members are omitted, never null; only an
-				// externalizable placeholder may be null (D22).
-				return w.fail(ruleNull, "", "null is not allowed here; omit an optional member instead")
-			}
-			err = w.value(p.node, dst.Field(p.field))
+			return w.free(rawNode, reflect.Value{}) // an open object tolerates it
+		case present&(1<<i) != 0:
+			return w.duplicate(key, escaped)
 		}
-		if err != nil {
-			return err
+		present |= 1 << i
+		p := &n.props[i]
+		if w.s.peek() == 'n' && p.node.kind != vRaw && !(p.node.kind == vAny && p.node.externalizable) {
+			// D3: optional members are omitted, never null; only an
+			// externalizable placeholder may be null (D22).
+			return w.fail(ruleNull, "", "null is not allowed here; omit an optional member instead")
 		}
-		w.pop()
-		if more, err = w.s.next('}'); err != nil {
-			return w.syntax(err)
-		}
+		return w.value(p.node, dst.Field(p.field))
+	})
+	if err != nil {
+		return err
 	}
-	w.dup.pop(mark)
 	if missing := n.required &^ present; missing != 0 {
-		for i := range n.props {
+		for i, p := range n.props {
 			if missing&(1<<i) != 0 {
-				w.push(pathToken{key: []byte(strconv.Quote(n.props[i].name))})
-				return w.fail(ruleMissing, n.props[i].name, "missing required member %q", n.props[i].name)
+				w.push(pathToken{key: []byte(strconv.Quote(p.name))})
+				return w.fail(ruleMissing, p.name, "missing required member %q", p.name)
 			}
 		}
 	}
@@ -279,55 +317,25 @@ func (w *walker) unknownMember(n *vnode, key []byte, escaped bool) error {
 }
 
 func (w *walker) mapMembers(n *vnode, dst reflect.Value) error {
-	more, err := w.s.open('}')
-	if err != nil {
-		return w.syntax(err)
-	}
 	dst.Set(reflect.MakeMap(dst.Type()))
 	elem := reflect.New(dst.Type().Elem()).Elem()
-	mark := w.dup.push()
-	for more {
-		key, escaped, err := w.s.key()
-		if err != nil {
-			return w.syntax(err)
-		}
-		w.push(pathToken{key: key, escaped: escaped, inMap: true})
-		if w.dup.seen(mark, key, escaped) {
-			return w.fail(ruleDuplicate, unquote(key, escaped), "duplicate member %s", quoteName(unquote(key, escaped))) // D3
-		}
+	return w.members(true, true, func(key []byte, escaped bool) error {
 		elem.SetZero()
 		if err := w.value(n.elem, elem); err != nil {
 			return err
 		}
 		dst.SetMapIndex(reflect.ValueOf(unquote(key, escaped)).Convert(dst.Type().Key()), elem)
-		w.pop()
-		if more, err = w.s.next('}'); err != nil {
-			return w.syntax(err)
-		}
-	}
-	w.dup.pop(mark)
-	return nil
+		return nil
+	})
 }
 
 func (w *walker) array(n *vnode, dst reflect.Value) error {
-	more, err := w.s.open(']')
-	if err != nil {
-		return w.syntax(err)
-	}
 	dst.Set(reflect.MakeSlice(dst.Type(), 0, 0))
-	for i := 0; more; i++ {
-		w.push(pathToken{index: i})
+	return w.elements(func(i int) error {
 		dst.Grow(1)
 		dst.SetLen(i + 1)
-		if err := w.value(n.elem, dst.Index(i)); err != nil {
-			return err
-		}
-		w.pop()
-		if more, err = w.s.next(']'); err != nil {
-			return w.syntax(err)
-		}
-	}
-	return nil
+		return w.value(n.elem, dst.Index(i))
+	})
 }
 
 func (w *walker) str(n *vnode, dst reflect.Value) error {
@@ -454,46 +462,9 @@ func (w *walker) skip(dups bool) error {
 	var err error
 	switch c := w.s.peek(); {
 	case c == '{':
-		var more bool
-		if more, err = w.s.open('}'); err != nil {
-			return w.syntax(err)
-		}
-		mark := w.dup.push()
-		for more {
-			key, escaped, err := w.s.key()
-			if err != nil {
-				return w.syntax(err)
-			}
-			w.push(pathToken{key: key, escaped: escaped})
-			if dups && w.dup.seen(mark, key, escaped) {
-				return w.fail(ruleDuplicate, unquote(key, escaped), "duplicate member %s", quoteName(unquote(key, escaped))) // D3
-			}
-			if err := w.skip(dups); err != nil {
-				return err
-			}
-			w.pop()
-			if more, err = w.s.next('}'); err != nil {
-				return w.syntax(err)
-			}
-		}
-		w.dup.pop(mark)
-		return nil
+		return w.members(false, dups, func([]byte, bool) error { return w.skip(dups) })
 	case c == '[':
-		var more bool
-		if more, err = w.s.open(']'); err != nil {
-			return w.syntax(err)
-		}
-		for i := 0; more; i++ {
-			w.push(pathToken{index: i})
-			if err := w.skip(dups); err != nil {
-				return err
-			}
-			w.pop()
-			if more, err = w.s.next(']'); err != nil {
-				return w.syntax(err)
-			}
-		}
-		return nil
+		return w.elements(func(int) error { return w.skip(dups) })
 	case c == '"':
 		_, _, err = w.s.str()
 	case c == '-' || '0' <= c && c <= '9':
