@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 )
@@ -143,7 +144,7 @@ func (rt *Runtime) buildChains() {
 		owner := rt.slots[slotOf(p)]
 		var chain []*Sidecar
 		for _, s := range rt.sidecars {
-			if s.id != owner && contains(s.result.Subscriptions, string(p)) {
+			if s.id != owner && slices.Contains(s.result.Subscriptions, string(p)) {
 				chain = append(chain, s)
 			}
 		}

@@ -7,6 +7,7 @@ package extension
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"path/filepath"
@@ -135,40 +136,42 @@ func resolveLaunch(home, id, workspaceRoot string) (*launchSpec, error) {
 	return spec, err
 }
 
+// gated is one enabled runtime package past the launch gate: its spec, or
+// the gate's refusal, a *LaunchError.
+type gated struct {
+	id       string
+	required bool
+	spec     *launchSpec
+	err      error
+}
+
 // launchablePlugins runs the launch gate over every installed package in
-// installed order (D10). It returns the specs of the enabled packages that
-// pass, and one error per refused package: a [*LaunchError] for an enabled
-// package that declares (or tries to declare) a runtime but may not
-// launch. Disabled packages and packages without a runtime are not
-// runtime plugins and are skipped silently. A plugin-packages.json that
-// cannot be read is returned as the only error, a [*PackagesError]. It
-// also returns each installed plugin's position in the record it read, so
-// a caller orders by the same read the gate used.
-func launchablePlugins(home, workspaceRoot string) ([]*launchSpec, []error, map[string]int) {
+// installed order (D10). Disabled packages and packages without a runtime
+// are not runtime plugins and are skipped; an enabled package that
+// declares (or tries to declare) a runtime but may not launch is there
+// with its refusal. The error is a [*PackagesError] for a
+// plugin-packages.json that cannot be read.
+func launchablePlugins(home, workspaceRoot string) ([]gated, error) {
 	pkgs, err := LoadPackages(home)
 	if err != nil {
-		return nil, []error{err}, nil
+		return nil, err
 	}
-	order := make(map[string]int, len(pkgs.Entries))
-	for i, e := range pkgs.Entries {
-		order[e.Name] = i
-	}
-	var specs []*launchSpec
-	var refused []error
+	var out []gated
 	for i := range pkgs.Entries {
 		e := &pkgs.Entries[i]
 		if !e.Enabled {
 			continue
 		}
 		spec, runtimeless, err := launchGate(home, e, workspaceRoot)
+		var le *LaunchError
 		switch {
 		case err == nil:
-			specs = append(specs, spec)
-		case !runtimeless:
-			refused = append(refused, err)
+			out = append(out, gated{id: spec.ID, required: spec.Runtime.Required, spec: spec})
+		case !runtimeless && errors.As(err, &le):
+			out = append(out, gated{id: le.Plugin, required: le.Required, err: err})
 		}
 	}
-	return specs, refused, order
+	return out, nil
 }
 
 // launchGate checks one entry. runtimeless reports a refusal only because the

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -204,82 +203,79 @@ func (cfg *Host) start(ctx context.Context) (*Runtime, error) {
 	if strings.TrimSpace(cfg.Session.SessionID) == "" || strings.TrimSpace(cfg.Session.WorkspaceRoot) == "" {
 		return nil, errors.New("extension: Host.Session needs a SessionID and a WorkspaceRoot")
 	}
-	specs, refusals, order := launchablePlugins(cfg.Home, cfg.Session.WorkspaceRoot)
+	gates, err := launchablePlugins(cfg.Home, cfg.Session.WorkspaceRoot)
+	if err != nil {
+		return nil, err
+	}
+	var specs []*launchSpec
+	for _, g := range gates {
+		if g.err != nil && g.required {
+			// D10: a required plugin that may not launch fails the
+			// generation before anything starts.
+			return nil, fmt.Errorf("required extension runtime %s failed to start: %w", g.id, &StartError{Plugin: g.id, Stage: "resolve", Err: g.err})
+		}
+		if g.spec != nil {
+			specs = append(specs, g.spec)
+		}
+	}
 	rt := &Runtime{cfg: cfg, byID: map[string]*Sidecar{}}
 	if err := rt.claimSlots(specs); err != nil {
 		return nil, err
 	}
-	// Startup warnings are reported in installed order (D10), refusals of
-	// the launch gate and failed starts alike, once the outcome is known.
-	type warning struct {
-		order int
-		w     Warning
-	}
-	var warnings []warning
-	for _, err := range refusals {
-		var le *LaunchError
-		switch {
-		case errors.As(err, &le) && le.Required:
-			// D10: a required plugin that may not launch fails the
-			// generation before anything starts.
-			return nil, fmt.Errorf("required extension runtime %s failed to start: %w", le.Plugin, &StartError{Plugin: le.Plugin, Stage: "resolve", Err: err})
-		case errors.As(err, &le):
-			warnings = append(warnings, warning{order[le.Plugin], Warning{Plugin: le.Plugin,
-				Err: fmt.Errorf("optional extension runtime failed to start: %w", &StartError{Plugin: le.Plugin, Stage: "resolve", Err: err})}})
-		default:
-			return nil, err // plugin-packages.json itself is unreadable
-		}
-	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.StartupTimeout)
 	defer cancel()
-	type outcome struct {
+	results := make([]struct {
 		s   *Sidecar
 		err error
-	}
-	results := make([]outcome, len(specs))
+	}, len(gates))
 	sem := make(chan struct{}, cfg.MaxParallelStarts)
 	var wg sync.WaitGroup
-	for i, spec := range specs {
+	for i, g := range gates {
 		// D10: launches begin in installed order; the semaphore keeps at
-		// most maxParallel in their initialization, and nothing launches
-		// once the shared deadline has passed.
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
+		// most MaxParallelStarts in their initialization, and nothing
+		// launches once the shared deadline has passed.
+		if g.err == nil {
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+			}
+			g.err = ctx.Err()
 		}
-		if ctx.Err() != nil {
-			results[i].err = &StartError{Plugin: spec.ID, Stage: "resolve", Err: fmt.Errorf("startup stopped before launch: %w", ctx.Err())}
+		if g.err != nil {
+			if g.spec != nil {
+				g.err = fmt.Errorf("startup stopped before launch: %w", g.err)
+			}
+			results[i].err = &StartError{Plugin: g.id, Stage: "resolve", Err: g.err}
 			continue
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			defer func() { <-sem }()
-			s, err := launchSidecar(ctx, spec, cfg)
-			results[i] = outcome{s, err}
-		}()
+			results[i].s, results[i].err = launchSidecar(ctx, g.spec, cfg)
+		})
 	}
 	wg.Wait()
+	// Startup warnings come in installed order (D10), refusals of the
+	// launch gate and failed starts alike, once the outcome is known.
 	var failed error
+	var warnings []Warning
 	for i, r := range results {
-		switch {
+		switch id := gates[i].id; {
 		case r.err == nil:
 			r.s.index = i
 			rt.sidecars = append(rt.sidecars, r.s)
-			rt.byID[r.s.id] = r.s
-		case specs[i].Runtime.Required && failed == nil:
-			failed = fmt.Errorf("required extension runtime %s failed to start: %w", specs[i].ID, r.err)
-		case !specs[i].Runtime.Required:
-			warnings = append(warnings, warning{order[specs[i].ID], Warning{Plugin: specs[i].ID, Err: fmt.Errorf("optional extension runtime failed to start: %w", r.err)}})
+			rt.byID[id] = r.s
+		case gates[i].required && failed == nil:
+			failed = fmt.Errorf("required extension runtime %s failed to start: %w", id, r.err)
+		case !gates[i].required:
+			warnings = append(warnings, Warning{Plugin: id, Err: fmt.Errorf("optional extension runtime failed to start: %w", r.err)})
 		}
 	}
 	if failed != nil {
 		rt.Close()
 		return nil, failed
 	}
-	sort.SliceStable(warnings, func(i, j int) bool { return warnings[i].order < warnings[j].order })
 	for _, w := range warnings {
-		rt.warn(w.w)
+		rt.warn(w)
 	}
 	rt.buildChains()
 	return rt, nil

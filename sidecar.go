@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -181,55 +182,37 @@ func checkDeclaration(id string, rt *RuntimeSpec, res *InitializeResult) error {
 		return Errorf(ReasonCapabilityNotDeclared, "extension %s: "+format, append([]any{id}, args...)...)
 	}
 	for _, sub := range res.Subscriptions {
-		if !containsPoint(rt.Intercepts, sub) {
+		if !slices.Contains(rt.Intercepts, Point(sub)) {
 			return undeclared("subscription %q is not in the manifest's runtime.intercepts", sub)
 		}
 	}
 	for _, slot := range res.Replaces {
-		if !contains(rt.Replaces, slot) {
+		if !slices.Contains(rt.Replaces, slot) {
 			return undeclared("replaces %q but the manifest's runtime.replaces does not declare it", slot)
 		}
 	}
 	prefix := "plugin/" + id + "/"
 	for _, p := range res.Providers {
 		switch {
-		case !contains(rt.Capabilities, "providers"):
+		case !slices.Contains(rt.Capabilities, "providers"):
 			return undeclared("declares provider %q without the providers capability", p.Ref)
 		case !strings.HasPrefix(p.Ref, prefix) || len(p.Ref) == len(prefix):
 			return undeclared("provider %q is outside its namespace %s", p.Ref, prefix)
-		case rt.Providers != nil && !contains(rt.Providers, p.Ref):
+		case rt.Providers != nil && !slices.Contains(rt.Providers, p.Ref):
 			return undeclared("provider %q is not in the manifest's runtime.providers", p.Ref)
 		}
 	}
 	for _, a := range res.UIActions {
 		switch {
-		case !contains(rt.Capabilities, "ui"):
+		case !slices.Contains(rt.Capabilities, "ui"):
 			return undeclared("declares UI action %q without the ui capability", a.ActionID)
 		case !validActionID(a.ActionID):
 			return undeclared("UI action id %q must match ^[a-z0-9][a-z0-9-]*$", a.ActionID)
-		case rt.UIActions != nil && !contains(rt.UIActions, a.ActionID):
+		case rt.UIActions != nil && !slices.Contains(rt.UIActions, a.ActionID):
 			return undeclared("UI action %q is not in the manifest's runtime.uiActions", a.ActionID)
 		}
 	}
 	return nil
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-func containsPoint(list []Point, s string) bool {
-	for _, x := range list {
-		if string(x) == s {
-			return true
-		}
-	}
-	return false
 }
 
 // watch turns the end of the connection or of the process into a crash
@@ -281,7 +264,7 @@ func (s *Sidecar) interrupted(cause error) *Error {
 }
 
 // usable fails fast without touching the wire when the sidecar cannot take
-// calls (CONTRACT-NOTES §4.8).
+// calls (PROTOCOL.md §3.8).
 func (s *Sidecar) usable() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -294,14 +277,6 @@ func (s *Sidecar) usable() error {
 		return Errorf(ReasonProviderInterrupted, "extension sidecar %s is shut down", s.id)
 	}
 	return Errorf(ReasonProtocolError, "extension sidecar %s is not initialized", s.id)
-}
-
-// redacted returns a copy of a peer's error with its message redacted
-// (CONTRACT-NOTES §9.3, §10.1).
-func (s *Sidecar) redacted(e *Error) *Error {
-	c := *e
-	c.Message = s.cfg.Redactor.Redact(e.Message)
-	return &c
 }
 
 // call sends one request to the sidecar and strictly decodes its result
@@ -326,21 +301,9 @@ func (s *Sidecar) call(ctx context.Context, method string, params, result any) e
 			}
 		default:
 		}
-		var e *Error
-		if errors.As(err, &e) {
-			return s.redacted(e)
-		}
-		return err
+		return s.redactErr(err)
 	}
 	return s.redactErr(DecodeResult(method, raw, result))
-}
-
-// notify sends a notification, waiting for room in the write queue.
-func (s *Sidecar) notify(ctx context.Context, method string, params any) error {
-	if err := s.usable(); err != nil {
-		return err
-	}
-	return s.conn.Notify(ctx, method, params)
 }
 
 // stop shuts the sidecar down as D11 prescribes; it is idempotent. The
@@ -366,15 +329,13 @@ func (s *Sidecar) doStop() error {
 	var late error
 	if wasReady {
 		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
-		raw, err := s.conn.Call(ctx, MethodShutdown, ShutdownParams{TimeoutMillis: s.cfg.ShutdownTimeout.Milliseconds()})
-		cancel()
 		var res ShutdownResult
+		raw, err := s.conn.Call(ctx, MethodShutdown, ShutdownParams{TimeoutMillis: s.cfg.ShutdownTimeout.Milliseconds()})
 		if err == nil {
 			err = DecodeResult(MethodShutdown, raw, &res)
 		}
-		if err != nil {
-			late = err
-		}
+		cancel()
+		late = err
 	}
 	killed, reapErr := s.proc.stop(s.cfg.StdinGrace, s.cfg.ReapTimeout, s.cfg.ExitDrain)
 	s.conn.Close()
@@ -398,7 +359,9 @@ func (s *Sidecar) doStop() error {
 func (s *Sidecar) redactErr(err error) error {
 	var e *Error
 	if errors.As(err, &e) {
-		return s.redacted(e)
+		c := *e
+		c.Message = s.cfg.Redactor.Redact(e.Message)
+		return &c
 	}
 	return err
 }

@@ -377,7 +377,7 @@ func TestLaunchGateD10StarterManifestInstallsAndResolves(t *testing.T) {
 	if _, err := Install(home, filepath.Join("testdata", "manifests", "starter"), InstallOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	specs, refused, _ := launchablePlugins(home, t.TempDir())
+	specs, refused := splitGates(home, t.TempDir())
 	if len(refused) != 0 || len(specs) != 1 {
 		t.Fatalf("LaunchablePlugins = %d specs, refusals %v; want 1, none", len(specs), refused)
 	}
@@ -421,7 +421,7 @@ func TestLaunchablePluginsD10InstalledOrderAndRefusals(t *testing.T) {
 	}
 	installRuntime(t, home, "alpha", "/opt/alpha", InstallOptions{})
 
-	specs, refused, _ := launchablePlugins(home, ws)
+	specs, refused := splitGates(home, ws)
 	var ids []string
 	for _, s := range specs {
 		ids = append(ids, s.ID)
@@ -454,7 +454,7 @@ func TestLaunchablePluginsCorruptRecord(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(home, PackagesFile), []byte(`{"version":1,"packages":[`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	specs, refused, _ := launchablePlugins(home, "")
+	specs, refused := splitGates(home, "")
 	var pe *PackagesError
 	if specs != nil || len(refused) != 1 || !errors.As(refused[0], &pe) || !errors.Is(refused[0], ErrCorruptPackages) {
 		t.Errorf("got %v, %v; want no specs and one *PackagesError", specs, refused)
@@ -663,11 +663,31 @@ func TestLaunchGateD10BrokenRequiredManifestFailsClosed(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dir, ManifestFile), []byte(c.manifest), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			_, refused, _ := launchablePlugins(home, "")
+			_, refused := splitGates(home, "")
 			var le *LaunchError
 			if len(refused) != 1 || !errors.As(refused[0], &le) || le.Required != c.required {
 				t.Fatalf("refusals %v, want one *LaunchError with Required %v", refused, c.required)
 			}
 		})
 	}
+}
+
+// splitGates runs launchablePlugins and splits its result into the specs
+// that passed and the refusals, in installed order; an unreadable record
+// is the only refusal.
+func splitGates(home, workspaceRoot string) ([]*launchSpec, []error) {
+	gates, err := launchablePlugins(home, workspaceRoot)
+	if err != nil {
+		return nil, []error{err}
+	}
+	var specs []*launchSpec
+	var refused []error
+	for _, g := range gates {
+		if g.err != nil {
+			refused = append(refused, g.err)
+		} else {
+			specs = append(specs, g.spec)
+		}
+	}
+	return specs, refused
 }
