@@ -6,33 +6,28 @@ import (
 	"strconv"
 )
 
-// Barrier selects the side of the handshake barrier a [Conn] keeps (D6,
-// PROTOCOL.md §3.4). The zero value keeps none: every frame is dispatched.
+// The handshake barrier (D6, PROTOCOL.md §3.4). A Conn keeps the host's
+// side (ConnOptions.host, set by the Host) or the sidecar's
+// (ConnOptions.Sidecar), or none. The rule for both: a frame read before
+// extension/initialized has been written (host) or read (sidecar) is
+// pre-barrier.
 //
-// The rule for both sides: a frame read before extension/initialized has
-// been written (host) or read (sidecar) is pre-barrier.
-type Barrier uint8
-
-const (
-	// HostBarrier is the host's side: until the host begins to write
-	// extension/initialized, the only frame the sidecar may send is the
-	// answer to a pending call (extension/initialize). Anything else read
-	// before that point, even when it is read after, poisons the
-	// connection: a request is answered protocol_error, the answer is
-	// flushed, and the connection ends with a protocol_error naming what
-	// was sent.
-	HostBarrier Barrier = iota + 1
-	// SidecarBarrier is the sidecar's side: before extension/initialize
-	// only it and extension/shutdown are served, between its answer and
-	// extension/initialized only extension/shutdown; other requests are
-	// answered protocol_error and the connection stays up, other
-	// notifications are dropped. The version rule of PROTOCOL.md §3.3 is
-	// applied to extension/initialize before the handler runs; an
-	// initialize answered with any error but invalid_params, and an
-	// answered extension/shutdown, end the connection once the answer is
-	// written (with that error, and with [ErrClosed]).
-	SidecarBarrier
-)
+// The host's side: until it begins to write extension/initialized, the
+// only frame the sidecar may send is the answer to a pending call
+// (extension/initialize). Anything else read before that point, even when
+// it is read after, poisons the connection: a request is answered
+// protocol_error, the answer is flushed, and the connection ends with a
+// protocol_error naming what was sent.
+//
+// The sidecar's side: before extension/initialize only it and
+// extension/shutdown are served, between its answer and
+// extension/initialized only extension/shutdown; other requests are
+// answered protocol_error and the connection stays up, other
+// notifications are dropped. The version rule of PROTOCOL.md §3.3 is
+// applied to extension/initialize before the handler runs; an initialize
+// answered with any error but invalid_params, and an answered
+// extension/shutdown, end the connection once the answer is written (with
+// that error, and with ErrClosed).
 
 // errPreBarrier is the cause of the error a HostBarrier connection ends
 // with when the peer sent something before extension/initialized.
@@ -52,8 +47,8 @@ const (
 // end being the count of input bytes read when the frame was. It reports
 // whether the frame goes on to dispatch.
 func (c *Conn) admit(m *message, fe *frameError, end int64) bool {
-	switch c.opts.Barrier {
-	case HostBarrier:
+	switch {
+	case c.opts.host:
 		if at := c.openedAt.Load(); at >= 0 && end > at { // read after it: post-barrier
 			return true
 		}
@@ -62,7 +57,7 @@ func (c *Conn) admit(m *message, fe *frameError, end int64) bool {
 		}
 		c.poison(m, fe)
 		return false
-	case SidecarBarrier:
+	case c.opts.Sidecar:
 		if fe != nil {
 			return true // answered as malformed, whatever the barrier
 		}
@@ -138,7 +133,7 @@ func (c *Conn) sidecarAdmit(m *message) *Error {
 // returns the error that ends the connection once the answer is written,
 // or nil.
 func (c *Conn) answered(method string, handlerErr error) error {
-	if c.opts.Barrier != SidecarBarrier {
+	if !c.opts.Sidecar {
 		return nil
 	}
 	switch method {
@@ -188,8 +183,8 @@ func checkVersion(v string) error {
 	if err != nil {
 		return Errorf(ReasonProtocolError, "protocolVersion %q is not an integer major version", v)
 	}
-	if major != ProtocolMajor {
-		return Errorf(ReasonUnsupportedVersion, "the peer speaks protocol major %d, this side speaks %d", major, ProtocolMajor)
+	if major != protocolMajor {
+		return Errorf(ReasonUnsupportedVersion, "the peer speaks protocol major %d, this side speaks %d", major, protocolMajor)
 	}
 	return nil
 }

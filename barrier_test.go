@@ -97,7 +97,7 @@ func TestHostBarrierD6NeverServesARequestSentWithTheAnswer(t *testing.T) {
 			served.Store(true)
 			return nil, nil
 		}}
-		c, in, out := rawPipePeer(t, h, ConnOptions{Barrier: HostBarrier, WriterDrainTimeout: time.Minute})
+		c, in, out := rawPipePeer(t, h, ConnOptions{host: true, WriterDrainTimeout: time.Minute})
 		hostHandshake(c)
 		earlyRequestInOneWrite(t, in, out)
 		<-c.Done()
@@ -117,7 +117,7 @@ func TestHostBarrierD6NeverServesARequestSentWithTheAnswer(t *testing.T) {
 func TestHostBarrierD6AnswersTheEarlyRequestBeforeTheEnd(t *testing.T) {
 	hangWatchdog(t)
 	for run := range 200 {
-		c, in, out := rawPipePeer(t, nil, ConnOptions{Barrier: HostBarrier, WriterDrainTimeout: time.Minute})
+		c, in, out := rawPipePeer(t, nil, ConnOptions{host: true, WriterDrainTimeout: time.Minute})
 		hostHandshake(c)
 		got := earlyRequestInOneWrite(t, in, out)
 		answered := false
@@ -138,7 +138,7 @@ func TestHostBarrierD6AnswersTheEarlyRequestBeforeTheEnd(t *testing.T) {
 // served.
 func TestHostBarrierD6PassesWhatIsSentAfterInitialized(t *testing.T) {
 	hangWatchdog(t)
-	c, in, out := rawPipePeer(t, funcHandler{request: echoParams}, ConnOptions{Barrier: HostBarrier})
+	c, in, out := rawPipePeer(t, funcHandler{request: echoParams}, ConnOptions{host: true})
 	hostHandshake(c)
 	init, _ := parseOneFrame(mustReadLine(t, in))
 	fmt.Fprintf(out, `{"jsonrpc":"2.0","id":%s,"result":{}}`+"\n", init.ID)
@@ -166,7 +166,7 @@ func TestSidecarBarrierD6(t *testing.T) {
 		},
 		notification: func(context.Context, string, json.RawMessage) { notified.Add(1) },
 	}
-	c, peer := newPipeConn(t, h, ConnOptions{Barrier: SidecarBarrier})
+	c, peer := newPipeConn(t, h, ConnOptions{Sidecar: true})
 	peer.send(t, `{"jsonrpc":"2.0","method":"extension/event","params":{}}`) // dropped
 	peer.send(t, `{"jsonrpc":"2.0","id":1,"method":"extension/intercept","params":{}}`)
 	wantError(t, peer.recv(t), "1", codeInvalidRequest, "extension/intercept before extension/initialized", ReasonProtocolError)
@@ -213,7 +213,7 @@ func TestSidecarBarrierD9VersionRuleEndsTheConnection(t *testing.T) {
 		{"reasonix.extension.v9", "1", ReasonUnsupportedVersion},
 	}
 	for _, tc := range cases {
-		c, peer := newPipeConn(t, funcHandler{request: echoParams}, ConnOptions{Barrier: SidecarBarrier})
+		c, peer := newPipeConn(t, funcHandler{request: echoParams}, ConnOptions{Sidecar: true})
 		peer.send(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"extension/initialize","params":{"protocolVersion":%q,"protocolId":%q,"manifest":{},"session":{"sessionId":"s","workspaceRoot":"/w","generation":1},"capabilities":{"contentRefs":true,"uiHost":"tui","protocolVersion":"1"}}}`, tc.version, tc.id))
 		f := peer.recv(t)
 		wantError(t, f, "1", tc.reason.Code(), "", tc.reason)

@@ -14,12 +14,11 @@ import (
 // Conn returns wrap them with detail.
 var (
 	// ErrClosed is the terminal error of a connection ended by
-	// [Conn.Close], by [Conn.Fail] with a nil error, or by the sidecar's
-	// answer to extension/shutdown (D11).
+	// [Conn.Close], or by the sidecar's answer to extension/shutdown (D11).
 	ErrClosed = errors.New("extension: connection closed")
-	// ErrWriteStall is the terminal error of a connection whose writer made
+	// errWriteStall is the terminal error of a connection whose writer made
 	// no byte progress for [ConnOptions.WriteStallTimeout] (D13).
-	ErrWriteStall = errors.New("extension: write stalled")
+	errWriteStall = errors.New("extension: write stalled")
 )
 
 // errQueueFull is returned by tryNotify when the event budget is used up.
@@ -29,9 +28,11 @@ var errQueueFull = errors.New("extension: event queue full")
 // what its zero value means. The defaults are the bounds of PROTOCOL.md
 // §2.5.
 type ConnOptions struct {
-	// Barrier is the side of the handshake barrier the Conn keeps (D6);
-	// the zero value keeps none.
-	Barrier Barrier
+	// Sidecar makes the Conn keep the sidecar's side of the handshake
+	// barrier and lifecycle (D6, D11; see barrier.go); false keeps none.
+	// The SDK sets it; a Host keeps the host's side on its own connections.
+	Sidecar bool
+	host    bool // the host's side of the barrier, set by Host
 
 	// MaxHandlers bounds the inbound requests handled at once. Past it a
 	// request is answered at once with -32099 "server busy" and no data.
@@ -63,7 +64,7 @@ type ConnOptions struct {
 	// being written; they count inside WriteQueue. Zero means 16.
 	EventBudget int
 
-	// WriteStallTimeout fails the connection with [ErrWriteStall] when a
+	// WriteStallTimeout fails the connection with [errWriteStall] when a
 	// write makes no byte progress for this long; the watchdog looks every
 	// WriteStallTimeout/20, so it fires within 5% of the bound (D13).
 	// Zero means 10s.
@@ -132,8 +133,8 @@ type Handler interface {
 	HandleNotification(ctx context.Context, method string, params json.RawMessage)
 }
 
-// ConnStats counts what a [Conn] has seen so far.
-type ConnStats struct {
+// connStats counts what a [Conn] has seen so far.
+type connStats struct {
 	// FramesIn counts the non-empty inbound lines, valid or not.
 	FramesIn uint64
 	// FramesOut counts the frames written completely.
@@ -170,7 +171,7 @@ type ConnStats struct {
 //
 // The connection ends at the first terminal error: the peer's EOF, a read or
 // write error, an oversized inbound frame, a write stall, a barrier
-// violation, [Conn.Fail] or [Conn.Close]. At that moment every pending call
+// violation or [Conn.Close]. At that moment every pending call
 // fails with it and the handlers' context is cancelled; then r is closed,
 // the answers already queued get up to [ConnOptions.WriterDrainTimeout] to
 // be flushed, and w is closed.
@@ -248,17 +249,6 @@ func NewConn(r io.ReadCloser, w io.WriteCloser, h Handler, opts ConnOptions) *Co
 	return c
 }
 
-// Fail ends the connection with err as its terminal error, unless it has
-// already ended; a nil err means [ErrClosed]. It does not wait for the
-// goroutines to finish (that is [Conn.Close]), so it is safe to call from
-// any goroutine, including a handler.
-func (c *Conn) Fail(err error) {
-	if err == nil {
-		err = ErrClosed
-	}
-	c.fail(err)
-}
-
 // fail records the terminal error if none is set yet, then fails every
 // pending call with it, cancels the handlers' context and closes done,
 // which starts the supervisor's teardown.
@@ -287,7 +277,7 @@ func (c *Conn) fail(err error) {
 // closes r and w, and waits for every goroutine the Conn started, including
 // the running handlers, which see their context cancelled. It is idempotent
 // and returns the first error from closing r or w. Close must not be called
-// from a handler, which it would wait for; a handler calls [Conn.Fail].
+// from a handler, which it would wait for.
 //
 // Close is as prompt as what it waits for: handlers must return once their
 // context is cancelled, the Tap must not block, and closing r and w must
@@ -315,9 +305,9 @@ func (c *Conn) Err() error {
 	return c.err
 }
 
-// Stats returns the counters of the connection so far.
-func (c *Conn) Stats() ConnStats {
-	return ConnStats{
+// stats returns the counters of the connection so far.
+func (c *Conn) stats() connStats {
+	return connStats{
 		FramesIn:             c.framesIn.Load(),
 		FramesOut:            c.framesOut.Load(),
 		UnknownResponses:     c.unknownResponses.Load(),

@@ -120,7 +120,7 @@ func TestConnAdversarialFrames(t *testing.T) {
 				checkErrorFrame(t, a, c.code, c.reason, c.echo, c.id)
 			}
 			if c.dropped {
-				if n := p.conn.Stats().MalformedResponses; n != 1 {
+				if n := p.conn.stats().MalformedResponses; n != 1 {
 					t.Fatalf("MalformedResponses = %d, want 1", n)
 				}
 			}

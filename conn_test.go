@@ -215,7 +215,7 @@ func TestConnPeerDeathFailsEveryPendingCall(t *testing.T) {
 	c.Close()
 	// After Close, which joins the writer: a frame is counted once its
 	// write returns, which can be after the peer has read it.
-	if got := c.Stats().FramesOut; got != callers {
+	if got := c.stats().FramesOut; got != callers {
 		t.Errorf("FramesOut: got %d, want %d (nothing written after the end)", got, callers)
 	}
 	peer.rc.Close()
@@ -406,7 +406,7 @@ func TestConnMalformedFramesAnsweredAndConnectionKept(t *testing.T) {
 	if f := peer.recv(t); string(f.ID) != "9" || f.Error != nil {
 		t.Errorf("valid request after malformed ones: got %+v, want a result for id 9", f)
 	}
-	if got, want := c.Stats().FramesIn, uint64(len(tests)+1); got != want {
+	if got, want := c.stats().FramesIn, uint64(len(tests)+1); got != want {
 		t.Errorf("FramesIn: got %d, want %d", got, want)
 	}
 }
@@ -458,7 +458,7 @@ func TestConnD4UnknownResponseDroppedAndCounted(t *testing.T) {
 	// responses have been dispatched.
 	peer.send(t, `{"jsonrpc":"2.0","id":1,"method":"sync","params":{}}`)
 	peer.recv(t)
-	if got := c.Stats().UnknownResponses; got != 2 {
+	if got := c.stats().UnknownResponses; got != 2 {
 		t.Errorf("UnknownResponses: got %d, want 2", got)
 	}
 	if err := c.Err(); err != nil {
@@ -477,7 +477,7 @@ func TestConnCallWithADoneContextSendsNothing(t *testing.T) {
 	if err := c.Notify(ctx, "n", nil); !errors.Is(err, context.Canceled) {
 		t.Errorf("Notify: got %v, want context.Canceled", err)
 	}
-	if got := c.Stats().FramesOut; got != 0 {
+	if got := c.stats().FramesOut; got != 0 {
 		t.Errorf("FramesOut: got %d, want 0", got)
 	}
 }
@@ -527,7 +527,7 @@ func TestConnD4EveryResponseIsReturnedOrCounted(t *testing.T) {
 	if _, err := c.Call(context.Background(), "sync", nil); err != nil {
 		t.Fatal(err)
 	}
-	st := c.Stats()
+	st := c.stats()
 	if got := returned + int64(st.UnknownResponses) + int64(st.LateResponses); got != requests.Load() {
 		t.Fatalf("%d responses sent, %d returned + %d unknown + %d late = %d", requests.Load(), returned, st.UnknownResponses, st.LateResponses, got)
 	}

@@ -166,9 +166,6 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("jsonrpc error %d: %s", e.Code, e.Message)
 }
 
-// Retryable reports the frozen retryable flag of the error's reason.
-func (e *Error) Retryable() bool { return e.Reason.Retryable() }
-
 // Unwrap returns the local cause, if any.
 func (e *Error) Unwrap() error { return e.Err }
 

@@ -31,7 +31,7 @@ func TestErrorsIsMatchesDecodedPeerErrorsD7(t *testing.T) {
 	if fe != nil {
 		t.Fatal(fe)
 	}
-	if !errors.Is(m.err, ReasonContentRefExpired) || !m.err.Retryable() {
+	if !errors.Is(m.err, ReasonContentRefExpired) || !m.err.Reason.Retryable() {
 		t.Fatalf("decoded %v, want content_ref_expired, retryable", m.err)
 	}
 }

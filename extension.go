@@ -89,5 +89,5 @@ const ProtocolID = "reasonix.extension.v1"
 // the string "1".
 const ProtocolVersion = "1"
 
-// ProtocolMajor is the protocol major version as an integer.
-const ProtocolMajor = 1
+// protocolMajor is the protocol major version as an integer.
+const protocolMajor = 1

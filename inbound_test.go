@@ -74,7 +74,7 @@ func TestConnDropOverflowingNotificationsKeepsTheConnection(t *testing.T) {
 	if f := peer.recv(t); string(f.ID) != "1" || string(f.Result) != `{"ok":true}` {
 		t.Fatalf("answer: got %+v, want the ping's result", f)
 	}
-	if n := c.Stats().DroppedNotifications; n != 1 {
+	if n := c.stats().DroppedNotifications; n != 1 {
 		t.Fatalf("DroppedNotifications = %d, want 1", n)
 	}
 	select {

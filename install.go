@@ -15,7 +15,7 @@ import (
 // InstallOptions configure [Install].
 type InstallOptions struct {
 	// Name is the installed name, which becomes the plugin ID; empty means
-	// the manifest's name. It must satisfy [ValidPluginName].
+	// the manifest's name. It must satisfy [validPluginName].
 	Name string
 	// Link records the plugin directory in place instead of copying it to
 	// <home>/plugins/<name>/.
@@ -43,7 +43,7 @@ type InstallOptions struct {
 // Names are compared exactly; on a case-insensitive filesystem "Acme" and
 // "acme" are two entries that share one <home>/plugins/ directory, so the
 // later install replaces the earlier one's files. Concurrent installs,
-// also from other processes, are serialized by [UpdatePackages]: the copy
+// also from other processes, are serialized by a lock on the record: the copy
 // and the record change happen under its lock.
 func Install(home, pluginDir string, opts InstallOptions) (*PackageEntry, error) {
 	m, err := loadManifest(pluginDir)
@@ -61,7 +61,7 @@ func Install(home, pluginDir string, opts InstallOptions) (*PackageEntry, error)
 	fail := func(err error) (*PackageEntry, error) {
 		return nil, &PluginError{Plugin: name, Op: "install", Err: err}
 	}
-	if !ValidPluginName(name) {
+	if !validPluginName(name) {
 		return fail(fmt.Errorf("%w %q: use letters, digits, '.', '_' and '-' (InstallOptions.Name overrides the manifest name)", ErrInvalidPluginName, name))
 	}
 	scope := opts.Scope
@@ -88,7 +88,7 @@ func Install(home, pluginDir string, opts InstallOptions) (*PackageEntry, error)
 	if e.Version == "" {
 		e.Version = m.Version
 	}
-	err = UpdatePackages(home, func(pkgs *Packages) error {
+	err = updatePackages(home, func(pkgs *[]PackageEntry) error {
 		// The copy happens under the lock, so two installs of one name
 		// cannot interleave their copies.
 		if opts.Link {
@@ -99,13 +99,13 @@ func Install(home, pluginDir string, opts InstallOptions) (*PackageEntry, error)
 			}
 			e.Root = "plugins/" + name
 		}
-		if old := pkgs.Entry(name); old != nil {
+		if old := findEntry(*pkgs, name); old != nil {
 			*old = e
 		} else {
-			pkgs.Entries = append(pkgs.Entries, e)
+			*pkgs = append(*pkgs, e)
 		}
 		return nil
-	})
+	}, nil)
 	if err != nil {
 		return fail(err)
 	}

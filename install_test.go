@@ -34,7 +34,7 @@ func wantUnsafeInstall(t *testing.T, home string, err error) {
 	if _, err := os.Stat(filepath.Join(home, "plugins", "p")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("a refused install left a copy (stat err %v)", err)
 	}
-	if p, err := LoadPackages(home); err != nil || len(p.Entries) != 0 {
+	if p, err := LoadPackages(home); err != nil || len(p) != 0 {
 		t.Errorf("a refused install was recorded: %+v, %v", p, err)
 	}
 }

@@ -139,10 +139,10 @@ var ErrSlotOwnerBlocked = errors.New("the slot owner blocked the operation")
 // byte-wise, then installed order. A point's slot owner is left out: it
 // speaks once, last (D17).
 func (rt *Runtime) buildChains() {
-	rt.chains = map[Point][]*Sidecar{}
+	rt.chains = map[Point][]*sidecar{}
 	for _, p := range points {
 		owner := rt.slots[slotOf(p)]
-		var chain []*Sidecar
+		var chain []*sidecar
 		for _, s := range rt.sidecars {
 			if s.id != owner && slices.Contains(s.result.Subscriptions, string(p)) {
 				chain = append(chain, s)
@@ -177,7 +177,7 @@ func (rt *Runtime) Chain(p Point) []string {
 
 // requiredClass reports whether a failure of s fails the operation: its
 // manifest says required, or it owns any slot (D19).
-func (rt *Runtime) requiredClass(s *Sidecar) bool {
+func (rt *Runtime) requiredClass(s *sidecar) bool {
 	if s.spec.Runtime.Required {
 		return true
 	}
@@ -278,7 +278,7 @@ func marshalPayload(payload any) (json.RawMessage, error) {
 // rule asks one sidecar and applies its verdict to out (D16, D17): a
 // block sets out.Blocked; ruled reports an allow or deny, which ends the
 // chain; err fails the operation.
-func (rt *Runtime) rule(ctx context.Context, s *Sidecar, p Point, out *InterceptOutcome, hostDecision string, owner bool) (ruled bool, err error) {
+func (rt *Runtime) rule(ctx context.Context, s *sidecar, p Point, out *InterceptOutcome, hostDecision string, owner bool) (ruled bool, err error) {
 	res, err := rt.callIntercept(ctx, s, p, out.Payload)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -335,7 +335,7 @@ func (rt *Runtime) rule(ctx context.Context, s *Sidecar, p Point, out *Intercept
 // required-class plugin or a slot owner the operation fails; an optional
 // plugin is warned about once per plugin and category ("error" for a call
 // that failed, "violation" for an illegal answer) and skipped.
-func (rt *Runtime) failure(s *Sidecar, p Point, category string, err error, owner bool) error {
+func (rt *Runtime) failure(s *sidecar, p Point, category string, err error, owner bool) error {
 	if owner || rt.requiredClass(s) {
 		return &InterceptError{Plugin: s.id, Point: p, Err: err}
 	}
@@ -346,7 +346,7 @@ func (rt *Runtime) failure(s *Sidecar, p Point, category string, err error, owne
 // callIntercept sends one extension/intercept with the plugin's budget.
 // The host's timer is authoritative: at the deadline the call fails with
 // intercept_timeout and a late answer is discarded (D18).
-func (rt *Runtime) callIntercept(ctx context.Context, s *Sidecar, p Point, payload json.RawMessage) (InterceptResult, error) {
+func (rt *Runtime) callIntercept(ctx context.Context, s *sidecar, p Point, payload json.RawMessage) (InterceptResult, error) {
 	budget := rt.cfg.interceptBudget(p, s.spec.Runtime.TimeoutMillis)
 	cctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
@@ -413,7 +413,7 @@ func (rt *Runtime) Observe(p Point, payload any) error {
 
 // drop warns once about an event plugin did not get (D20: category
 // "event", once per plugin per generation); its connection counts it
-// (ConnStats.DroppedEvents).
+// (connStats.DroppedEvents).
 func (rt *Runtime) drop(plugin string, p Point, err error) {
 	rt.warnOnce("event", plugin, fmt.Errorf("extension %s dropped the %s event: %v", plugin, p, err))
 }

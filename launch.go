@@ -127,10 +127,10 @@ func resolveLaunch(home, id, workspaceRoot string) (*launchSpec, error) {
 	if err != nil {
 		return nil, &LaunchError{Plugin: id, Cause: err}
 	}
-	e := pkgs.Entry(id)
+	e := findEntry(pkgs, id)
 	if e == nil {
 		// D8: only an installed plugin launches.
-		return nil, &LaunchError{Plugin: id, Cause: fmt.Errorf("%w in %s; install it first", ErrNotInstalled, filepath.Join(home, PackagesFile))}
+		return nil, &LaunchError{Plugin: id, Cause: fmt.Errorf("%w in %s; install it first", ErrNotInstalled, filepath.Join(home, packagesFile))}
 	}
 	spec, _, err := launchGate(home, e, workspaceRoot)
 	return spec, err
@@ -157,8 +157,8 @@ func launchablePlugins(home, workspaceRoot string) ([]gated, error) {
 		return nil, err
 	}
 	var out []gated
-	for i := range pkgs.Entries {
-		e := &pkgs.Entries[i]
+	for i := range pkgs {
+		e := &pkgs[i]
 		if !e.Enabled {
 			continue
 		}
@@ -184,7 +184,7 @@ func launchGate(home string, e *PackageEntry, workspaceRoot string) (spec *launc
 		// D8: a disabled package never launches.
 		return refuse(false, "%w; enable it to launch its runtime", ErrDisabled)
 	}
-	root := e.RootPath(home)
+	root := e.rootPath(home)
 	m, err := loadManifest(root)
 	if err != nil {
 		return nil, false, &LaunchError{Plugin: e.Name, Required: claimsRequired(root), Cause: err}
@@ -192,7 +192,7 @@ func launchGate(home string, e *PackageEntry, workspaceRoot string) (spec *launc
 	rt := m.Runtime
 	if rt == nil {
 		// D8: only a v1 manifest with a runtime block has a sidecar.
-		_, _, err := refuse(false, "%w; a sidecar needs \"apiVersion\": %q and a runtime block", ErrNoRuntime, ManifestAPIVersion)
+		_, _, err := refuse(false, "%w; a sidecar needs \"apiVersion\": %q and a runtime block", ErrNoRuntime, manifestAPIVersion)
 		return nil, true, err
 	}
 	// D8: project configuration can never declare a runtime.

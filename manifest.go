@@ -18,10 +18,10 @@ import (
 // ManifestFile is the name of a plugin's manifest inside its directory.
 const ManifestFile = "reasonix-plugin.json"
 
-// ManifestAPIVersion opts a manifest into the v1 format, the only format
+// manifestAPIVersion opts a manifest into the v1 format, the only format
 // that can declare a runtime (D8). A minor such as "reasonix.io/plugin/v1.1"
 // is read as v1; any other major is rejected.
-const ManifestAPIVersion = "reasonix.io/plugin/v1"
+const manifestAPIVersion = "reasonix.io/plugin/v1"
 
 // maxManifestBytes bounds the manifest file loadManifest reads (1 MiB).
 const maxManifestBytes = 1 << 20
@@ -47,7 +47,7 @@ const maxManifestBytes = 1 << 20
 // runtime member in it is an error rather than being silently dropped, so
 // an author who forgot the apiVersion line learns why nothing starts (D8).
 type Manifest struct {
-	// APIVersion is the apiVersion as written ([ManifestAPIVersion] or a
+	// APIVersion is the apiVersion as written ([manifestAPIVersion] or a
 	// v1 minor); empty for a legacy manifest.
 	APIVersion string `json:"apiVersion,omitempty"`
 	// Name is the plugin's own name (required, non-blank). The plugin ID a
@@ -263,7 +263,7 @@ func ParseManifest(data []byte) (*Manifest, error) {
 	if probe.APIVersion == nil {
 		// A legacy manifest: lenient about types, never about a runtime.
 		if probe.Runtime != nil {
-			return nil, &ManifestError{Field: "runtime", Msg: fmt.Sprintf("a runtime needs \"apiVersion\": %q; add it to the manifest", ManifestAPIVersion)}
+			return nil, &ManifestError{Field: "runtime", Msg: fmt.Sprintf("a runtime needs \"apiVersion\": %q; add it to the manifest", manifestAPIVersion)}
 		}
 		m.Name, _ = plainString(probe.Name)
 		m.Version, _ = plainString(probe.Version)
@@ -297,10 +297,10 @@ func checkAPIVersion(v string) error {
 	rest, ok := strings.CutPrefix(v, "reasonix.io/plugin/v")
 	major, minor, hasMinor := strings.Cut(rest, ".")
 	if !ok || !isDecimal(major) || hasMinor && !isDecimal(minor) {
-		return &ManifestError{Field: "apiVersion", Msg: fmt.Sprintf("%q is not a plugin API version; write %q", v, ManifestAPIVersion)}
+		return &ManifestError{Field: "apiVersion", Msg: fmt.Sprintf("%q is not a plugin API version; write %q", v, manifestAPIVersion)}
 	}
 	if major != "1" {
-		return &ManifestError{Field: "apiVersion", Msg: fmt.Sprintf("unsupported major version %q; this host reads %q", major, ManifestAPIVersion)}
+		return &ManifestError{Field: "apiVersion", Msg: fmt.Sprintf("unsupported major version %q; this host reads %q", major, manifestAPIVersion)}
 	}
 	return nil
 }

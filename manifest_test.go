@@ -51,7 +51,7 @@ func TestParseManifestD8StarterManifest(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := &Manifest{
-		APIVersion:  ManifestAPIVersion,
+		APIVersion:  manifestAPIVersion,
 		Name:        "starter-extension",
 		Version:     "0.1.0",
 		Contributes: json.RawMessage(`{}`),
@@ -293,7 +293,7 @@ func TestParseManifestD9EveryPointAndCapability(t *testing.T) {
 	}
 	caps := []string{"interceptors", "strategies", "providers", "ui"}
 	doc, _ := json.Marshal(map[string]any{
-		"apiVersion": ManifestAPIVersion,
+		"apiVersion": manifestAPIVersion,
 		"name":       "p",
 		"runtime": map[string]any{
 			"command": "/opt/p", "intercepts": points, "capabilities": caps,

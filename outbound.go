@@ -143,7 +143,7 @@ func (c *Conn) Notify(ctx context.Context, method string, params any) error {
 		return err
 	}
 	// D6: the host's extension/initialized opens the barrier.
-	f.opens = c.opts.Barrier == HostBarrier && method == MethodInitialized
+	f.opens = c.opts.host && method == MethodInitialized
 	select {
 	case c.writeq <- f:
 		return nil
@@ -339,7 +339,7 @@ watch:
 		case <-tick.C:
 			if d := c.fw.stalledFor(); d >= c.opts.WriteStallTimeout {
 				// D13: no write progress for the timeout is a crash.
-				c.fail(fmt.Errorf("%w: no byte progress for %v", ErrWriteStall, d.Round(time.Millisecond)))
+				c.fail(fmt.Errorf("%w: no byte progress for %v", errWriteStall, d.Round(time.Millisecond)))
 				c.closeWriter()
 			}
 		case <-c.done:

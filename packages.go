@@ -10,7 +10,7 @@ import (
 	"strings"
 )
 
-// PackagesFile is the name of the trust and launch record inside the
+// packagesFile is the name of the trust and launch record inside the
 // Reasonix home directory (PROTOCOL.md §3.2).
 //
 // The file is one JSON object, written with two-space indentation and a
@@ -42,10 +42,10 @@ import (
 // empty. "version" is checked first, so a file of a later format says so
 // instead of failing on an entry it does not know.
 //
-// Writers coordinate through [UpdatePackages], which holds a lock on
-// [PackagesLockFile] across the read, the change and the rewrite, so two
+// Writers coordinate through updatePackages, which holds a lock on
+// [packagesLockFile] across the read, the change and the rewrite, so two
 // processes that install, enable or remove at once both keep their change.
-const PackagesFile = "plugin-packages.json"
+const packagesFile = "plugin-packages.json"
 
 // maxPackagesBytes bounds the plugin-packages.json [LoadPackages] reads (8 MiB).
 const maxPackagesBytes = 8 << 20
@@ -112,7 +112,7 @@ type PackageEntry struct {
 }
 
 // RootPath returns the absolute package root for the given home.
-func (e *PackageEntry) RootPath(home string) string {
+func (e *PackageEntry) rootPath(home string) string {
 	root := filepath.FromSlash(e.Root)
 	if !filepath.IsAbs(root) {
 		root = filepath.Join(home, root)
@@ -123,18 +123,11 @@ func (e *PackageEntry) RootPath(home string) string {
 	return filepath.Clean(root)
 }
 
-// Packages is the content of plugin-packages.json: the installed packages
-// in installed order.
-type Packages struct {
-	// Entries are the packages in installed order; names are unique.
-	Entries []PackageEntry
-}
-
-// Entry returns the entry installed as name, or nil.
-func (p *Packages) Entry(name string) *PackageEntry {
-	for i := range p.Entries {
-		if p.Entries[i].Name == name {
-			return &p.Entries[i]
+// findEntry returns the entry installed as name, or nil.
+func findEntry(entries []PackageEntry, name string) *PackageEntry {
+	for i := range entries {
+		if entries[i].Name == name {
+			return &entries[i]
 		}
 	}
 	return nil
@@ -183,13 +176,13 @@ func (e *PluginError) Error() string {
 // Unwrap returns the cause.
 func (e *PluginError) Unwrap() error { return e.Err }
 
-// ValidPluginName reports whether name can be an installed name: 1 to 128
+// validPluginName reports whether name can be an installed name: 1 to 128
 // ASCII letters, digits, '.', '_' and '-', starting with a letter or digit.
 // Such a name is safe as a directory name, in a provider ref
 // plugin/<name>/... and in a slash action /<name>:<action>. Names are
 // case-sensitive here, but not on a case-insensitive filesystem, where
 // "Acme" and "acme" share one <home>/plugins/ directory (see [Install]).
-func ValidPluginName(name string) bool {
+func validPluginName(name string) bool {
 	if name == "" || len(name) > 128 {
 		return false
 	}
@@ -202,14 +195,15 @@ func ValidPluginName(name string) bool {
 	return true
 }
 
-// LoadPackages reads <home>/plugin-packages.json. A missing file is an
-// empty set; anything else that cannot be used is a [*PackagesError],
+// LoadPackages reads <home>/plugin-packages.json: the installed packages
+// in installed order, names unique (PROTOCOL.md §3.2). A missing file is
+// an empty set; anything else that cannot be used is a [*PackagesError],
 // never an empty set.
-func LoadPackages(home string) (*Packages, error) {
-	path := filepath.Join(home, PackagesFile)
+func LoadPackages(home string) ([]PackageEntry, error) {
+	path := filepath.Join(home, packagesFile)
 	data, err := readBounded(path, maxPackagesBytes)
 	if errors.Is(err, fs.ErrNotExist) {
-		return &Packages{}, nil
+		return nil, nil
 	}
 	if err != nil {
 		return nil, &PackagesError{Path: path, Msg: "cannot read: " + err.Error(), Err: err}
@@ -248,7 +242,7 @@ var (
 
 // parsePackages reads the file strictly through the strict walk; its
 // errors are *ManifestError values that LoadPackages relabels.
-func parsePackages(data []byte) (*Packages, error) {
+func parsePackages(data []byte) ([]PackageEntry, error) {
 	var probe packagesProbe
 	if err := readDocument(data, "the file", packagesProbeNode(), &probe); err != nil {
 		return nil, err
@@ -269,7 +263,7 @@ func parsePackages(data []byte) (*Packages, error) {
 	for i, e := range doc.Packages {
 		field := fmt.Sprintf("packages[%d]", i)
 		switch {
-		case !ValidPluginName(e.Name):
+		case !validPluginName(e.Name):
 			return nil, &ManifestError{Field: field + ".name", Msg: fmt.Sprintf("%q is not a valid plugin name", e.Name)}
 		case strings.TrimSpace(e.Root) == "":
 			return nil, &ManifestError{Field: field + ".root", Msg: "missing or blank"}
@@ -287,18 +281,17 @@ func parsePackages(data []byte) (*Packages, error) {
 			}
 		}
 	}
-	return &Packages{Entries: doc.Packages}, nil
+	return doc.Packages, nil
 }
 
-// Save writes p to <home>/plugin-packages.json atomically: the content
+// savePackages writes entries to <home>/plugin-packages.json atomically: the content
 // goes to a temporary file in the same directory, is synced, and replaces
 // the file by rename, so a reader sees the old or the new record, never a
-// mix. It creates home when missing. Save takes no lock: to change the
-// record that is on disk, use [UpdatePackages], or a concurrent writer's
+// mix. It creates home when missing. It takes no lock: to change the
+// record that is on disk, use updatePackages, or a concurrent writer's
 // change can be lost.
-func (p *Packages) Save(home string) error {
-	path := filepath.Join(home, PackagesFile)
-	entries := p.Entries
+func savePackages(home string, entries []PackageEntry) error {
+	path := filepath.Join(home, packagesFile)
 	if entries == nil {
 		entries = []PackageEntry{}
 	}
@@ -361,23 +354,22 @@ func writeFileAtomic(path string, data []byte) (err error) {
 	return nil
 }
 
-// Enable marks the installed plugin name as enabled.
-func Enable(home, name string) error { return setEnabled(home, name, true, "enable") }
-
-// Disable marks the installed plugin name as disabled; a disabled plugin
-// never launches.
-func Disable(home, name string) error { return setEnabled(home, name, false, "disable") }
-
-func setEnabled(home, name string, enabled bool, op string) error {
-	err := UpdatePackages(home, func(pkgs *Packages) error {
-		e := pkgs.Entry(name)
+// SetEnabled marks the installed plugin name as enabled or disabled; a
+// disabled plugin never launches (D8).
+func SetEnabled(home, name string, enabled bool) error {
+	err := updatePackages(home, func(pkgs *[]PackageEntry) error {
+		e := findEntry(*pkgs, name)
 		if e == nil {
 			return ErrNotInstalled
 		}
 		e.Enabled = enabled
 		return nil
-	})
+	}, nil)
 	if err != nil {
+		op := "disable"
+		if enabled {
+			op = "enable"
+		}
 		return &PluginError{Plugin: name, Op: op, Err: err}
 	}
 	return nil
@@ -393,23 +385,23 @@ func Remove(home, name string) error {
 	// be a concurrent Install's fresh copy of the same name.
 	deleteCopy := func() error {
 		if !removed.Linked && filepath.ToSlash(removed.Root) == "plugins/"+name {
-			return os.RemoveAll(removed.RootPath(home))
+			return os.RemoveAll(removed.rootPath(home))
 		}
 		return nil
 	}
-	err := updatePackages(home, func(pkgs *Packages) error {
-		e := pkgs.Entry(name)
+	err := updatePackages(home, func(pkgs *[]PackageEntry) error {
+		e := findEntry(*pkgs, name)
 		if e == nil {
 			return ErrNotInstalled
 		}
 		removed = *e
-		kept := pkgs.Entries[:0]
-		for _, x := range pkgs.Entries {
+		kept := (*pkgs)[:0]
+		for _, x := range *pkgs {
 			if x.Name != name {
 				kept = append(kept, x)
 			}
 		}
-		pkgs.Entries = kept
+		*pkgs = kept
 		return nil
 	}, deleteCopy)
 	if err != nil {

@@ -6,42 +6,36 @@ import (
 	"sync"
 )
 
-// PackagesLockFile is the file beside plugin-packages.json that
-// [UpdatePackages] locks while it reads, changes and rewrites the record.
+// packagesLockFile is the file beside plugin-packages.json that
+// updatePackages locks while it reads, changes and rewrites the record.
 // It is created on first use and never removed: removing a lock file lets
 // two writers lock two different files.
-const PackagesLockFile = PackagesFile + ".lock"
+const packagesLockFile = packagesFile + ".lock"
 
 // packagesMu serializes the writers of this process where the platform has
 // no file lock (see lockFile); where it has one it is still taken, which
 // costs nothing and keeps both paths alike.
 var packagesMu sync.Mutex
 
-// UpdatePackages reads <home>/plugin-packages.json, lets fn change it, and
-// saves it when fn returns nil, holding an exclusive lock on
+// updatePackages reads <home>/plugin-packages.json, lets fn change it,
+// saves it when fn returns nil and then runs after, if set, for work on
+// disk that must not interleave with another writer's (Remove's deletion
+// of the copy). It holds an exclusive lock on
 // <home>/plugin-packages.json.lock throughout, so that writers in other
 // processes (another host, an installer) never overwrite each other's
-// change. [Install], [Enable], [Disable] and [Remove] go through it.
+// change. [Install], [SetEnabled] and [Remove] go through it.
 //
 // The lock is an advisory flock(2) on Linux, macOS and the BSDs, where it
 // is released when the process dies. Elsewhere only the writers of this
 // process are serialized. The lock is not reentrant: fn must not call
-// UpdatePackages, Install, Enable, Disable or Remove, which would wait for
-// it forever.
-func UpdatePackages(home string, fn func(*Packages) error) error {
-	return updatePackages(home, fn, nil)
-}
-
-// updatePackages is UpdatePackages with after, which runs once the record
-// is saved and before the lock is released, for work on disk that must
-// not interleave with another writer's (Remove's deletion of the copy).
-func updatePackages(home string, fn func(*Packages) error, after func() error) error {
+// Install, SetEnabled or Remove, which would wait for it forever.
+func updatePackages(home string, fn func(*[]PackageEntry) error, after func() error) error {
 	packagesMu.Lock()
 	defer packagesMu.Unlock()
 	if err := os.MkdirAll(home, 0o755); err != nil {
-		return &PackagesError{Path: filepath.Join(home, PackagesFile), Msg: "cannot create home: " + err.Error(), Err: err}
+		return &PackagesError{Path: filepath.Join(home, packagesFile), Msg: "cannot create home: " + err.Error(), Err: err}
 	}
-	path := filepath.Join(home, PackagesLockFile)
+	path := filepath.Join(home, packagesLockFile)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return &PackagesError{Path: path, Msg: "cannot open the lock: " + err.Error(), Err: err}
@@ -55,10 +49,10 @@ func updatePackages(home string, fn func(*Packages) error, after func() error) e
 	if err != nil {
 		return err
 	}
-	if err := fn(pkgs); err != nil {
+	if err := fn(&pkgs); err != nil {
 		return err
 	}
-	if err := pkgs.Save(home); err != nil {
+	if err := savePackages(home, pkgs); err != nil {
 		return err
 	}
 	if after != nil {

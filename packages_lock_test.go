@@ -61,10 +61,10 @@ func TestConcurrentInstallersLoseNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(pkgs.Entries) != procs*each {
-		t.Fatalf("%d entries, want %d: concurrent writers lost changes", len(pkgs.Entries), procs*each)
+	if len(pkgs) != procs*each {
+		t.Fatalf("%d entries, want %d: concurrent writers lost changes", len(pkgs), procs*each)
 	}
-	for _, e := range pkgs.Entries {
+	for _, e := range pkgs {
 		if !e.Enabled {
 			t.Errorf("%s is disabled: a Disable overwrote a later Enable", e.Name)
 		}

@@ -34,9 +34,9 @@ func jsonString(s string) string {
 	return string(b)
 }
 
-func entryNames(p *Packages) []string {
+func entryNames(p []PackageEntry) []string {
 	var names []string
-	for _, e := range p.Entries {
+	for _, e := range p {
 		names = append(names, e.Name)
 	}
 	return names
@@ -54,7 +54,7 @@ func TestPackagesD8InstallEnableDisableRemoveRoundTrip(t *testing.T) {
 	if !reflect.DeepEqual(*e, want) {
 		t.Fatalf("Install = %+v, want %+v", *e, want)
 	}
-	load := func() *Packages {
+	load := func() []PackageEntry {
 		t.Helper()
 		p, err := LoadPackages(home)
 		if err != nil {
@@ -62,7 +62,7 @@ func TestPackagesD8InstallEnableDisableRemoveRoundTrip(t *testing.T) {
 		}
 		return p
 	}
-	if got := load().Entries; !reflect.DeepEqual(got, []PackageEntry{want}) {
+	if got := load(); !reflect.DeepEqual(got, []PackageEntry{want}) {
 		t.Fatalf("after install: %+v, want %+v", got, want)
 	}
 	if _, err := os.Stat(filepath.Join(home, "plugins", "acme", ManifestFile)); err != nil {
@@ -72,19 +72,19 @@ func TestPackagesD8InstallEnableDisableRemoveRoundTrip(t *testing.T) {
 	if err := Disable(home, "acme"); err != nil {
 		t.Fatal(err)
 	}
-	if load().Entry("acme").Enabled {
+	if findEntry(load(), "acme").Enabled {
 		t.Fatalf("after Disable: Enabled = true, want false")
 	}
 	if err := Enable(home, "acme"); err != nil {
 		t.Fatal(err)
 	}
-	if !load().Entry("acme").Enabled {
+	if !findEntry(load(), "acme").Enabled {
 		t.Fatalf("after Enable: Enabled = false, want true")
 	}
 	if err := Remove(home, "acme"); err != nil {
 		t.Fatal(err)
 	}
-	if got := load().Entries; len(got) != 0 {
+	if got := load(); len(got) != 0 {
 		t.Fatalf("after Remove: %+v, want none", got)
 	}
 	if _, err := os.Stat(filepath.Join(home, "plugins", "acme")); !errors.Is(err, fs.ErrNotExist) {
@@ -120,8 +120,8 @@ func TestPackagesD8OperationsOnUnknownPlugin(t *testing.T) {
 			}
 		})
 	}
-	if _, err := os.Stat(filepath.Join(home, PackagesFile)); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("a failed operation wrote %s (stat err %v)", PackagesFile, err)
+	if _, err := os.Stat(filepath.Join(home, packagesFile)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a failed operation wrote %s (stat err %v)", packagesFile, err)
 	}
 }
 
@@ -150,7 +150,7 @@ func TestPackagesSaveIsAtomicAndLeavesNoTempFiles(t *testing.T) {
 	if len(leftovers) > 0 {
 		t.Errorf("temporary files left behind: %q", leftovers)
 	}
-	data, err := os.ReadFile(filepath.Join(home, PackagesFile))
+	data, err := os.ReadFile(filepath.Join(home, packagesFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,10 +183,10 @@ func TestPackagesSaveIsAtomicAndLeavesNoTempFiles(t *testing.T) {
 
 func TestPackagesSaveEmptyAndReload(t *testing.T) {
 	home := filepath.Join(t.TempDir(), "not", "yet")
-	if err := (&Packages{}).Save(home); err != nil {
+	if err := savePackages(home, nil); err != nil {
 		t.Fatal(err)
 	}
-	data, err := os.ReadFile(filepath.Join(home, PackagesFile))
+	data, err := os.ReadFile(filepath.Join(home, packagesFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,19 +194,19 @@ func TestPackagesSaveEmptyAndReload(t *testing.T) {
 		t.Errorf("file = %q, want %q", data, want)
 	}
 	p, err := LoadPackages(home)
-	if err != nil || len(p.Entries) != 0 {
+	if err != nil || len(p) != 0 {
 		t.Errorf("LoadPackages = %+v, %v; want empty, nil", p, err)
 	}
 }
 
 func TestPackagesSaveRefusesInvalidRecord(t *testing.T) {
 	home := t.TempDir()
-	p := &Packages{Entries: []PackageEntry{{Name: "a", Root: "r", Enabled: true}, {Name: "a", Root: "r"}}}
-	err := p.Save(home)
+	p := []PackageEntry{{Name: "a", Root: "r", Enabled: true}, {Name: "a", Root: "r"}}
+	err := savePackages(home, p)
 	if !errors.Is(err, ErrCorruptPackages) {
 		t.Fatalf("Save with a repeated name: err = %v, want ErrCorruptPackages", err)
 	}
-	if _, err := os.Stat(filepath.Join(home, PackagesFile)); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(home, packagesFile)); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("an invalid record was written (stat err %v)", err)
 	}
 }
@@ -216,8 +216,8 @@ func TestLoadPackagesMissingFileIsEmpty(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(p.Entries) != 0 {
-		t.Errorf("Entries = %+v, want none", p.Entries)
+	if len(p) != 0 {
+		t.Errorf("Entries = %+v, want none", p)
 	}
 }
 
@@ -258,7 +258,7 @@ func TestLoadPackagesD3CorruptFileIsTypedError(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			home := t.TempDir()
-			path := filepath.Join(home, PackagesFile)
+			path := filepath.Join(home, packagesFile)
 			if err := os.WriteFile(path, []byte(tt.doc), 0o644); err != nil {
 				t.Fatal(err)
 			}
@@ -304,7 +304,7 @@ func TestPackagesD10InstalledOrderPreserved(t *testing.T) {
 	if got, want := entryNames(p), []string{"charlie", "alpha", "bravo"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("order = %q, want %q", got, want)
 	}
-	if v := p.Entry("alpha").Version; v != "2" {
+	if v := findEntry(p, "alpha").Version; v != "2" {
 		t.Errorf("reinstalled version = %q, want %q", v, "2")
 	}
 }
@@ -341,7 +341,7 @@ func TestInstallReplacesExistingNameAndReenables(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !p.Entry("p").Enabled {
+	if !findEntry(p, "p").Enabled {
 		t.Errorf("reinstall left the package disabled; installing is the consent")
 	}
 }
@@ -424,8 +424,8 @@ func TestInstallRejectsInvalidNames(t *testing.T) {
 		})
 	}
 	for _, name := range []string{"a", "A1", "my_plugin.v2", "x-y", strings.Repeat("x", 128)} {
-		if !ValidPluginName(name) {
-			t.Errorf("ValidPluginName(%q) = false, want true", name)
+		if !validPluginName(name) {
+			t.Errorf("validPluginName(%q) = false, want true", name)
 		}
 	}
 }
@@ -465,7 +465,7 @@ func TestInstallLinkAndRemoveKeepsDirectory(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(home, "plugins")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("a linked install copied files (stat err %v)", err)
 	}
-	if got := e.RootPath(home); got != src {
+	if got := e.rootPath(home); got != src {
 		t.Errorf("RootPath = %q, want %q", got, src)
 	}
 	if err := Remove(home, "other-name"); err != nil {

@@ -77,12 +77,8 @@ type Finding struct {
 	Start, End int
 }
 
-// defaultRedactor is the Redactor behind [Redact], built on first use.
+// defaultRedactor is a zero Redactor, built on first use.
 var defaultRedactor = sync.OnceValue(func() *Redactor { return new(Redactor) })
-
-// Redact removes credentials from s with a zero [Redactor], whose environment
-// is the host process's own.
-func Redact(s string) string { return defaultRedactor().Redact(s) }
 
 // redactMaxPasses bounds the passes of Redact. A pass can expose a new token
 // boundary next to a marker, so Redact repeats until nothing changes; in
@@ -115,17 +111,6 @@ func (r *Redactor) redact(s string) (string, int) {
 		s = out
 	}
 	return s, work
-}
-
-// RedactBytes is [Redactor.Redact] for a byte slice. When nothing is redacted
-// it returns b itself.
-func (r *Redactor) RedactBytes(b []byte) []byte {
-	s := string(b)
-	out := r.Redact(s)
-	if out == s {
-		return b
-	}
-	return []byte(out)
 }
 
 // Findings reports what the first pass of [Redactor.Redact] removes from s,

@@ -110,9 +110,6 @@ type Warning struct {
 	Err    error
 }
 
-// String names the plugin and the problem.
-func (w Warning) String() string { return w.Plugin + ": " + w.Err.Error() }
-
 // withDefaults returns a copy of h with every zero field that has a
 // default set to it; a generation reads its settings from the copy.
 func (h Host) withDefaults() *Host {
@@ -144,7 +141,7 @@ func (h Host) withDefaults() *Host {
 	if h.StderrTailBytes <= 0 {
 		h.StderrTailBytes = defaultTailSize
 	}
-	h.Conn.Barrier = HostBarrier
+	h.Conn.host = true
 	return &h
 }
 
@@ -152,10 +149,10 @@ func (h Host) withDefaults() *Host {
 // the chains built from them. Create it with [Host.Start]; Close stops it.
 type Runtime struct {
 	cfg      *Host
-	sidecars []*Sidecar // started, in installed order
-	byID     map[string]*Sidecar
+	sidecars []*sidecar // started, in installed order
+	byID     map[string]*sidecar
 	slots    map[string]string    // slot → owning plugin (D17)
-	chains   map[Point][]*Sidecar // D15 order, without the point's slot owner
+	chains   map[Point][]*sidecar // D15 order, without the point's slot owner
 
 	mu       sync.Mutex // protects warnings, warned
 	warnings []Warning
@@ -171,14 +168,16 @@ type Runtime struct {
 	closeErr  error
 }
 
-// Session returns the session context the generation was started with.
-func (rt *Runtime) Session() SessionContext { return rt.cfg.Session }
+// Declaration returns the answer the running sidecar of plugin id gave to
+// extension/initialize (D9), and false when no sidecar of that plugin
+// runs in this generation.
+func (rt *Runtime) Declaration(id string) (InitializeResult, bool) {
+	if s := rt.byID[id]; s != nil {
+		return s.result, true
+	}
+	return InitializeResult{}, false
+}
 
-// Sidecars returns the started sidecars in installed order.
-func (rt *Runtime) Sidecars() []*Sidecar { return append([]*Sidecar(nil), rt.sidecars...) }
-
-// Sidecar returns the started sidecar of plugin id, or nil.
-func (rt *Runtime) Sidecar(id string) *Sidecar { return rt.byID[id] }
 
 // Warnings returns the generation's warnings so far: first the startup
 // warnings in installed order, then those of its operations as they came.
@@ -218,14 +217,14 @@ func (cfg *Host) start(ctx context.Context) (*Runtime, error) {
 			specs = append(specs, g.spec)
 		}
 	}
-	rt := &Runtime{cfg: cfg, byID: map[string]*Sidecar{}}
+	rt := &Runtime{cfg: cfg, byID: map[string]*sidecar{}}
 	if err := rt.claimSlots(specs); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.StartupTimeout)
 	defer cancel()
 	results := make([]struct {
-		s   *Sidecar
+		s   *sidecar
 		err error
 	}, len(gates))
 	sem := make(chan struct{}, cfg.MaxParallelStarts)

@@ -42,7 +42,7 @@ type Method struct {
 }
 
 // Notification reports whether the method is a notification.
-func (m Method) Notification() bool { return strings.HasSuffix(m.Direction, "_notification") }
+func (m Method) notification() bool { return strings.HasSuffix(m.Direction, "_notification") }
 
 func method(name, direction, class string, params, result any) Method {
 	m := Method{Name: name, Direction: direction, Class: class, params: reflect.TypeOf(params)}
@@ -442,7 +442,7 @@ var canonicalSchema = sync.OnceValue(func() []byte {
 	}
 	methods := map[string]any{}
 	for _, m := range registry {
-		entry := map[string]any{"class": m.Class, "direction": m.Direction, "notification": m.Notification(), "params": def(m.params), "result": nil}
+		entry := map[string]any{"class": m.Class, "direction": m.Direction, "notification": m.notification(), "params": def(m.params), "result": nil}
 		if m.result != nil {
 			entry["result"] = def(m.result)
 		}
@@ -467,7 +467,7 @@ var canonicalSchema = sync.OnceValue(func() []byte {
 		"methods":       methods,
 		"protocol":      ProtocolID,
 		"protocolID":    ProtocolID,
-		"protocolMajor": ProtocolMajor,
+		"protocolMajor": protocolMajor,
 		"title":         "Reasonix Extension Protocol v1",
 	})
 	if err != nil {

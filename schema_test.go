@@ -124,8 +124,8 @@ func TestRegistryMatchesDTOs(t *testing.T) {
 		if _, ok := lookupMethod(m.Name); !ok {
 			t.Errorf("lookupMethod(%q) failed", m.Name)
 		}
-		if m.Notification() != (m.Result == "") {
-			t.Errorf("%s: Result %q for notification=%v", m.Name, m.Result, m.Notification())
+		if m.notification() != (m.Result == "") {
+			t.Errorf("%s: Result %q for notification=%v", m.Name, m.Result, m.notification())
 		}
 	}
 	if _, ok := lookupMethod("extension/bogus"); ok {
@@ -147,8 +147,8 @@ func TestReasonTableD7(t *testing.T) {
 	}
 	for _, row := range doc.Errors {
 		e := NewError(row.Reason, "")
-		if e.Code != row.JSONRPCCode || e.Message != row.Message || e.Retryable() != row.Retryable || !row.Reason.Valid() {
-			t.Errorf("%s: got code %d retryable %v message %q", row.Reason, e.Code, e.Retryable(), e.Message)
+		if e.Code != row.JSONRPCCode || e.Message != row.Message || e.Reason.Retryable() != row.Retryable || !row.Reason.Valid() {
+			t.Errorf("%s: got code %d retryable %v message %q", row.Reason, e.Code, e.Reason.Retryable(), e.Message)
 		}
 	}
 	if Reason("nope").Valid() {

@@ -48,12 +48,12 @@ const (
 	stateStopped
 )
 
-// Sidecar is one started extension process and its connection, created
+// sidecar is one started extension process and its connection, created
 // by [Host.Start] and stopped by [Runtime.Close].
 //
 // Goroutines: watch (turns the end of the connection or of the process
 // into a crash, D13), plus those of its [Conn] and process; stop joins all.
-type Sidecar struct {
+type sidecar struct {
 	id    string
 	spec  *launchSpec
 	cfg   *Host
@@ -76,16 +76,10 @@ type Sidecar struct {
 	stopErr    error
 }
 
-// ID returns the plugin ID: the installed name.
-func (s *Sidecar) ID() string { return s.id }
-
-// Declaration returns the sidecar's answer to extension/initialize.
-func (s *Sidecar) Declaration() InitializeResult { return s.result }
-
 // launchSidecar starts one sidecar through the handshake. On failure
 // nothing is left running and the error is a *StartError.
-func launchSidecar(ctx context.Context, spec *launchSpec, cfg *Host) (*Sidecar, error) {
-	s := &Sidecar{id: spec.ID, spec: spec, cfg: cfg, start: time.Now(), classified: make(chan struct{}), watched: make(chan struct{})}
+func launchSidecar(ctx context.Context, spec *launchSpec, cfg *Host) (*sidecar, error) {
+	s := &sidecar{id: spec.ID, spec: spec, cfg: cfg, start: time.Now(), classified: make(chan struct{}), watched: make(chan struct{})}
 	s.tail = &tail{size: cfg.StderrTailBytes, redactor: cfg.Redactor}
 	proc, stage, err := startProcess(spec, spec.env(cfg.Env), s.tail)
 	if err != nil {
@@ -103,7 +97,7 @@ func launchSidecar(ctx context.Context, spec *launchSpec, cfg *Host) (*Sidecar, 
 	return s, nil
 }
 
-func (s *Sidecar) startError(stage string, err error) *StartError {
+func (s *sidecar) startError(stage string, err error) *StartError {
 	e := &StartError{Plugin: s.id, Stage: stage, Elapsed: time.Since(s.start), Err: err}
 	if s.tail != nil {
 		e.Stderr = s.tail.redacted()
@@ -114,14 +108,14 @@ func (s *Sidecar) startError(stage string, err error) *StartError {
 // abort stops a sidecar that failed its start and joins everything. The
 // connection is closed first, so an answer the barrier queued (D6) is
 // flushed, within the writer's drain bound, before the group is killed.
-func (s *Sidecar) abort() {
+func (s *sidecar) abort() {
 	s.setState(stateStopping)
 	s.conn.Close()
 	s.proc.stop(0, s.cfg.ReapTimeout, s.cfg.ExitDrain) // no grace: kill the group and reap it
 	<-s.watched
 }
 
-func (s *Sidecar) setState(st sidecarState) {
+func (s *sidecar) setState(st sidecarState) {
 	s.mu.Lock()
 	if st > s.state {
 		s.state = st
@@ -131,7 +125,7 @@ func (s *Sidecar) setState(st sidecarState) {
 
 // handshake runs extension/initialize, checks the declaration against the
 // manifest (D9) and opens the barrier (D6).
-func (s *Sidecar) handshake(ctx context.Context) error {
+func (s *sidecar) handshake(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.InitializeTimeout)
 	defer cancel()
 	rt := s.spec.Runtime
@@ -219,7 +213,7 @@ func checkDeclaration(id string, rt *RuntimeSpec, res *InitializeResult) error {
 // (D13): the process tree is killed, pending calls fail with the terminal
 // error, and the crash is reported once, only for a sidecar that started.
 // During a stop it only records the end: the stop owns the teardown.
-func (s *Sidecar) watch() {
+func (s *sidecar) watch() {
 	defer close(s.watched)
 	var cause error
 	select {
@@ -245,7 +239,7 @@ func (s *Sidecar) watch() {
 	}
 	s.mu.Unlock()
 	if !stopping {
-		s.conn.Fail(cause) // D13: every pending call fails at once
+		s.conn.fail(cause) // D13: every pending call fails at once
 	}
 	if wasReady {
 		s.proc.kill()
@@ -257,7 +251,7 @@ func (s *Sidecar) watch() {
 }
 
 // interrupted is the error of every call on a crashed sidecar (D13).
-func (s *Sidecar) interrupted(cause error) *Error {
+func (s *sidecar) interrupted(cause error) *Error {
 	e := Errorf(ReasonProviderInterrupted, "extension sidecar %s crashed: %s", s.id, s.cfg.Redactor.Redact(fmt.Sprint(cause)))
 	e.Err = cause
 	return e
@@ -265,7 +259,7 @@ func (s *Sidecar) interrupted(cause error) *Error {
 
 // usable fails fast without touching the wire when the sidecar cannot take
 // calls (PROTOCOL.md §3.8).
-func (s *Sidecar) usable() error {
+func (s *sidecar) usable() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch s.state {
@@ -284,7 +278,7 @@ func (s *Sidecar) usable() error {
 // protocol error (message redacted); provider_interrupted naming the plugin
 // when the sidecar crashed or is shut down (D13); protocol_error for a
 // malformed result; the context's error when ctx ends first.
-func (s *Sidecar) call(ctx context.Context, method string, params, result any) error {
+func (s *sidecar) call(ctx context.Context, method string, params, result any) error {
 	if err := s.usable(); err != nil {
 		return err
 	}
@@ -309,12 +303,12 @@ func (s *Sidecar) call(ctx context.Context, method string, params, result any) e
 // stop shuts the sidecar down as D11 prescribes; it is idempotent. The
 // error has reason shutdown_timeout when the sidecar did not answer
 // extension/shutdown in time or anything had to be killed.
-func (s *Sidecar) stop() error {
+func (s *sidecar) stop() error {
 	s.stopOnce.Do(func() { s.stopErr = s.doStop() })
 	return s.stopErr
 }
 
-func (s *Sidecar) doStop() error {
+func (s *sidecar) doStop() error {
 	s.mu.Lock()
 	wasReady := s.state == stateReady
 	select {
@@ -356,7 +350,7 @@ func (s *Sidecar) doStop() error {
 
 // redactErr returns err with the text of a peer's *Error redacted,
 // keeping its reason (D25: whatever the sidecar says is untrusted).
-func (s *Sidecar) redactErr(err error) error {
+func (s *sidecar) redactErr(err error) error {
 	var e *Error
 	if errors.As(err, &e) {
 		c := *e
@@ -367,7 +361,7 @@ func (s *Sidecar) redactErr(err error) error {
 }
 
 // hostHandler answers the sidecar's requests once the barrier is open.
-type hostHandler struct{ s *Sidecar }
+type hostHandler struct{ s *sidecar }
 
 func (h hostHandler) HandleRequest(ctx context.Context, method string, params json.RawMessage) (any, error) {
 	// D7: the answer to an unknown or not yet served host method carries

@@ -451,7 +451,7 @@ func TestLaunchablePluginsD10InstalledOrderAndRefusals(t *testing.T) {
 
 func TestLaunchablePluginsCorruptRecord(t *testing.T) {
 	home := t.TempDir()
-	if err := os.WriteFile(filepath.Join(home, PackagesFile), []byte(`{"version":1,"packages":[`), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(home, packagesFile), []byte(`{"version":1,"packages":[`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	specs, refused := splitGates(home, "")

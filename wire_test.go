@@ -419,7 +419,7 @@ func TestConnConcurrentCallsNeverInterleaveFrames(t *testing.T) {
 	}
 	// Counted after Close, which joins the writer: a frame is counted once
 	// its write returns, which can be after the peer has answered it.
-	if got, want := c.Stats().FramesOut, uint64(callers*callsEach); got != want {
+	if got, want := c.stats().FramesOut, uint64(callers*callsEach); got != want {
 		t.Errorf("FramesOut: got %d, want %d", got, want)
 	}
 	if err := <-peerDone; err != nil {
@@ -446,12 +446,12 @@ func TestConnWriteStallWatchdogFailsTheConnection(t *testing.T) {
 
 	// The frame is far larger than the pipe buffer, so the write blocks.
 	_, err = c.Call(context.Background(), "big", map[string]string{"pad": strings.Repeat("s", 1<<20)})
-	if !errors.Is(err, ErrWriteStall) {
-		t.Errorf("pending Call: got %v, want ErrWriteStall", err)
+	if !errors.Is(err, errWriteStall) {
+		t.Errorf("pending Call: got %v, want errWriteStall", err)
 	}
 	<-c.Done()
-	if err := c.Err(); !errors.Is(err, ErrWriteStall) {
-		t.Errorf("Err: got %v, want ErrWriteStall", err)
+	if err := c.Err(); !errors.Is(err, errWriteStall) {
+		t.Errorf("Err: got %v, want errWriteStall", err)
 	}
 	c.Close()
 	checkNoGoroutineLeft(t, before)
@@ -535,14 +535,14 @@ func TestConnTryNotifyPastEventBudgetReturnsErrQueueFullAtOnce(t *testing.T) {
 		if d := time.Since(start); d != 0 {
 			t.Errorf("17th TryNotify took %v of bubble time, want 0 (it must not block)", d)
 		}
-		if got := c.Stats().DroppedEvents; got != 1 {
+		if got := c.stats().DroppedEvents; got != 1 {
 			t.Errorf("DroppedEvents: got %d, want 1", got)
 		}
 
 		// Once the writer has written the events, the budget is free.
 		close(w.release)
 		synctest.Wait()
-		if got := c.Stats().FramesOut; got != 16 {
+		if got := c.stats().FramesOut; got != 16 {
 			t.Errorf("FramesOut: got %d, want 16", got)
 		}
 		if err := c.tryNotify("event", nil); err != nil {

@@ -424,7 +424,7 @@ func TestFullsidecarBoundedShutdownExitsZeroScenario17(t *testing.T) {
 // conformanceRuntime installs the built reference plugin as plugin ID
 // conformance-ext with the reference manifest and starts it through the
 // host.
-func conformanceRuntime(t *testing.T) (*extension.Runtime, *extension.Sidecar) {
+func conformanceRuntime(t *testing.T) (*extension.Runtime, extension.InitializeResult) {
 	t.Helper()
 	fullsidecarBinary(t)
 	home := t.TempDir()
@@ -441,16 +441,16 @@ func conformanceRuntime(t *testing.T) (*extension.Runtime, *extension.Sidecar) {
 			t.Errorf("Close = %v, want nil for the reference plugin", err)
 		}
 	})
-	s := rt.Sidecar("conformance-ext")
-	if s == nil {
+	decl, ok := rt.Declaration("conformance-ext")
+	if !ok {
 		t.Fatalf("conformance-ext did not start; warnings %v", rt.Warnings())
 	}
-	return rt, s
+	return rt, decl
 }
 
 func TestFullsidecarDeclarationPassesTheHostHandshakeD9(t *testing.T) {
-	_, s := conformanceRuntime(t)
-	got, err := json.Marshal(s.Declaration())
+	_, decl := conformanceRuntime(t)
+	got, err := json.Marshal(decl)
 	if err != nil {
 		t.Fatal(err)
 	}

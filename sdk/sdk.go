@@ -152,7 +152,7 @@ func Serve(ctx context.Context, opts Options) error {
 		maxHandlers = 32
 	}
 	s.conn = extension.NewConn(in, out, s, extension.ConnOptions{
-		Barrier:                      extension.SidecarBarrier, // D6, and the handshake's end (D11)
+		Sidecar:                      true, // D6, and the handshake's end (D11)
 		MaxHandlers:                  maxHandlers,
 		DropOverflowingNotifications: true, // PROTOCOL.md §2.5: a slow observer loses events, not the sidecar
 		Logf:                         s.logf,

@@ -97,7 +97,7 @@ func (d *demo) run(args []string) error {
 		Home:    home,
 		Session: extension.SessionContext{SessionID: "demo-session", WorkspaceRoot: work, Generation: 1},
 		OnWarning: func(w extension.Warning) {
-			d.printf("   warning: %s\n", w)
+			d.printf("   warning: %s: %v\n", w.Plugin, w.Err)
 		},
 	}
 	if d.wire {
@@ -125,11 +125,10 @@ func (d *demo) run(args []string) error {
 			rt.Close()
 		}
 	}()
-	s := rt.Sidecar(entry.Name)
-	if s == nil {
+	decl, ok := rt.Declaration(entry.Name)
+	if !ok {
 		return fmt.Errorf("%s did not start: %v", entry.Name, rt.Warnings())
 	}
-	decl := s.Declaration()
 	d.printf("   %s %s subscribes to %s", decl.Name, decl.Version, strings.Join(decl.Subscriptions, ", "))
 	if len(decl.Replaces) > 0 {
 		d.printf("; owns %s", strings.Join(decl.Replaces, ", "))

@@ -106,7 +106,7 @@ func TestRedactCommandEqualsRedactOnSmallInput(t *testing.T) {
 	if code != 0 || stderr != "" {
 		t.Fatalf("exit status %d, stderr %q; want 0 and nothing", code, stderr)
 	}
-	if want := extension.Redact(in); stdout != want {
+	if want := new(extension.Redactor).Redact(in); stdout != want {
 		t.Errorf("stdout = %q, want %q", stdout, want)
 	}
 }
@@ -145,7 +145,7 @@ func TestStreamRedactorRemovesEveryCorpusSecret(t *testing.T) {
 				}
 			}
 			if chunk == 0 { // one round: the same as redacting the whole input
-				if want := extension.Redact(in.String()); out.String() != want {
+				if want := new(extension.Redactor).Redact(in.String()); out.String() != want {
 					t.Errorf("one-round output differs from Redact of the whole input")
 				}
 			}

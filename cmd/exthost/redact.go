@@ -151,7 +151,7 @@ func (s *streamRedactor) copy(dst io.Writer, src io.Reader) error {
 			}
 		}
 		out.Write(buf[last:end])
-		if _, err := dst.Write(s.r.RedactBytes(out.Bytes())); err != nil {
+		if _, err := io.WriteString(dst, s.r.Redact(out.String())); err != nil {
 			return err
 		}
 		// Keep the last context bytes written as left context.
