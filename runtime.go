@@ -178,7 +178,6 @@ func (rt *Runtime) Declaration(id string) (InitializeResult, bool) {
 	return InitializeResult{}, false
 }
 
-
 // Warnings returns the generation's warnings so far: first the startup
 // warnings in installed order, then those of its operations as they came.
 func (rt *Runtime) Warnings() []Warning {
