@@ -1,8 +1,6 @@
 package extension
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -481,10 +479,3 @@ var canonicalSchema = sync.OnceValue(func() []byte {
 // sorted at every level, no trailing newline. It is byte-identical to the
 // frozen contract and to schema.generated.json.
 func CanonicalSchema() []byte { return slices.Clone(canonicalSchema()) }
-
-// SchemaHash returns "sha256:" and the lowercase hex SHA-256 of
-// [CanonicalSchema]. The committed constant [GeneratedSchemaHash] equals it.
-func SchemaHash() string {
-	sum := sha256.Sum256(canonicalSchema())
-	return "sha256:" + hex.EncodeToString(sum[:])
-}
