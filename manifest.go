@@ -177,23 +177,28 @@ func readBounded(path string, limit int64) ([]byte, error) {
 	return data, nil
 }
 
-// manifestProbe is the first, lenient read of a manifest: the syntax of the
-// whole document, the root members, and whether it is a v1 manifest.
-type manifestProbe struct {
-	APIVersion  json.RawMessage `json:"apiVersion,omitempty" proto:"raw"`
-	Name        json.RawMessage `json:"name,omitempty" proto:"raw"`
-	Version     json.RawMessage `json:"version,omitempty" proto:"raw"`
-	Description json.RawMessage `json:"description,omitempty" proto:"raw"`
-	Contributes json.RawMessage `json:"contributes,omitempty" proto:"raw"`
-	Runtime     json.RawMessage `json:"runtime,omitempty" proto:"raw"`
+var manifestNode = mustNode[Manifest]()
+
+// membersNode is a first, lenient read of a document: the syntax of the
+// whole of it and its root members as they are, none repeated (D3).
+var membersNode = &vnode{kind: vObject, isMap: true, elem: rawNode}
+
+// members is the result of such a read: each member's raw value,
+// aliasing the document.
+type members map[string][]byte
+
+// caseVariant refuses a member that matches one of names only by case or
+// Unicode folding (D3), naming it; nil when there is none.
+func (ms members) caseVariant(names ...string) error {
+	for _, m := range slices.Sorted(maps.Keys(ms)) {
+		for _, n := range names {
+			if m != n && strings.EqualFold(m, n) {
+				return &ManifestError{Field: fieldName(m), Msg: "unknown field; names are case-sensitive: did you mean " + strconv.Quote(n) + "?"}
+			}
+		}
+	}
+	return nil
 }
-
-func (manifestProbe) objectMode() objectMode { return lenient }
-
-var (
-	manifestProbeNode = mustNode[manifestProbe]()
-	manifestNode      = mustNode[Manifest]()
-)
 
 // readDocument walks data, which must be one JSON object, against n into
 // dst through the strict walk, phrasing failures as a *ManifestError.
@@ -255,21 +260,24 @@ func ParseManifest(data []byte) (*Manifest, error) {
 	if len(data) > maxManifestBytes {
 		return nil, &ManifestError{Msg: fmt.Sprintf("the manifest is larger than %d bytes", maxManifestBytes)}
 	}
-	var probe manifestProbe
-	if err := readDocument(data, "the manifest", manifestProbeNode(), &probe); err != nil {
+	var root members
+	if err := readDocument(data, "the manifest", membersNode, &root); err != nil {
 		return nil, err
 	}
 	m := new(Manifest)
-	if probe.APIVersion == nil {
+	if root["apiVersion"] == nil {
 		// A legacy manifest: lenient about types, never about a runtime.
-		if probe.Runtime != nil {
+		if err := root.caseVariant("apiVersion", "runtime"); err != nil {
+			return nil, err
+		}
+		if root["runtime"] != nil {
 			return nil, &ManifestError{Field: "runtime", Msg: fmt.Sprintf("a runtime needs \"apiVersion\": %q; add it to the manifest", manifestAPIVersion)}
 		}
-		m.Name, _ = plainString(probe.Name)
-		m.Version, _ = plainString(probe.Version)
-		m.Description, _ = plainString(probe.Description)
-		if len(probe.Contributes) > 0 && probe.Contributes[0] == '{' {
-			m.Contributes = cloneRaw(probe.Contributes)
+		m.Name, _ = plainString(root["name"])
+		m.Version, _ = plainString(root["version"])
+		m.Description, _ = plainString(root["description"])
+		if c := root["contributes"]; len(c) > 0 && c[0] == '{' {
+			m.Contributes = cloneRaw(c)
 		}
 	} else if err := readDocument(data, "the manifest", manifestNode(), m); err != nil {
 		return nil, err

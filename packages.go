@@ -219,41 +219,30 @@ func LoadPackages(home string) ([]PackageEntry, error) {
 	return p, nil
 }
 
-// packagesProbe is the first, lenient read of the file: the syntax of the
-// whole document, the root members, and the version, which decides how
-// the rest reads.
-type packagesProbe struct {
-	Version  json.RawMessage `json:"version,omitempty" proto:"raw"`
-	Packages json.RawMessage `json:"packages,omitempty" proto:"raw"`
-}
-
-func (packagesProbe) objectMode() objectMode { return lenient }
-
 // packagesDoc is the file as it is read strictly.
 type packagesDoc struct {
 	Version  int64          `json:"version"`
 	Packages []PackageEntry `json:"packages,omitempty"`
 }
 
-var (
-	packagesProbeNode = mustNode[packagesProbe]()
-	packagesDocNode   = mustNode[packagesDoc]()
-)
+var packagesDocNode = mustNode[packagesDoc]()
 
 // parsePackages reads the file strictly through the strict walk; its
 // errors are *ManifestError values that LoadPackages relabels.
 func parsePackages(data []byte) ([]PackageEntry, error) {
-	var probe packagesProbe
-	if err := readDocument(data, "the file", packagesProbeNode(), &probe); err != nil {
+	// The version decides how the rest reads, so it is checked first: a
+	// later format reports "unsupported version", not an odd entry.
+	var root members
+	if err := readDocument(data, "the file", membersNode, &root); err != nil {
 		return nil, err
 	}
-	// The version decides how the rest reads, so it is checked before the
-	// entries: a later format reports "unsupported version", not an odd
-	// entry.
-	if probe.Version == nil {
+	if err := root.caseVariant("version", "packages"); err != nil {
+		return nil, err
+	}
+	if root["version"] == nil {
 		return nil, &ManifestError{Field: "version", Msg: "missing"}
 	}
-	if v, ok := parseInt(string(probe.Version)); ok && v != 1 {
+	if v, ok := parseInt(string(root["version"])); ok && v != 1 {
 		return nil, &ManifestError{Field: "version", Msg: fmt.Sprintf("unsupported version %d; this host reads version 1", v)}
 	}
 	var doc packagesDoc

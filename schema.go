@@ -140,9 +140,8 @@ func (k vkind) String() string {
 type objectMode uint8
 
 const (
-	closed  objectMode = iota // refused, naming a case-variant match (D3)
-	open                      // skipped: envelopes and error objects, where only exact names count
-	lenient                   // skipped, unless it matches a known member case-insensitively
+	closed objectMode = iota // refused, naming a case-variant match (D3)
+	open                     // skipped: envelopes and error objects, where only exact names count
 )
 
 // vnode is one node of the tree the strict walk follows, built from a Go

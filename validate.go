@@ -105,7 +105,7 @@ func (w *walker) fail(r rule, detail, format string, args ...any) *ValidationErr
 		case t.key == nil:
 			p.WriteString(strconv.Itoa(t.index))
 			fmt.Fprintf(&f, "[%d]", t.index)
-		case t.inMap:
+		case t.inMap && f.Len() > 0: // a map key, unless the document is the map
 			name := unquote(t.key, t.escaped)
 			p.WriteString(strings.NewReplacer("~", "~0", "/", "~1").Replace(name))
 			fmt.Fprintf(&f, "[%q]", name)
@@ -266,7 +266,7 @@ func (w *walker) object(n *vnode, dst reflect.Value) error {
 			i, known = n.index[string(key[1:len(key)-1])] // no allocation
 		}
 		switch {
-		case !known && (n.mode == closed || n.mode == lenient && n.suggest(key, escaped) != ""):
+		case !known && n.mode == closed:
 			return w.unknownMember(n, key, escaped)
 		case !known:
 			return w.free(rawNode, reflect.Value{}) // an open object tolerates it
