@@ -112,25 +112,7 @@ type AuditRecord struct {
 	Reason string
 }
 
-// InterceptError is an operation failed by a required-class plugin (D19)
-// or by a slot owner (D17). Err carries the protocol reason: for example
-// intercept_timeout, provider_interrupted, or protocol_error for a
-// violation such as an invalid replacement.
-type InterceptError struct {
-	Plugin string
-	Point  Point
-	Err    error
-}
-
-// Error names the plugin, the point and the cause.
-func (e *InterceptError) Error() string {
-	return fmt.Sprintf("extension %s failed %s: %v", e.Plugin, e.Point, e.Err)
-}
-
-// Unwrap returns the cause.
-func (e *InterceptError) Unwrap() error { return e.Err }
-
-// ErrSlotOwnerBlocked is the cause of an [InterceptError] when the slot
+// ErrSlotOwnerBlocked is the cause of a [PluginError] when the slot
 // owner answered block: from the owner, block fails the operation (D17).
 var ErrSlotOwnerBlocked = errors.New("the slot owner blocked the operation")
 
@@ -196,7 +178,7 @@ func (rt *Runtime) requiredClass(s *sidecar) bool {
 // is used as is). A block stops the operation and is reported in the
 // outcome. A failure or violation of a required-class plugin, anything but
 // continue, replace or a permission ruling from the slot owner, and a slot
-// owner that is not running fail the operation with an *InterceptError; an
+// owner that is not running fail the operation with a *PluginError; an
 // optional plugin's failure is warned once and skipped (D19). Intercept
 // never falls back to another plugin (D13).
 func (rt *Runtime) Intercept(ctx context.Context, p Point, payload any) (*InterceptOutcome, error) {
@@ -235,7 +217,7 @@ func (rt *Runtime) Intercept(ctx context.Context, p Point, payload any) (*Interc
 		if owner == nil {
 			// D17, D19: the owner is required-class; a missing one fails
 			// the operation rather than letting the host default stand.
-			return nil, &InterceptError{Plugin: rt.slots[id], Point: p,
+			return nil, &PluginError{Plugin: rt.slots[id], Op: string(p),
 				Err: Errorf(ReasonProviderInterrupted, "extension %s owns the %s slot but is not running", rt.slots[id], id)}
 		}
 		if _, err := rt.rule(ctx, owner, p, out, hostDecision, true); err != nil {
@@ -295,7 +277,7 @@ func (rt *Runtime) rule(ctx context.Context, s *sidecar, p Point, out *Intercept
 		reason := rt.cfg.Redactor.Redact(res.Reason)
 		if owner {
 			// D17: from the slot owner, block fails the operation.
-			return false, &InterceptError{Plugin: s.id, Point: p, Err: fmt.Errorf("%w: %s", ErrSlotOwnerBlocked, reason)}
+			return false, &PluginError{Plugin: s.id, Op: string(p), Err: fmt.Errorf("%w: %s", ErrSlotOwnerBlocked, reason)}
 		}
 		out.Blocked, out.BlockedBy, out.Reason = true, s.id, reason
 	case DecisionReplace:
@@ -337,7 +319,7 @@ func (rt *Runtime) rule(ctx context.Context, s *sidecar, p Point, out *Intercept
 // that failed, "violation" for an illegal answer) and skipped.
 func (rt *Runtime) failure(s *sidecar, p Point, category string, err error, owner bool) error {
 	if owner || rt.requiredClass(s) {
-		return &InterceptError{Plugin: s.id, Point: p, Err: err}
+		return &PluginError{Plugin: s.id, Op: string(p), Err: err}
 	}
 	rt.warnOnce(category, s.id, fmt.Errorf("skipping optional extension %s at %s: %w", s.id, p, err))
 	return nil

@@ -111,9 +111,9 @@ func TestInterceptMatrixEveryPointD16(t *testing.T) {
 				t.Fatalf("invalid replace from an optional plugin: %+v, %v; want skipped", out, err)
 			}
 			_, err = badRequired.Intercept(bg, p, payload)
-			var ie *extension.InterceptError
+			var ie *extension.PluginError
 			if !errors.As(err, &ie) || ie.Plugin != "v" || !errors.Is(err, extension.ReasonProtocolError) || !strings.Contains(err.Error(), "bogus") {
-				t.Fatalf("invalid replace from a required plugin: %v; want an InterceptError with protocol_error", err)
+				t.Fatalf("invalid replace from a required plugin: %v; want a PluginError with protocol_error", err)
 			}
 		})
 	}
@@ -252,9 +252,9 @@ func TestSlotOwnerHasTheFinalSayD17(t *testing.T) {
 		t.Run(c.verdict+" fails the operation", func(t *testing.T) {
 			rt := startRuntime(t, nil, owner(c.verdict), member)
 			_, err := rt.Intercept(bg, extension.SystemPromptBuild, payload)
-			var ie *extension.InterceptError
+			var ie *extension.PluginError
 			if !errors.As(err, &ie) || ie.Plugin != "owner" || !errors.Is(err, c.want) {
-				t.Fatalf("Intercept = %v, want an InterceptError of owner matching %v", err, c.want)
+				t.Fatalf("Intercept = %v, want a PluginError of owner matching %v", err, c.want)
 			}
 		})
 	}
@@ -370,8 +370,8 @@ func TestSidecarReportedTimeoutIsTheSameTimeoutD18(t *testing.T) {
 			"FIXTURE_ANSWER": fmt.Sprintf(`"error":{"code":%d,"message":%q,"data":{"reason":%q,"retryable":true}}`, r.Code(), r.Message(), r),
 		}})
 	_, err := rt.Intercept(bg, extension.ToolBefore, json.RawMessage(hostPayloads[extension.ToolBefore]))
-	var ie *extension.InterceptError
-	if !errors.As(err, &ie) || ie.Plugin != "slow" || ie.Point != extension.ToolBefore ||
+	var ie *extension.PluginError
+	if !errors.As(err, &ie) || ie.Plugin != "slow" || ie.Op != string(extension.ToolBefore) ||
 		!errors.Is(err, extension.ReasonInterceptTimeout) || !strings.Contains(err.Error(), "ran out of its 30s for tool.before") {
 		t.Fatalf("Intercept = %v, want intercept_timeout from slow naming tool.before and the 30s budget", err)
 	}
@@ -522,9 +522,9 @@ func TestMissingSlotOwnerFailsTheOperationD17(t *testing.T) {
 	rt := startRuntime(t, nil, plugin{name: "owner", fixture: "raw", env: map[string]string{"FIXTURE_RESULT": bad},
 		runtime: map[string]any{"replaces": []string{"system_prompt"}}})
 	_, err := rt.Intercept(bg, extension.SystemPromptBuild, json.RawMessage(hostPayloads[extension.SystemPromptBuild]))
-	var ie *extension.InterceptError
+	var ie *extension.PluginError
 	if !errors.As(err, &ie) || ie.Plugin != "owner" || !errors.Is(err, extension.ReasonProviderInterrupted) {
-		t.Fatalf("Intercept = %v, want an InterceptError: the owner is not running, and there is no fallback", err)
+		t.Fatalf("Intercept = %v, want a PluginError: the owner is not running, and there is no fallback", err)
 	}
 }
 

@@ -158,19 +158,25 @@ func (e *PackagesError) Error() string {
 // Unwrap returns the cause.
 func (e *PackagesError) Unwrap() error { return e.Err }
 
-// PluginError reports a failed operation on one installed plugin.
+// PluginError reports a failed operation on one plugin: install, enable,
+// disable or remove, or an operation at a hook point that a required-class
+// plugin (D19) or a slot owner (D17) failed. Err carries the cause: one of
+// the sentinel errors, or a protocol reason such as intercept_timeout,
+// provider_interrupted, or protocol_error for a violation such as an
+// invalid replacement.
 type PluginError struct {
-	// Plugin is the installed name.
+	// Plugin is the plugin ID (the installed name).
 	Plugin string
-	// Op is the operation: install, enable, disable or remove.
+	// Op is the operation: install, enable, disable, remove, or the hook
+	// point of a failed operation, such as tool.before.
 	Op string
-	// Err is the cause, often one of the sentinel errors.
+	// Err is the cause.
 	Err error
 }
 
-// Error returns "<op> plugin "<name>": <cause>".
+// Error returns "plugin "<name>" failed <op>: <cause>".
 func (e *PluginError) Error() string {
-	return fmt.Sprintf("%s plugin %q: %v", e.Op, e.Plugin, e.Err)
+	return fmt.Sprintf("plugin %q failed %s: %v", e.Plugin, e.Op, e.Err)
 }
 
 // Unwrap returns the cause.
