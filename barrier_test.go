@@ -18,14 +18,7 @@ import (
 // each of the peer's writes is one write(2).
 func rawPipePeer(t *testing.T, h Handler, opts ConnOptions) (*Conn, *bufio.Reader, *os.File) {
 	t.Helper()
-	connR, peerW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	peerR, connW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
+	connR, connW, peerR, peerW := osPipes(t)
 	c := NewConn(connR, connW, h, opts)
 	t.Cleanup(func() {
 		c.Close()

@@ -90,6 +90,7 @@ func FuzzDecodeMessage(f *testing.F) {
 	})
 }
 
+// jsonEqual compares two documents as JSON values; nil equals only nil.
 func jsonEqual(a, b []byte) bool {
 	if a == nil || b == nil {
 		return a == nil && b == nil
@@ -116,14 +117,7 @@ func FuzzValidate(f *testing.F) {
 	for i, n := range names {
 		index[n] = uint8(i)
 	}
-	b, err := os.ReadFile("testdata/methods.json")
-	if err != nil {
-		f.Fatal(err)
-	}
-	var fixtures map[string]map[string]json.RawMessage
-	if err := json.Unmarshal(b, &fixtures); err != nil {
-		f.Fatal(err)
-	}
+	fixtures := methodFixtures(f)
 	for _, m := range Methods() {
 		f.Add(index[m.Params], []byte(fixtures[m.Name]["params"]))
 		if m.Result != "" {

@@ -263,8 +263,6 @@ type redactScan struct {
 	spans  []redactSpan
 	cur    int   // rule being run
 	done   []int // per rule: end of its last span; hits before it are skipped
-	kvEnd  int   // the key=value rule skips hits before this: keys and rejected values it examined
-	urlEnd int   // the URL userinfo rule skips hits before this: text it examined in vain
 	pemAt  int   // offset of the END line closing the last PEM block, or -1
 	work   int   // bytes the rules examined (see Redactor.redact)
 }
@@ -277,6 +275,10 @@ func (st *redactScan) add(start, end int, name string) {
 	st.spans = append(st.spans, redactSpan{start: start, end: end, rule: name})
 	st.done[st.cur] = max(st.done[st.cur], end)
 }
+
+// examined makes the engine skip the current rule's hits before end: text
+// it examined, in vain or not, and need not examine again.
+func (st *redactScan) examined(end int) { st.done[st.cur] = max(st.done[st.cur], end) }
 
 // scan runs every rule over s once and returns the spans to replace and
 // the bytes its rules examined.
@@ -335,9 +337,6 @@ func (p *redactProgram) anchorAt(s string, i int, a *redactAnchor) bool {
 // user: anything but a port, the userinfo runs on to the first '@'.
 func redactURLUserinfo(st *redactScan, p int) {
 	s := st.s
-	if p < st.urlEnd {
-		return
-	}
 	b := p
 	for b > 0 && p-b < 32 && (redactAlnum(s[b-1]) || strings.IndexByte("+.-", s[b-1]) >= 0) {
 		b--
@@ -371,7 +370,7 @@ func redactURLUserinfo(st *redactScan, p int) {
 	}
 	st.work += i - b
 	if past && at < 0 { // no userinfo, nor for a "://" inside what was read
-		st.urlEnd = i
+		st.examined(i)
 	}
 	if at <= start {
 		return

@@ -253,13 +253,10 @@ func redactKeyKind(prev, key string) int {
 //
 // It stays linear in the input: every byte of a value is scanned once.
 // A value that is redacted ends the rule's hits before its end (done); a
-// value that is rejected (a placeholder, a count) sets kvEnd to its end, so
-// the keys inside it are not examined again.
+// value that is rejected (a placeholder, a count) is marked examined, so the
+// keys inside it are not examined again.
 func redactKeyValue(st *redactScan, p int) {
 	s := st.s
-	if p < st.kvEnd {
-		return
-	}
 	ks, ke := p, p
 	for ks > 0 && p-ks < 64 && redactKeyChar(s[ks-1]) && !(ks >= 2 && s[ks-2] == '\\' && strings.IndexByte("nrt", s[ks-1]) >= 0) { // \nkey
 		ks--
@@ -267,7 +264,7 @@ func redactKeyValue(st *redactScan, p int) {
 	for ke < len(s) && ke-p < 64 && redactKeyChar(s[ke]) {
 		ke++
 	}
-	st.kvEnd = ke
+	st.examined(ke)
 	st.work += ke - ks
 	if ks > 0 && (s[ks-1] == '/' || s[ks-1] == ':') { // a URL path or ARN segment
 		return
@@ -283,7 +280,8 @@ func redactKeyValue(st *redactScan, p int) {
 	}
 	i = redactBlank(s, i)
 	st.work += i - ke
-	st.kvEnd = i
+	st.examined(i)
+	examined := i
 	words := false // the value may hold blanks (password: correct horse)
 	switch {
 	case strings.HasPrefix(s[i:], ":=") || strings.HasPrefix(s[i:], "=>"):
@@ -312,12 +310,12 @@ func redactKeyValue(st *redactScan, p int) {
 	}
 	i = redactBlank(s, i)
 	vs, ve, end := redactValue(s, i, ks, kind, words && kind == redactKeyPassword)
-	st.work += end - st.kvEnd
+	st.work += end - examined
 	v := s[vs:ve]
 	header := kind == redactKeyAuthorization || kind == redactKeyCookie
 	if redactRejectValue(s, i, vs, ve, header) ||
 		strings.EqualFold(s[ks:ke], "pwd") && (strings.HasPrefix(v, "/") || redactDrivePath(v)) {
-		st.kvEnd = max(st.kvEnd, ve)
+		st.examined(ve)
 		return
 	}
 	name := "secret-key-value"

@@ -347,17 +347,24 @@ func (w *blockingWriter) Close() error {
 	return nil
 }
 
+// osPipes returns the ends of two os.Pipes: what a Conn reads and writes,
+// and the peer's ends of each, so that every write is one write(2).
+func osPipes(t *testing.T) (connR, connW, peerR, peerW *os.File) {
+	t.Helper()
+	connR, peerW, err := os.Pipe()
+	if err == nil {
+		peerR, connW, err = os.Pipe()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return connR, connW, peerR, peerW
+}
+
 func TestConnConcurrentCallsNeverInterleaveFrames(t *testing.T) {
 	hangWatchdog(t)
 	before := runtime.NumGoroutine()
-	connR, peerW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	peerR, connW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
+	connR, connW, peerR, peerW := osPipes(t)
 	c := NewConn(connR, connW, nil, ConnOptions{})
 
 	const callers, callsEach = 100, 5
@@ -432,20 +439,13 @@ func TestConnConcurrentCallsNeverInterleaveFrames(t *testing.T) {
 func TestConnWriteStallWatchdogFailsTheConnection(t *testing.T) {
 	hangWatchdog(t)
 	before := runtime.NumGoroutine()
-	connR, peerW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
+	connR, connW, peerR, peerW := osPipes(t) // nobody reads peerR
 	defer peerW.Close()
-	peerR, connW, err := os.Pipe() // nobody reads peerR
-	if err != nil {
-		t.Fatal(err)
-	}
 	defer peerR.Close()
 	c := NewConn(connR, connW, nil, ConnOptions{WriteStallTimeout: 50 * time.Millisecond})
 
 	// The frame is far larger than the pipe buffer, so the write blocks.
-	_, err = c.Call(context.Background(), "big", map[string]string{"pad": strings.Repeat("s", 1<<20)})
+	_, err := c.Call(context.Background(), "big", map[string]string{"pad": strings.Repeat("s", 1<<20)})
 	if !errors.Is(err, errWriteStall) {
 		t.Errorf("pending Call: got %v, want errWriteStall", err)
 	}

@@ -50,11 +50,7 @@ func TestInterceptVerdictsOnTheWireD16(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				opts := minimalOptions
-				opts.Intercept = map[extension.Point]sdk.InterceptFunc{extension.PermissionDecision: tc.fn}
-				p := serve(t, context.Background(), opts)
-				defer p.close()
-				p.handshake()
+				p := withInterceptor(t, extension.PermissionDecision, tc.fn)
 				f := p.call(intercept(2, extension.PermissionDecision, `{"name":"ls","hostDecision":"deny"}`))
 				if f.Error != nil || !strings.Contains(f.raw, tc.want) {
 					t.Fatalf("got %s, want it to carry %s", f.raw, tc.want)
@@ -78,11 +74,7 @@ func TestInterceptFailuresAreTheFrozenInternalError(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				opts := minimalOptions
-				opts.Intercept = map[extension.Point]sdk.InterceptFunc{extension.InputReceive: tc.fn}
-				p := serve(t, context.Background(), opts)
-				defer p.close()
-				p.handshake()
+				p := withInterceptor(t, extension.InputReceive, tc.fn)
 				// CONTRACT-NOTES §9.3: the frozen internal error, with the
 				// detail kept off the wire; the connection survives.
 				f := p.call(intercept(2, extension.InputReceive, `{"text":"hi"}`))
@@ -117,11 +109,7 @@ func TestInterceptDeadlineIsInterceptTimeout(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				opts := minimalOptions
-				opts.Intercept = map[extension.Point]sdk.InterceptFunc{extension.ToolBefore: tc.fn}
-				p := serve(t, context.Background(), opts)
-				defer p.close()
-				p.handshake()
+				p := withInterceptor(t, extension.ToolBefore, tc.fn)
 				// CONTRACT-NOTES §13A: the callback's deadline is the
 				// host's timeoutMillis; past it the answer is
 				// intercept_timeout, whatever the callback returns.
@@ -145,9 +133,7 @@ func TestInterceptNullPayloadNeverReachesTheCallbackD22(t *testing.T) {
 			called = true
 			return sdk.Continue(), nil
 		}}
-		p := serve(t, context.Background(), opts)
-		defer p.close()
-		p.handshake()
+		p := started(t, opts)
 		wantError(t, p.call(request(2, extension.MethodIntercept, `{"event":"tool.before","seq":1,"payload":null,"timeoutMillis":0}`)), "2", -32602, extension.ReasonInvalidParams)
 		sha := strings.Repeat("ab", 32)
 		ext := `{"event":"tool.before","seq":2,"payload":null,"timeoutMillis":0,"externalized":[{"jsonPointer":"/payload","contentRef":"content_1","totalBytes":70000,"sha256":"` + sha + `"}]}`
@@ -175,9 +161,7 @@ func TestInterceptCallCarriesTheHostsCall(t *testing.T) {
 		}
 		opts := minimalOptions
 		opts.Intercept = map[extension.Point]sdk.InterceptFunc{extension.ToolBefore: record("tool"), "*": record("wildcard")}
-		p := serve(t, context.Background(), opts)
-		defer p.close()
-		p.handshake()
+		p := started(t, opts)
 		cases := []struct {
 			req  string
 			want seen
@@ -209,9 +193,7 @@ func TestInterceptPointWithoutInterceptorContinues(t *testing.T) {
 			mu.Unlock()
 			return sdk.Block("no"), nil
 		}}
-		p := serve(t, context.Background(), opts)
-		defer p.close()
-		p.handshake()
+		p := started(t, opts)
 		wantResult(t, p.call(intercept(2, extension.SessionStart, `{"phase":"start"}`)), "2", continueResult)
 		mu.Lock()
 		defer mu.Unlock()
@@ -233,11 +215,7 @@ func TestInterceptInvalidParams(t *testing.T) {
 	for name, params := range cases {
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				opts := minimalOptions
-				opts.Intercept = map[extension.Point]sdk.InterceptFunc{"*": rule(sdk.Block("must not run"))}
-				p := serve(t, context.Background(), opts)
-				defer p.close()
-				p.handshake()
+				p := withInterceptor(t, "*", rule(sdk.Block("must not run")))
 				wantError(t, p.call(request(2, extension.MethodIntercept, params)), "2", -32602, extension.ReasonInvalidParams)
 			})
 		})
@@ -249,9 +227,7 @@ func TestObserveGetsEventsAndDropsMalformedOnes(t *testing.T) {
 		events := make(chan sdk.Event, 4)
 		opts := minimalOptions
 		opts.Observe = map[extension.Point]sdk.ObserveFunc{"*": func(ctx context.Context, e *sdk.Event) { events <- *e }}
-		p := serve(t, context.Background(), opts)
-		defer p.close()
-		p.handshake()
+		p := started(t, opts)
 		p.send(`{"jsonrpc":"2.0","method":"extension/event","params":{"event":"tool.maybe","payload":{}}}`)
 		p.send(`{"jsonrpc":"2.0","method":"extension/event","params":{"event":"tool.after","payload":{"name":"ls"}}}`)
 		// Notifications are handled in arrival order: the first observed is
@@ -277,9 +253,7 @@ func TestObserversRoutePerPointWithWildcard(t *testing.T) {
 			extension.SessionStart: func(ctx context.Context, e *sdk.Event) { got <- "start:" + string(e.Point) },
 			"*":                    func(ctx context.Context, e *sdk.Event) { got <- "any:" + string(e.Point) },
 		}
-		p := serve(t, context.Background(), opts)
-		defer p.close()
-		p.handshake()
+		p := started(t, opts)
 		p.send(`{"jsonrpc":"2.0","method":"extension/event","params":{"event":"session.start","payload":{}}}`)
 		p.send(`{"jsonrpc":"2.0","method":"extension/event","params":{"event":"tool.after","payload":{}}}`)
 		for _, want := range []string{"start:session.start", "any:tool.after"} {

@@ -73,6 +73,25 @@ func serve(t *testing.T, ctx context.Context, opts sdk.Options) *peer {
 	return p
 }
 
+// started serves opts and completes the handshake; the peer closes when
+// the test (or its synctest bubble) ends.
+func started(t *testing.T, opts sdk.Options) *peer {
+	t.Helper()
+	p := serve(t, context.Background(), opts)
+	t.Cleanup(p.close)
+	p.handshake()
+	return p
+}
+
+// withInterceptor is started with minimalOptions and fn as the
+// interceptor of point.
+func withInterceptor(t *testing.T, point extension.Point, fn sdk.InterceptFunc) *peer {
+	t.Helper()
+	opts := minimalOptions
+	opts.Intercept = map[extension.Point]sdk.InterceptFunc{point: fn}
+	return started(t, opts)
+}
+
 // send writes one frame.
 func (p *peer) send(line string) {
 	p.t.Helper()
@@ -537,9 +556,7 @@ func TestServePoolOf32AnswersTheThirtyThirdServerBusy(t *testing.T) {
 				return sdk.Continue(), nil
 			},
 		}
-		p := serve(t, context.Background(), opts)
-		defer p.close()
-		p.handshake()
+		p := started(t, opts)
 		for id := 10; id < 42; id++ {
 			p.send(intercept(id, extension.ToolBefore, `{}`))
 		}
@@ -576,9 +593,7 @@ func TestServeD11ShutdownAnswersThenReturnsNil(t *testing.T) {
 		ran := make(chan struct{}, 1)
 		opts := minimalOptions
 		opts.Shutdown = func(ctx context.Context) error { ran <- struct{}{}; return errors.New("cleanup failed") }
-		p := serve(t, context.Background(), opts)
-		defer p.close()
-		p.handshake()
+		p := started(t, opts)
 		// CONTRACT-NOTES §4.7: accepted (even when the callback fails),
 		// then the sidecar's side closes and Serve returns nil, with the
 		// host's stdin still open.
@@ -604,9 +619,7 @@ func TestServeD11ShutdownCallbackBoundedByTimeoutMillis(t *testing.T) {
 			saw <- ctx.Err()
 			return ctx.Err()
 		}
-		p := serve(t, context.Background(), opts)
-		defer p.close()
-		p.handshake()
+		p := started(t, opts)
 		wantResult(t, p.call(request(2, extension.MethodShutdown, `{"timeoutMillis":50}`)), "2", acceptedResult)
 		if err := <-saw; !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("the callback's context ended with %v, want the timeoutMillis deadline", err)
@@ -670,9 +683,7 @@ func stopDuringCallback(t *testing.T, opts sdk.Options, callback func(ctx contex
 			return callback(ctx)
 		},
 	}
-	p := serve(t, context.Background(), opts)
-	defer p.close()
-	p.handshake()
+	p := started(t, opts)
 	p.send(intercept(2, extension.ToolBefore, `{"name":"x","arguments":"{}"}`))
 	<-entered
 	start := time.Now()
