@@ -30,7 +30,7 @@ var referenceBinary = sync.OnceValues(func() (string, error) {
 })
 
 // conformanceRuntime installs the reference plugin as conformance-ext with
-// the manifest of CONTRACT-NOTES §13 (plus runtime fields in extra) and
+// the reference manifest (plus runtime fields in extra) and
 // starts it; env reaches the sidecar through the host's environment.
 func conformanceRuntime(t *testing.T, extra map[string]any, env ...string) (*extension.Runtime, *int32) {
 	t.Helper()

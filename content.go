@@ -1,6 +1,6 @@
 package extension
 
-// MethodContentRead pages an externalized content object (CONTRACT-NOTES §7).
+// MethodContentRead pages an externalized content object (PROTOCOL.md §6).
 const MethodContentRead = "host/content/read"
 
 // ContentEncoding is the encoding label of a content page; v1 has one.

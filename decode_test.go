@@ -26,7 +26,6 @@ func methodFixtures(t testing.TB) map[string]map[string]json.RawMessage {
 	return f
 }
 
-
 func TestEveryMethodFixtureRoundTrips(t *testing.T) {
 	fixtures := methodFixtures(t)
 	for _, m := range Methods() {
@@ -194,7 +193,7 @@ func TestEveryDefRejectsEachViolation(t *testing.T) {
 	}
 }
 
-// TestStrictRulesBeyondTheSchemaD3 covers the rules of CONTRACT-NOTES §3.1
+// TestStrictRulesBeyondTheSchemaD3 covers the rules of PROTOCOL.md §10
 // that the JSON Schema cannot say.
 func TestStrictRulesBeyondTheSchemaD3(t *testing.T) {
 	init := func(s string) string {
@@ -283,19 +282,25 @@ func TestDecodeParamsMapsToInvalidParamsAndResultsToProtocolError(t *testing.T) 
 	if err := DecodeResult(MethodShutdown, json.RawMessage(`{}`), &r); !errors.Is(err, ReasonProtocolError) {
 		t.Fatalf("DecodeResult = %v, want protocol_error", err)
 	}
-	// D5: absent params read as {} and then validated.
-	if err := DecodeParams(MethodShutdown, nil, &p); !errors.Is(err, ReasonInvalidParams) || !strings.Contains(err.Error(), "timeoutMillis") {
-		t.Fatalf("DecodeParams(nil) = %v, want invalid_params naming timeoutMillis", err)
-	}
-	var ip InitializedParams
-	if err := DecodeParams(MethodInitialized, nil, &ip); err != nil {
-		t.Fatalf("DecodeParams(initialized, nil) = %v, want nil (D5)", err)
-	}
 	if err := DecodeParams(MethodShutdown, json.RawMessage(`{"timeoutMillis":1}`), &r); !errors.Is(err, ReasonInternal) {
 		t.Fatalf("DecodeParams into the wrong DTO = %v, want internal", err)
 	}
 	if err := DecodeParams("extension/bogus", nil, &p); !errors.Is(err, ReasonUnknownMethod) {
 		t.Fatalf("DecodeParams(bogus) = %v, want unknown_method", err)
+	}
+}
+
+// TestAbsentParamsReadAsEmptyObjectD5: absent params read as {} and are
+// then validated like any other, so a method with a required member
+// refuses them and one without accepts them.
+func TestAbsentParamsReadAsEmptyObjectD5(t *testing.T) {
+	var p ShutdownParams
+	if err := DecodeParams(MethodShutdown, nil, &p); !errors.Is(err, ReasonInvalidParams) || !strings.Contains(err.Error(), "timeoutMillis") {
+		t.Fatalf("DecodeParams(shutdown, nil) = %v, want invalid_params naming timeoutMillis", err)
+	}
+	var ip InitializedParams
+	if err := DecodeParams(MethodInitialized, nil, &ip); err != nil {
+		t.Fatalf("DecodeParams(initialized, nil) = %v, want nil", err)
 	}
 }
 

@@ -1,78 +1,95 @@
 // Package extension is the reference implementation of Reasonix Extension
-// Protocol v1 (protocol ID "reasonix.extension.v1"): strict JSON-RPC 2.0 over
-// NDJSON between the Reasonix agent (the host) and its sidecar extensions.
+// Protocol v1 ("reasonix.extension.v1"): strict JSON-RPC 2.0 over NDJSON
+// between the Reasonix agent (the host) and its sidecar extensions, each a
+// separate process spoken to on its stdin and stdout.
 //
-// A host vendors this package to start, drive and stop sidecars; a sidecar
-// author imports the sibling package sdk. Both share the wire, the DTOs and
-// the validator defined here, so there is one implementation of each. The
-// rulings of DECISIONS.md are cited by ID (D1-D25) beside the code that
-// enforces them and in the names of the tests that prove them.
+// The specification is PROTOCOL.md at the root of this module; its rulings
+// D1-D28 are cited by ID beside the code that enforces them and in the
+// names of the tests that prove them, and its sections as "PROTOCOL.md
+// §3.4". This package doc states each rule in one sentence.
+//
+// # Who uses what
+//
+// A host vendors this package: [Host] starts a generation of the installed
+// plugins' sidecars ([Host.Start], [Host.Reload]), and a [Runtime] puts
+// hook points through them ([Runtime.Intercept], [Runtime.Observe]) and
+// stops them ([Runtime.Close]). Plugins are managed with [Install],
+// [SetEnabled], [Remove] and [LoadPackages], and shown with [TrustPlugin].
+// Errors to branch on: the [Reason] values, [PluginError], [StartError],
+// [LaunchError], [SlotConflictError] and the Err* sentinels.
+//
+// A sidecar author imports the sibling package sdk, which builds on
+// [Conn], [DecodeParams], [Unmarshal] and the DTOs of this package.
+//
+// An implementer in another language reads PROTOCOL.md, checks documents
+// with [Validate] against the canonical schema ([CanonicalSchema],
+// [GeneratedSchemaHash]), and finds the vocabulary here: [Methods],
+// [Points], [Reasons] and the DTOs, one per $def.
 //
 // # Schema
 //
-// The frozen contract is the canonical schema, generated from the Go DTOs of
-// this package and the method registry by reflection ([CanonicalSchema],
-// [SchemaHash], [GenerateArtifacts], D1). It is byte-identical to the frozen
-// file; [GeneratedSchemaHash] is its sha256. [Methods] lists the 16 methods
-// with their direction and class; [Points] the 17 hook points; [Reasons] the
-// 14 error reasons.
+// D1: the canonical schema is generated from the DTOs and the registry and
+// is byte-identical to the frozen contract; rules the schema cannot
+// express are enforced in code (PROTOCOL.md §10).
 //
-// # Framing
+// # Transport
 //
-// One JSON object per "\n"-terminated line, at most [FrameBytes] including
-// the newline; a longer inbound line is fatal, a longer outbound one fails
-// only its call (D2). Frames are written by one goroutine and never
-// interleave.
+// D2: one JSON object per "\n"-terminated line of at most [FrameBytes]
+// including the newline; a longer inbound line is fatal, a longer outbound
+// one fails only its call. D3: documents are decoded strictly, refusing
+// unknown, duplicate and case-variant members, null for optional members,
+// trailing data and integers with a fraction or exponent. D4: request ids
+// are integers that fit in an int64, numbered from 1 by each side. D5:
+// params, when present, are an object, and absent params read as {}. D26
+// (being built): the host's reader pushes back on a burst of
+// notifications instead of failing the connection (PROTOCOL.md §2).
 //
-// # Envelopes and strict decoding
+// # Lifecycle
 //
-// Ids are integers that fit in an int64 (D4); params, when present, are an
-// object (D5). Only the exact member names count and duplicates are refused
-// (D3). Params and results are decoded by validating them against their
-// $def first and unmarshalling them second ([DecodeParams], [DecodeResult],
-// [Validate]); a failure is a [*ValidationError] naming the JSON pointer.
-// [Conn] is one JSON-RPC peer over a reader and a writer, used by both sides.
-//
-// # Errors
-//
-// Every protocol error carries data {"reason","retryable"} (D7). [Reason]
-// holds the frozen table; [Error] is the wire error, matched by reason with
-// errors.Is on errors built locally and received alike. Local failures carry
-// where and why: [StartError], [InterceptError], [LaunchError].
-//
-// # Plugins and the launch gate
-//
-// Only a plugin recorded as installed and enabled in
-// <home>/plugin-packages.json, whose reasonix-plugin.json has a runtime
-// block, can start (D8; [LaunchablePlugins], [Install], [ParseManifest]).
-// Sidecars are full trust: [TrustSummary] says what running one grants.
-//
-// # Handshake
-//
-// The host sends extension/initialize with the manifest expectation; the
-// sidecar's declaration must stay within it (D9); until the host sends
-// extension/initialized the sidecar may send nothing but that answer (D6).
-//
-// # Runtime generations
-//
-// [Host.Start] starts every runtime plugin under one deadline, at most four
-// initializing at once (D10); [Runtime.Close] stops them, bounded (D11), and
-// kills their process groups (D12); a sidecar that dies or stalls is crashed
-// and its calls fail with provider_interrupted (D13); [Host.Reload] swaps a
-// complete new generation in, or keeps the old one (D14).
+// D8: only a plugin installed and enabled in <home>/plugin-packages.json,
+// with a v1 manifest and a runtime block, ever starts, in exec form. D9:
+// the sidecar's declaration must stay within the manifest expectation the
+// host sends. D6: before extension/initialized the sidecar may send
+// nothing but its answer to extension/initialize; anything else poisons
+// the connection. D10: at most four sidecars initialize at once under one
+// 30 s deadline, and a required plugin's failure fails the generation.
+// D11: shutdown is bounded (shutdown request, stdin closed, 750 ms grace,
+// kill, reap), and a clean stop exits with status 0. D12: the kill targets the sidecar's process group. D13: a
+// sidecar that dies or stalls is crashed, and its calls fail with
+// provider_interrupted, never falling back. D14: a reload swaps in a
+// complete new generation or keeps the old one (PROTOCOL.md §3).
 //
 // # Interception
 //
-// [Runtime.Intercept] runs a hook point's interceptors in D15 order, applies
-// their verdicts (D16), gives the slot owner the final say (D17), under the
-// budgets of D18, failing the operation only for required-class plugins
-// (D19). [Runtime.Observe] sends events without ever blocking (D20).
+// D15: a point's chain runs its subscribers in priority, then plugin ID,
+// then installed order, one after another. D16: the verdicts are
+// continue, block, replace (strictly revalidated) and, at
+// permission.decision only, allow and deny; an allow over a host deny is
+// audited. D17: a slot has one owner, which has the final say after the
+// chain. D28 (being built): a tool:<name> or provider:<ref> owner has it
+// for its tool or ref. D18: intercept budgets are 5 s for input, tool and
+// permission points and 30 s for the rest, and the host's timer rules. D19: a
+// required-class plugin's failure fails the operation; an optional one's
+// is warned once and skipped. D20: events never block the caller; past 16
+// in flight per sidecar they are dropped and counted (PROTOCOL.md §4).
 //
-// # Redaction
+// # Providers, content and UI (being built)
 //
-// Every sidecar-supplied string that reaches an error, a warning or a log
-// goes through a [Redactor] (D25). [Tail] keeps a sidecar's stderr bounded;
-// [Secret] holds a credential that never prints.
+// D21: stream chunks are reassembled in order from seq 1, with a window
+// of 256 and timers on gaps. D22: payloads over 64 KiB travel as content
+// refs in a bounded per-connection store, read in pages and verified by
+// length and SHA-256. D23: UI surfaces are structured data only. D24: a
+// UI update of another session or generation is never shown (PROTOCOL.md
+// §5-§7). PROTOCOL.md §11 lists what is still being built.
+//
+// # Errors and security
+//
+// D7: every protocol error carries data {"reason","retryable"} from the
+// frozen table of [Reason], and receivers classify by reason only; [Error]
+// is the wire error. D25: whatever a sidecar says is redacted before a
+// person or a log sees it ([Redactor]). D27 (being built): control
+// characters and escape sequences from a sidecar are shown escaped
+// (PROTOCOL.md §8, §9).
 //
 // # Differences from plain JSON-RPC 2.0
 //

@@ -6,7 +6,7 @@ import (
 )
 
 // frameCase is one adversarial frame and the outcome v1 prescribes for it
-// (D2-D5, CONTRACT-NOTES §1.2).
+// (D2-D5, PROTOCOL.md §2.4).
 type frameCase struct {
 	name  string
 	frame string // one line, without its "\n"
@@ -51,7 +51,7 @@ func adversarialFrames() []frameCase {
 	badParams := func(name, frame string, id msgID) frameCase {
 		return frameCase{name: name, frame: frame, reply: "error", code: codeInvalidParams, reason: ReasonInvalidParams, echo: true, id: id}
 	}
-	// dropped: a malformed response is never answered (CONTRACT-NOTES §1.2).
+	// dropped: a malformed response is never answered (PROTOCOL.md §2.4).
 	dropped := func(name, frame string, id msgID) frameCase {
 		return frameCase{name: name, frame: frame, dropped: true, code: codeInvalidRequest, reason: ReasonProtocolError, echo: id != 0, id: id}
 	}

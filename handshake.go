@@ -1,6 +1,6 @@
 package extension
 
-// Lifecycle methods (CONTRACT-NOTES §4). The host sends
+// Lifecycle methods (PROTOCOL.md §3). The host sends
 // extension/initialize first; the sidecar answers its declaration; the host
 // checks it against the manifest (D9) and opens the barrier with
 // extension/initialized (D6); extension/shutdown ends it (D11).

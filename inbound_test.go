@@ -54,7 +54,7 @@ func TestConnNotificationQueueOverflowFailsTheConnection(t *testing.T) {
 
 // TestConnDropOverflowingNotificationsKeepsTheConnection: with the SDK's
 // policy, a notification that does not fit is dropped and counted, and the
-// connection goes on (CONTRACT-NOTES §1.3).
+// connection goes on (PROTOCOL.md §2.5).
 func TestConnDropOverflowingNotificationsKeepsTheConnection(t *testing.T) {
 	hangWatchdog(t)
 	entered := make(chan struct{}, 1)

@@ -29,7 +29,7 @@ type InstallOptions struct {
 
 // Install records the plugin in pluginDir as installed and enabled in
 // <home>/plugin-packages.json; installing is the consent to run its
-// runtime (CONTRACT-NOTES §12.2). The manifest must parse. Unless
+// runtime (PROTOCOL.md §3.2). The manifest must parse. Unless
 // opts.Link, the directory is copied to <home>/plugins/<name>/: regular
 // files keep their permission bits; a symlink is copied as a symlink only
 // when its target is relative and the link, followed step by step through

@@ -2,7 +2,7 @@ package extension
 
 import "encoding/json"
 
-// Provider methods (CONTRACT-NOTES §6).
+// Provider methods (PROTOCOL.md §5).
 const (
 	MethodProviderCatalog = "extension/provider/catalog"
 	MethodStreamOpen      = "extension/provider/stream/open"
@@ -56,7 +56,7 @@ func (Role) enumValues() []string {
 }
 
 // ProviderMessage is one conversation message. Its member names are
-// snake_case on purpose (CONTRACT-NOTES §3.3).
+// snake_case on purpose (PROTOCOL.md §5.2).
 type ProviderMessage struct {
 	Role               Role               `json:"role,omitempty"`
 	Content            string             `json:"content,omitempty" proto:"externalizable"`
@@ -77,7 +77,7 @@ type ProviderToolCall struct {
 }
 
 // ProviderToolSchema offers one tool to the model; Parameters must be a
-// JSON object (CONTRACT-NOTES §3.1, rule 8).
+// JSON object (PROTOCOL.md §5.2).
 type ProviderToolSchema struct {
 	Name        string          `json:"name" proto:"nonempty"`
 	Description string          `json:"description,omitempty"`
@@ -129,7 +129,7 @@ type ProviderError struct {
 	Message string            `json:"message" proto:"nonempty"`
 }
 
-// ChunkType is the type of a stream chunk (CONTRACT-NOTES §6.3).
+// ChunkType is the type of a stream chunk (PROTOCOL.md §5.3).
 type ChunkType string
 
 // The chunk types.

@@ -13,7 +13,7 @@ import (
 const RedactedMarker = "[redacted]"
 
 // Redactor removes credentials from text that crosses the host's trust
-// boundary (D25; CONTRACT-NOTES §10.1): sidecar stderr, error messages, block
+// boundary (D25, PROTOCOL.md §9.2): sidecar stderr, error messages, block
 // reasons, provider errors and user-visible UI strings.
 //
 // Every rule is named (see [Finding]) and targets one shape of credential:
@@ -259,12 +259,12 @@ func redactSecretEnvName(name string) bool {
 
 // redactScan is the state of one pass over one input.
 type redactScan struct {
-	s      string
-	spans  []redactSpan
-	cur    int   // rule being run
-	done   []int // per rule: end of its last span; hits before it are skipped
-	pemAt  int   // offset of the END line closing the last PEM block, or -1
-	work   int   // bytes the rules examined (see Redactor.redact)
+	s     string
+	spans []redactSpan
+	cur   int   // rule being run
+	done  []int // per rule: end of its last span; hits before it are skipped
+	pemAt int   // offset of the END line closing the last PEM block, or -1
+	work  int   // bytes the rules examined (see Redactor.redact)
 }
 
 // add records a span of the current rule under the given name.

@@ -153,7 +153,7 @@ func redactBoundary(s string, p int) bool {
 }
 
 // redactLetterDigit reports whether tok has a letter and a digit, as random
-// keys (and CONTRACT-NOTES §10.2's sk-real-secret-value-123456) do and
+// keys (and the example sk-real-secret-value-123456) do and
 // hyphenated words (sk-learn-compatible-estimator-wrapper) do not.
 func redactLetterDigit(tok string) bool {
 	var letter, digit bool

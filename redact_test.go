@@ -296,7 +296,7 @@ func TestRedactD25PlaceholderNeverSpansLines(t *testing.T) {
 	}
 }
 
-// TestRedactD25SpecExamplesDisappear: CONTRACT-NOTES §10.2 names two keys
+// TestRedactD25SpecExamplesDisappear: two example keys, of the shapes D25 names,
 // that must disappear while the context stays readable.
 func TestRedactD25SpecExamplesDisappear(t *testing.T) {
 	for _, in := range []string{

@@ -32,8 +32,8 @@ func TestSchemaHashMatchesFrozenContractD1(t *testing.T) {
 	}
 }
 
-// TestCommittedSchemaIsTheSharedContractD1 compares with the contract in
-// ../shared when the checkout has it beside; the hash test above proves the
+// TestCommittedSchemaIsTheSharedContractD1 compares with the shared frozen
+// contract when the checkout has it beside; the hash test above proves the
 // same without it.
 func TestCommittedSchemaIsTheSharedContractD1(t *testing.T) {
 	committed, err := os.ReadFile("schema.generated.json")

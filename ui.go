@@ -2,7 +2,7 @@ package extension
 
 import "encoding/json"
 
-// Structured UI methods (CONTRACT-NOTES §8).
+// Structured UI methods (PROTOCOL.md §7).
 const (
 	MethodUIAction  = "extension/ui/action"
 	MethodUISubmit  = "extension/ui/submit"

@@ -75,7 +75,7 @@ func TestInterceptFailuresAreTheFrozenInternalError(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				p := withInterceptor(t, extension.InputReceive, tc.fn)
-				// CONTRACT-NOTES §9.3: the frozen internal error, with the
+				// PROTOCOL.md §8.3: the frozen internal error, with the
 				// detail kept off the wire; the connection survives.
 				f := p.call(intercept(2, extension.InputReceive, `{"text":"hi"}`))
 				wantError(t, f, "2", -32603, extension.ReasonInternal)
@@ -110,7 +110,7 @@ func TestInterceptDeadlineIsInterceptTimeout(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				p := withInterceptor(t, extension.ToolBefore, tc.fn)
-				// CONTRACT-NOTES §13A: the callback's deadline is the
+				// PROTOCOL.md §4.2: the callback's deadline is the
 				// host's timeoutMillis; past it the answer is
 				// intercept_timeout, whatever the callback returns.
 				f := p.call(interceptWith(2, extension.ToolBefore, `{"name":"ls"}`, 50))

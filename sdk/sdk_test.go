@@ -399,7 +399,7 @@ func TestServeHandshakeStrictDecodeFailureIsNotFatal(t *testing.T) {
 				if params == "" {
 					req = `{"jsonrpc":"2.0","id":1,"method":"extension/initialize"}`
 				}
-				// CONTRACT-NOTES §4.4: invalid_params, and the connection stays.
+				// PROTOCOL.md §3.3: invalid_params, and the connection stays.
 				wantError(t, p.call(req), "1", -32602, extension.ReasonInvalidParams)
 				p.wantAlive()
 			})
@@ -438,7 +438,7 @@ func TestServeHandshakeFatalRefusals(t *testing.T) {
 				}
 				p := serve(t, context.Background(), tc.opts)
 				defer p.close()
-				// CONTRACT-NOTES §4.4: the error frame is written first,
+				// PROTOCOL.md §3.3: the error frame is written first,
 				// then the connection ends and Serve returns the error.
 				f := p.call(request(1, extension.MethodInitialize, tc.params))
 				wantError(t, f, "1", tc.code, tc.reason)
@@ -503,7 +503,7 @@ func TestServeUnknownMethodCarriesData(t *testing.T) {
 		p := serve(t, context.Background(), minimalOptions)
 		defer p.close()
 		p.handshake()
-		// CONTRACT-NOTES §1.2: unknown notifications are dropped, so the
+		// PROTOCOL.md §2.6: unknown notifications are dropped, so the
 		// next frame answers the request after it.
 		p.send(`{"jsonrpc":"2.0","method":"extension/bogus","params":{}}`)
 		f := p.call(request(2, "extension/bogus", `{}`))
@@ -537,7 +537,7 @@ func TestServeStrictEnvelopeErrorsKeepTheConnection(t *testing.T) {
 				p := serve(t, context.Background(), minimalOptions)
 				defer p.close()
 				p.handshake()
-				// CONTRACT-NOTES §1.2, D4, D5, D7: answered, and survived.
+				// PROTOCOL.md §2.4, D4, D5, D7: answered, and survived.
 				wantError(t, p.call(tc.line), tc.id, tc.code, extension.ReasonProtocolError)
 				wantResult(t, p.call(intercept(6, extension.ToolBefore, `{}`)), "6", continueResult)
 			})
@@ -567,7 +567,7 @@ func TestServePoolOf32AnswersTheThirtyThirdServerBusy(t *testing.T) {
 				t.Fatalf("fewer than 32 interceptors running after %v (hang guard)", hangGuard)
 			}
 		}
-		// CONTRACT-NOTES §1.3: with 32 callbacks held, the next request is
+		// PROTOCOL.md §2.5: with 32 callbacks held, the next request is
 		// answered at once with -32099 and no data.
 		f := p.call(intercept(42, extension.ToolBefore, `{}`))
 		wantError(t, f, "42", -32099, "")
@@ -594,7 +594,7 @@ func TestServeD11ShutdownAnswersThenReturnsNil(t *testing.T) {
 		opts := minimalOptions
 		opts.Shutdown = func(ctx context.Context) error { ran <- struct{}{}; return errors.New("cleanup failed") }
 		p := started(t, opts)
-		// CONTRACT-NOTES §4.7: accepted (even when the callback fails),
+		// PROTOCOL.md §3.6: accepted (even when the callback fails),
 		// then the sidecar's side closes and Serve returns nil, with the
 		// host's stdin still open.
 		wantResult(t, p.call(request(2, extension.MethodShutdown, `{"timeoutMillis":5000}`)), "2", acceptedResult)

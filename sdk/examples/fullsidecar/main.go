@@ -1,6 +1,6 @@
 // Command fullsidecar is the reference sidecar of Extension Protocol v1,
-// built on package sdk alone. The conformance scenarios of CONTRACT-NOTES
-// §13 drive it, so every behaviour below is relied upon:
+// built on package sdk alone. The host's conformance tests and exthost
+// demo drive it, so every behaviour below is relied upon:
 //
 //   - input.receive: "/fs <t>" is replaced by "<t> [rewritten by
 //     fullsidecar]"; any other input continues.
