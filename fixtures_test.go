@@ -206,7 +206,8 @@ func readFrame(r *bufio.Reader) map[string]json.RawMessage {
 
 // fixtureRaw answers initialize with $FIXTURE_RESULT verbatim, any other
 // request with the members in $FIXTURE_ANSWER (when set, e.g.
-// `"result":{}`), then answers shutdown and exits.
+// `"result":{}`), then answers shutdown and exits with $FIXTURE_EXIT
+// (default 0).
 func fixtureRaw() {
 	in := bufio.NewReader(os.Stdin)
 	m := readFrame(in)
@@ -217,7 +218,8 @@ func fixtureRaw() {
 		switch {
 		case string(m["method"]) == `"extension/shutdown"`:
 			fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":{"accepted":true}}`+"\n", m["id"])
-			return
+			code, _ := strconv.Atoi(os.Getenv("FIXTURE_EXIT"))
+			os.Exit(code)
 		case m["id"] != nil && answer != "":
 			fmt.Printf(`{"jsonrpc":"2.0","id":%s,%s}`+"\n", m["id"], answer)
 		}
@@ -383,7 +385,7 @@ func sdkLikeShutdown(in *bufio.Reader) {
 }
 
 // validReplacements holds, per point, a replacement its payload document
-// accepts (CONTRACT-NOTES §3.4).
+// accepts (PROTOCOL.md §4.1).
 var validReplacements = map[extension.Point]string{
 	extension.InputReceive:          `{"text":"replaced"}`,
 	extension.AgentBeforeStart:      `{"model":"m2","toolCount":3,"sessionId":"s-2"}`,

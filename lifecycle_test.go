@@ -247,6 +247,23 @@ func TestShutdownKillsSidecarThatIgnoresItD11(t *testing.T) {
 	assertGone(t, pidOf(t, home, "deaf"))
 }
 
+// TestShutdownReportsANonZeroExitD11: a sidecar that answers shutdown but
+// then exits with status 3 has not stopped cleanly; Close says so, naming
+// the plugin, and nothing is left running.
+func TestShutdownReportsANonZeroExitD11(t *testing.T) {
+	home := installPlugins(t, plugin{name: "sloppy", fixture: "raw", env: map[string]string{"FIXTURE_RESULT": okResult, "FIXTURE_EXIT": "3"}})
+	rt, err := testHost(home).Start(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = rt.Close()
+	var pe *extension.PluginError
+	if !errors.As(err, &pe) || pe.Plugin != "sloppy" || pe.Op != "shutdown" || !strings.Contains(err.Error(), "exit status 3") {
+		t.Fatalf("Close = %v, want a PluginError for sloppy's shutdown naming exit status 3", err)
+	}
+	assertGone(t, pidOf(t, home, "sloppy"))
+}
+
 func TestShutdownKillsGrandchildHoldingStdoutD12(t *testing.T) {
 	gcPid := filepath.Join(t.TempDir(), "gcpid")
 	home := installPlugins(t, plugin{name: "parent", fixture: "grandchild", env: map[string]string{"FIXTURE_GCPIDFILE": gcPid}})

@@ -302,7 +302,9 @@ func (s *sidecar) call(ctx context.Context, method string, params, result any) e
 
 // stop shuts the sidecar down as D11 prescribes; it is idempotent. The
 // error has reason shutdown_timeout when the sidecar did not answer
-// extension/shutdown in time or anything had to be killed.
+// extension/shutdown in time or anything had to be killed, and is a
+// *PluginError with Op "shutdown" when a sidecar that was running exited
+// with a status other than 0.
 func (s *sidecar) stop() error {
 	s.stopOnce.Do(func() { s.stopErr = s.doStop() })
 	return s.stopErr
@@ -344,6 +346,9 @@ func (s *sidecar) doStop() error {
 		return fmt.Errorf("extension sidecar %s: extension/shutdown: %w", s.id, s.redactErr(late))
 	case killed:
 		return Errorf(ReasonShutdownTimeout, "extension sidecar %s did not exit cleanly within %v of stdin closing; its process group was killed", s.id, s.cfg.StdinGrace)
+	case wasReady && s.proc.waitErr != nil:
+		// D11: a sidecar that was asked to stop exits with status 0.
+		return &PluginError{Plugin: s.id, Op: "shutdown", Err: fmt.Errorf("the sidecar %v after extension/shutdown; a clean stop exits with status 0", s.proc.waitErr)}
 	}
 	return nil
 }
