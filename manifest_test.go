@@ -11,8 +11,8 @@ import (
 	"testing"
 )
 
-// starterManifest is the upstream SDK starter's manifest, exactly as
-// CONTRACT-NOTES §12.1 constructs it.
+// starterManifest is the manifest of the upstream SDK starter's shape
+// (PROTOCOL.md §3.1).
 const starterManifest = `{"apiVersion":"reasonix.io/plugin/v1","name":"starter-extension","version":"0.1.0","contributes":{},
  "runtime":{"command":"${REASONIX_PLUGIN_ROOT}/bin/starter-extension.exe","args":[],"env":{},"required":false,
             "priority":0,"intercepts":["input.receive"],"replaces":[],"capabilities":["interceptors"]}}`
@@ -39,12 +39,12 @@ func wantManifestError(t *testing.T, err error, field, msg string) {
 }
 
 func TestParseManifestD8StarterManifest(t *testing.T) {
-	fixture, err := os.ReadFile(filepath.Join("testdata", "manifests", "starter", ManifestFile))
+	fixture, err := os.ReadFile(filepath.Join("sdk", "examples", "starter", ManifestFile))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if strings.TrimSpace(string(fixture)) != starterManifest {
-		t.Fatalf("testdata starter manifest drifted from the CONTRACT-NOTES §12.1 example")
+		t.Fatalf("testdata starter manifest drifted from the upstream starter shape")
 	}
 	m, err := ParseManifest([]byte(starterManifest))
 	if err != nil {
@@ -476,8 +476,8 @@ func TestLoadManifestErrorNamesFileAndField(t *testing.T) {
 // FuzzParseManifest: a manifest is untrusted input. Parsing never panics,
 // and an accepted manifest satisfies every rule the parser promises.
 func FuzzParseManifest(f *testing.F) {
-	for _, dir := range []string{"starter", "full"} {
-		data, err := os.ReadFile(filepath.Join("testdata", "manifests", dir, ManifestFile))
+	for _, dir := range []string{filepath.Join("sdk", "examples", "starter"), filepath.Join("sdk", "examples", "fullsidecar"), filepath.Join("testdata", "manifests", "full")} {
+		data, err := os.ReadFile(filepath.Join(dir, ManifestFile))
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -600,7 +600,7 @@ func TestParseManifestD8RejectsControlCharacters(t *testing.T) {
 func TestParseManifestD8ArgsKeepDuplicatesVerbatim(t *testing.T) {
 	m, err := ParseManifest([]byte(v1(`,"args":["-v","-v","--flag","x","--flag","x"]`)))
 	if err != nil {
-		t.Fatalf("err = %v; CONTRACT-NOTES §12.1 passes args verbatim, repeats included", err)
+		t.Fatalf("err = %v; PROTOCOL.md §3.1 passes args verbatim, repeats included", err)
 	}
 	if want := []string{"-v", "-v", "--flag", "x", "--flag", "x"}; !reflect.DeepEqual(m.Runtime.Args, want) {
 		t.Errorf("Args = %q, want %q", m.Runtime.Args, want)

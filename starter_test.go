@@ -12,12 +12,12 @@ import (
 
 // TestStarterManifestInstallsAndStartsItsSDKSidecar is acceptance 10 of
 // issue 4: a byte-for-byte copy of the upstream starter manifest shape
-// (CONTRACT-NOTES §12.1), with its command built from sdk/examples/starter,
+// (PROTOCOL.md §3.1), with its command built from sdk/examples/starter,
 // installs (copied, not linked), passes the launch gate (D8) and the
 // handshake (D9), answers an intercept and shuts down cleanly (D11).
 func TestStarterManifestInstallsAndStartsItsSDKSidecar(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "starter-extension")
-	manifest, err := os.ReadFile(filepath.Join("testdata", "manifests", "starter", extension.ManifestFile))
+	manifest, err := os.ReadFile(filepath.Join("sdk", "examples", "starter", extension.ManifestFile))
 	if err != nil {
 		t.Fatal(err)
 	}

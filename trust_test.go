@@ -315,7 +315,7 @@ func TestLaunchGateD8PluginIDIsInstalledName(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			home := t.TempDir()
-			if _, err := Install(home, filepath.Join("testdata", "manifests", "starter"), tt.opts); err != nil {
+			if _, err := Install(home, filepath.Join("sdk", "examples", "starter"), tt.opts); err != nil {
 				t.Fatal(err)
 			}
 			spec, err := resolveLaunch(home, tt.wantID, "")
@@ -374,7 +374,7 @@ func TestLaunchSpecD8EnvLayering(t *testing.T) {
 
 func TestLaunchGateD10StarterManifestInstallsAndResolves(t *testing.T) {
 	home := t.TempDir()
-	if _, err := Install(home, filepath.Join("testdata", "manifests", "starter"), InstallOptions{}); err != nil {
+	if _, err := Install(home, filepath.Join("sdk", "examples", "starter"), InstallOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	specs, refused := splitGates(home, t.TempDir())
@@ -468,23 +468,20 @@ func TestLaunchablePluginsCorruptRecord(t *testing.T) {
 func TestTrustSummaryGolden(t *testing.T) {
 	tests := []struct {
 		name    string // golden file name under testdata/manifests
-		fixture string // plugin directory under testdata/manifests
+		fixture string // plugin directory
+		id      string
 		opts    InstallOptions
 	}{
-		{"starter", "starter", InstallOptions{}},
-		{"full", "full", InstallOptions{Name: "full"}},
+		{"starter", filepath.Join("sdk", "examples", "starter"), "starter-extension", InstallOptions{}},
+		{"full", filepath.Join("testdata", "manifests", "full"), "full", InstallOptions{Name: "full"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			home := t.TempDir()
-			if _, err := Install(home, filepath.Join("testdata", "manifests", tt.fixture), tt.opts); err != nil {
+			if _, err := Install(home, tt.fixture, tt.opts); err != nil {
 				t.Fatal(err)
 			}
-			id := tt.opts.Name
-			if id == "" {
-				id = tt.fixture + "-extension"
-			}
-			spec, err := resolveLaunch(home, id, "")
+			spec, err := resolveLaunch(home, tt.id, "")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -586,11 +583,11 @@ func TestTrustSummaryStructuredData(t *testing.T) {
 }
 
 func TestTrustPluginBeforeInstall(t *testing.T) {
-	s, err := TrustPlugin(filepath.Join("testdata", "manifests", "starter"), "")
+	s, err := TrustPlugin(filepath.Join("sdk", "examples", "starter"), "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	root, _ := filepath.Abs(filepath.Join("testdata", "manifests", "starter"))
+	root, _ := filepath.Abs(filepath.Join("sdk", "examples", "starter"))
 	if s.Plugin != "starter-extension" || s.Command != filepath.Join(root, "bin", "starter-extension.exe") {
 		t.Errorf("TrustPlugin = %+v, want starter-extension at %s", s, root)
 	}

@@ -1,8 +1,9 @@
 // Command starter is the smallest useful sidecar, the one to copy when
 // starting a plugin: it subscribes to input.receive and lets every input
-// through. Its manifest is the upstream starter shape (CONTRACT-NOTES
-// §12.1): intercepts ["input.receive"], capabilities ["interceptors"],
-// command ${REASONIX_PLUGIN_ROOT}/bin/starter-extension.exe.
+// through. Its manifest, reasonix-plugin.json beside this file, is the
+// upstream starter shape (PROTOCOL.md §3.1): intercepts
+// ["input.receive"], capabilities ["interceptors"], command
+// ${REASONIX_PLUGIN_ROOT}/bin/starter-extension.exe.
 package main
 
 import (
