@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -110,7 +111,8 @@ type RuntimeSpec struct {
 // ManifestError reports a manifest that cannot be used, naming the file,
 // the member and what to fix.
 type ManifestError struct {
-	// Path is the manifest file, when it was read from disk.
+	// Path is the manifest file when it was read from disk, or the plugin
+	// directory when that does not exist.
 	Path string
 	// Field is the offending member as a path such as "runtime.priority",
 	// "runtime.args[1]" or `runtime.env["K"]`; empty when the document as
@@ -141,6 +143,12 @@ func (e *ManifestError) Unwrap() error { return e.Err }
 func loadManifest(pluginDir string) (*Manifest, error) {
 	path := filepath.Join(pluginDir, ManifestFile)
 	data, err := readBounded(path, maxManifestBytes)
+	if errors.Is(err, fs.ErrNotExist) {
+		if _, serr := os.Stat(pluginDir); errors.Is(serr, fs.ErrNotExist) {
+			return nil, &ManifestError{Path: pluginDir, Msg: "the plugin directory does not exist", Err: err}
+		}
+		return nil, &ManifestError{Path: path, Msg: "the plugin directory has no " + ManifestFile, Err: err}
+	}
 	if err != nil {
 		return nil, &ManifestError{Path: path, Msg: "cannot read the manifest: " + err.Error(), Err: err}
 	}

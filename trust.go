@@ -144,6 +144,11 @@ func (t TrustSummary) Text() string {
 	}
 	row("command", strconv.Quote(t.Command))
 	row("args", quotedList(t.Args))
+	for i, a := range t.Args {
+		if strings.Contains(a, rootVariable) {
+			row("warning", fmt.Sprintf("args[%d] holds the literal %s: args are passed verbatim (only the command's prefix is expanded), so the sidecar receives it unexpanded", i, rootVariable))
+		}
+	}
 	row("sets env", quotedList(t.EnvKeys))
 	row("required", yesNo(t.Required, "yes: its failure fails startup and every operation it joins", "no"))
 	row("priority", fmt.Sprint(t.Priority))

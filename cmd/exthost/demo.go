@@ -20,29 +20,13 @@ import (
 // referencePackage is the bundled reference plugin, built on the fly.
 const referencePackage = "github.com/reasonix-ext/extension/sdk/examples/fullsidecar"
 
-// referenceManifest declares what the reference plugin does (CONTRACT-NOTES
-// §13): four intercepts, the system_prompt slot, a provider and a UI action.
-const referenceManifest = `{
-  "apiVersion": "reasonix.io/plugin/v1",
-  "name": "fullsidecar",
-  "version": "1.0.0",
-  "description": "The reference sidecar of the Go SDK.",
-  "runtime": {
-    "command": "${REASONIX_PLUGIN_ROOT}/bin/fullsidecar",
-    "intercepts": ["input.receive", "tool.before", "system_prompt.build", "session.start"],
-    "replaces": ["system_prompt"],
-    "capabilities": ["providers", "ui"]
-  }
-}
-`
-
 // demoCommand runs one scripted agent turn against a plugin and prints a
 // transcript.
 func demoCommand(fs *flag.FlagSet) func(*env) int {
 	wire := fs.Bool("wire", false, "also print every frame on the wire (redacted)")
 	return func(e *env) int {
 		if len(e.args) > 1 {
-			fmt.Fprintln(e.stderr, "usage: exthost demo [-wire] [PLUGIN_DIR]")
+			e.usage()
 			return 2
 		}
 		d := &demo{out: e.stdout, wire: *wire, redactor: &extension.Redactor{}}
@@ -91,7 +75,7 @@ func (d *demo) run(args []string) error {
 	if err != nil {
 		return err
 	}
-	d.printf("FULL TRUST: %s %q runs %q outside the sandbox with your environment.\n\n", trust.Plugin, trust.Version, trust.Command)
+	d.printf("%s\n", trust.Text())
 
 	h := &extension.Host{
 		Home:    home,
@@ -177,6 +161,10 @@ func (d *demo) run(args []string) error {
 			d.printf("   continue (chain: %s)\n", orNone(rt.Chain(step.point)))
 		}
 	}
+	d.printf("── session.end (observed)\n")
+	if err := rt.Observe(extension.SessionEnd, extension.SessionPayload{SessionPath: filepath.Join(work, "session.jsonl"), Phase: "end"}); err != nil {
+		return err
+	}
 	d.printf("── shutdown\n")
 	closed = true
 	start := time.Now()
@@ -203,24 +191,42 @@ func compact(raw json.RawMessage) string {
 }
 
 // buildReference builds the reference plugin into a plugin directory
-// under work, with its manifest.
+// under work, beside a copy of the manifest kept with its source
+// (sdk/examples/fullsidecar/reasonix-plugin.json).
 func buildReference(work string) (string, error) {
 	dir := filepath.Join(work, "fullsidecar")
 	if err := os.MkdirAll(filepath.Join(dir, "bin"), 0o755); err != nil {
 		return "", err
 	}
-	if err := os.WriteFile(filepath.Join(dir, extension.ManifestFile), []byte(referenceManifest), 0o644); err != nil {
+	src, err := goTool("list", "-f", "{{.Dir}}", referencePackage)
+	if err != nil {
 		return "", err
 	}
-	cmd := exec.Command("go", "build", "-o", filepath.Join(dir, "bin", "fullsidecar"), referencePackage)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
-		var ee *exec.ExitError
-		if errors.As(err, &ee) || errors.Is(err, exec.ErrNotFound) {
-			return "", fmt.Errorf("building the reference plugin (run exthost demo from the module, or pass a PLUGIN_DIR): %v\n%s", err, stderr.String())
-		}
+	manifest, err := os.ReadFile(filepath.Join(strings.TrimSpace(src), extension.ManifestFile))
+	if err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(dir, extension.ManifestFile), manifest, 0o644); err != nil {
+		return "", err
+	}
+	if _, err := goTool("build", "-o", filepath.Join(dir, "bin", "fullsidecar"), referencePackage); err != nil {
 		return "", err
 	}
 	return dir, nil
+}
+
+// goTool runs the go command and returns its standard output.
+func goTool(args ...string) (string, error) {
+	cmd := exec.Command("go", args...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) || errors.Is(err, exec.ErrNotFound) {
+			return "", fmt.Errorf("building the reference plugin (run exthost demo from the module, or pass a PLUGIN_DIR): go %s: %v\n%s", args[0], err, stderr.String())
+		}
+		return "", err
+	}
+	return string(out), nil
 }

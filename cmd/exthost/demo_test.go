@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -15,7 +16,8 @@ func TestDemoRunsTheReferencePlugin(t *testing.T) {
 		t.Fatalf("exit %d: %s\n%s", code, errb.String(), out.String())
 	}
 	for _, want := range []string{
-		"FULL TRUST: fullsidecar \"1.0.0\" runs",
+		`FULL TRUST: plugin "fullsidecar", version "1.0.0"`,
+		`providers:      "plugin/fullsidecar/fake/echo"`,
 		`replaced by fullsidecar: {"text":"hello world [rewritten by fullsidecar]"}`,
 		"blocked by fullsidecar",
 		`\"sandbox\":true`,
@@ -31,9 +33,17 @@ func TestDemoRunsTheReferencePlugin(t *testing.T) {
 	}
 }
 
-func TestDemoUsage(t *testing.T) {
+func TestDemoUsageNamesThePluginDir(t *testing.T) {
 	var out, errb bytes.Buffer
-	if code := run([]string{"demo", "a", "b"}, nil, &out, &errb); code != 2 {
-		t.Fatalf("exit %d, want 2", code)
+	if code := run([]string{"demo", "a", "b"}, nil, &out, &errb); code != 2 || !strings.Contains(errb.String(), "usage: exthost demo [flags] [PLUGIN_DIR]") {
+		t.Fatalf("exit %d, stderr %q; want 2 and the usage naming PLUGIN_DIR", code, errb.String())
+	}
+}
+
+func TestDemoNamesAMissingPluginDir(t *testing.T) {
+	var out, errb bytes.Buffer
+	missing := filepath.Join(t.TempDir(), "no-such-plugin")
+	if code := run([]string{"demo", missing}, nil, &out, &errb); code != 1 || !strings.Contains(errb.String(), missing+": the plugin directory does not exist") {
+		t.Fatalf("exit %d, stderr %q; want 1 and the directory named as missing", code, errb.String())
 	}
 }

@@ -20,20 +20,23 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 )
 
 // command is one entry of the command table: a new subcommand is one more
 // entry in commands.
 type command struct {
 	name    string
+	args    string                                // the positional arguments, for the usage line
 	summary string                                // one line, for the command list
 	flags   func(fs *flag.FlagSet) func(*env) int // declares the flags, returns the action
 }
 
-// env is what a command runs with: its arguments after the flags and the
-// standard streams.
+// env is what a command runs with: its arguments after the flags, the
+// standard streams, and its usage, for a wrong number of arguments.
 type env struct {
 	args           []string
+	usage          func()
 	stdin          io.Reader
 	stdout, stderr io.Writer
 }
@@ -41,10 +44,10 @@ type env struct {
 // commands is the command table, in the order help lists it.
 func commands() []command {
 	return []command{
-		{name: "demo", summary: "run one scripted agent turn against a plugin (default: the bundled reference plugin)", flags: demoCommand},
-		{name: "trust", summary: "print the FULL TRUST block of a plugin directory", flags: trustCommand},
+		{name: "demo", args: "[PLUGIN_DIR]", summary: "run one scripted agent turn against a plugin (default: the bundled reference plugin)", flags: demoCommand},
+		{name: "trust", args: "PLUGIN_DIR", summary: "print the FULL TRUST block of a plugin directory", flags: trustCommand},
 		{name: "redact", summary: "copy standard input to standard output with credentials removed", flags: redactCommand},
-		{name: "help", summary: "print this usage, or a command's with \"exthost help <command>\"", flags: helpCommand},
+		{name: "help", args: "[COMMAND]", summary: "print this usage, or a command's with \"exthost help <command>\"", flags: helpCommand},
 	}
 }
 
@@ -78,7 +81,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		return 2
 	}
-	return action(&env{args: fs.Args(), stdin: stdin, stdout: stdout, stderr: stderr})
+	return action(&env{args: fs.Args(), usage: fs.Usage, stdin: stdin, stdout: stdout, stderr: stderr})
 }
 
 func lookup(name string) (command, bool) {
@@ -94,7 +97,7 @@ func newFlagSet(c command, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("exthost "+c.name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: exthost %s [flags]\n\n%s\n", c.name, c.summary)
+		fmt.Fprintf(stderr, "usage: %s\n\n%s\n", strings.TrimSpace("exthost "+c.name+" [flags] "+c.args), c.summary)
 		if hasFlags(fs) {
 			fmt.Fprintf(stderr, "\nflags:\n")
 			fs.PrintDefaults()

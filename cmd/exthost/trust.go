@@ -13,7 +13,7 @@ func trustCommand(fs *flag.FlagSet) func(*env) int {
 	id := fs.String("name", "", "the plugin ID it would be installed as (default: the manifest's name)")
 	return func(e *env) int {
 		if len(e.args) != 1 {
-			fmt.Fprintln(e.stderr, "usage: exthost trust [-name ID] PLUGIN_DIR")
+			e.usage()
 			return 2
 		}
 		t, err := extension.TrustPlugin(e.args[0], *id)

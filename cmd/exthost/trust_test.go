@@ -2,13 +2,15 @@ package main
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
 
 func TestTrustPrintsTheFullTrustBlock(t *testing.T) {
 	var out, errb bytes.Buffer
-	code := run([]string{"trust", "-name", "acme", "../../testdata/manifests/starter"}, nil, &out, &errb)
+	code := run([]string{"trust", "-name", "acme", "../../sdk/examples/starter"}, nil, &out, &errb)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
@@ -26,5 +28,30 @@ func TestTrustRefusesWhatTheLaunchGateWould(t *testing.T) {
 	}
 	if code := run([]string{"trust"}, nil, &out, &errb); code != 2 {
 		t.Fatalf("exit %d without a directory, want 2", code)
+	}
+}
+
+func TestTrustUsageNamesThePluginDir(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run([]string{"help", "trust"}, nil, &out, &errb); code != 0 || !strings.Contains(errb.String(), "usage: exthost trust [flags] PLUGIN_DIR") {
+		t.Fatalf("exit %d, stderr %q; want the usage naming PLUGIN_DIR", code, errb.String())
+	}
+}
+
+// TestTrustWarnsOfAnUnexpandedPlaceholderInArgs: args are passed verbatim
+// (PROTOCOL.md §3.1), so the literal placeholder in one reaches the
+// sidecar as is; FULL TRUST says so.
+func TestTrustWarnsOfAnUnexpandedPlaceholderInArgs(t *testing.T) {
+	dir := t.TempDir()
+	manifest := `{"apiVersion":"reasonix.io/plugin/v1","name":"py","version":"1.0.0","runtime":{"command":"/usr/bin/python3","args":["${REASONIX_PLUGIN_ROOT}/sidecar.py"]}}`
+	if err := os.WriteFile(filepath.Join(dir, "reasonix-plugin.json"), []byte(manifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	if code := run([]string{"trust", dir}, nil, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if want := "warning:        args[0] holds the literal ${REASONIX_PLUGIN_ROOT}: args are passed verbatim"; !strings.Contains(out.String(), want) {
+		t.Errorf("output lacks %q:\n%s", want, out.String())
 	}
 }
