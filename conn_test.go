@@ -305,14 +305,16 @@ func TestConnNilHandlerAnswersUnknownMethod(t *testing.T) {
 	wantError(t, peer.recv(t), "7", codeMethodNotFound, "method not found: x/y", ReasonUnknownMethod)
 }
 
-func TestConnD2OversizedHandlerResponseIsReplaced(t *testing.T) {
+// TestConnD2OversizedHandlerResponseIsReplacedByInternalD7: the small
+// error that replaces an oversized response carries data like any other.
+func TestConnD2OversizedHandlerResponseIsReplacedByInternalD7(t *testing.T) {
 	hangWatchdog(t)
 	h := funcHandler{request: func(context.Context, string, json.RawMessage) (any, error) {
 		return strings.Repeat("r", FrameBytes), nil
 	}}
 	_, peer := newPipeConn(t, h, ConnOptions{})
 	peer.send(t, `{"jsonrpc":"2.0","id":1,"method":"huge"}`)
-	wantError(t, peer.recv(t), "1", codeInternal, "response exceeds frame size limit", "")
+	wantError(t, peer.recv(t), "1", codeInternal, "response exceeds frame size limit", ReasonInternal)
 }
 
 func TestConnD2OversizedOutboundFailsOnlyThatCall(t *testing.T) {

@@ -126,9 +126,9 @@ func (c *Conn) handleRequest(m message) {
 	data, err := c.answer(c.ctx, m)
 	if len(data) > FrameBytes {
 		// PROTOCOL.md §2.4: an oversized response is replaced by a small
-		// error response.
+		// internal error response, with its data like every other (D7).
 		c.opts.Logf("extension: response to %s is %d bytes, over the frame limit", m.method, len(data))
-		data = encodeError(&m.id, &Error{Code: codeInternal, Message: "response exceeds frame size limit"})
+		data = encodeError(&m.id, NewError(ReasonInternal, "response exceeds frame size limit"))
 	}
 	// Like every answer, it is still written while the connection drains
 	// after its end (best effort, within WriterDrainTimeout).
