@@ -145,6 +145,8 @@ func adversarialFrames() []frameCase {
 		// Requests and responses that mix their members.
 		dropped("response with both result and error", `{"jsonrpc":"2.0","id":36,"result":{},"error":{"code":-32603,"message":"m"}}`, 36),
 		dropped("response with neither result nor error", `{"jsonrpc":"2.0","id":37}`, 37),
+		dropped("an invalid id alone is response-shaped", `{"jsonrpc":"2.0","id":"37"}`, 0),
+		dropped("a null id alone is response-shaped", `{"jsonrpc":"2.0","id":null}`, 0),
 		dropped("response with params", `{"jsonrpc":"2.0","id":38,"result":{},"params":{}}`, 38),
 		invalidEcho("request with result", `{"jsonrpc":"2.0","id":39,"method":"extension/shutdown","result":{}}`, 39),
 		invalidEcho("request with error", `{"jsonrpc":"2.0","id":40,"method":"extension/shutdown","error":{"code":1,"message":"m"}}`, 40),

@@ -124,9 +124,10 @@ func invalidRequest(msg string) *Error { return NewError(ReasonProtocolError, "i
 func buildMessage(env *envelope) (message, *frameError) {
 	var m message
 	fe := &frameError{}
-	if env.Method == nil && (env.Result != nil || env.Error != nil) {
-		// Response-shaped: whatever is wrong with it, it is never
-		// answered, or two peers could trade error responses forever.
+	if env.Method == nil && (env.ID != nil || env.Result != nil || env.Error != nil) {
+		// Response-shaped: whatever is wrong with it, its id included, it
+		// is never answered, or two peers could trade error responses
+		// forever.
 		fe.kind = kindResponse
 	}
 	if env.ID != nil {
