@@ -103,8 +103,8 @@ func jsonEqual(a, b []byte) bool {
 }
 
 // FuzzValidate: Validate never panics; what it accepts encoding/json can
-// decode into the DTO; and the DTO re-encodes to a document that is valid
-// again.
+// decode into the DTO, Unmarshal decodes to the same value, and the DTO
+// re-encodes to a document that is valid again.
 func FuzzValidate(f *testing.F) {
 	defs := compiledDefs()
 	types := dtoTypes()
@@ -132,6 +132,15 @@ func FuzzValidate(f *testing.F) {
 		v := reflect.New(types[name])
 		if err := json.Unmarshal(doc, v.Interface()); err != nil {
 			t.Fatalf("Validate accepted %s %q but json.Unmarshal failed: %v", name, doc, err)
+		}
+		// Differential: the one strict walk decodes what it accepts to
+		// exactly what encoding/json makes of it.
+		w := reflect.New(types[name])
+		if err := Unmarshal(doc, w.Interface()); err != nil {
+			t.Fatalf("Validate accepted %s %q but Unmarshal refused it: %v", name, doc, err)
+		}
+		if !reflect.DeepEqual(v.Interface(), w.Interface()) {
+			t.Fatalf("%s %q: Unmarshal decoded %+v, encoding/json %+v", name, doc, w.Elem().Interface(), v.Elem().Interface())
 		}
 		out, err := json.Marshal(v.Interface())
 		if err != nil {
