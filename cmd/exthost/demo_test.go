@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -45,5 +47,74 @@ func TestDemoNamesAMissingPluginDir(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "no-such-plugin")
 	if code := run([]string{"demo", missing}, nil, &out, &errb); code != 1 || !strings.Contains(errb.String(), missing+": the plugin directory does not exist") {
 		t.Fatalf("exit %d, stderr %q; want 1 and the directory named as missing", code, errb.String())
+	}
+}
+
+// TestDemoRunsAPythonSidecarWrittenFromTheSpec runs, under exthost demo,
+// testdata/plugins/pysidecar: a sidecar in Python without any SDK, written
+// from PROTOCOL.md alone. It checks the sidecar's verdict at each
+// intercepted step, that the events it recorded are byte for byte the
+// event frames the host sent, and that it stopped cleanly (a non-zero exit
+// after shutdown fails the demo, D11).
+func TestDemoRunsAPythonSidecarWrittenFromTheSpec(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 is not installed:", err)
+	}
+	events := filepath.Join(t.TempDir(), "events.ndjson")
+	t.Setenv("PYSIDECAR_EVENTS", events)
+	var out, errb bytes.Buffer
+	if code := run([]string{"demo", "-wire", filepath.Join("..", "..", "testdata", "plugins", "pysidecar")}, nil, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s\n%s", code, errb.String(), out.String())
+	}
+	transcript := out.String()
+	if strings.Contains(transcript, "warning:") {
+		t.Errorf("the host warned about the sidecar:\n%s", transcript)
+	}
+
+	// Each step's outcome is its one line indented by three spaces; the
+	// frames on the wire are indented by six.
+	outcome := map[string]string{}
+	step := ""
+	for _, line := range strings.Split(transcript, "\n") {
+		if title, ok := strings.CutPrefix(line, "── "); ok {
+			step = title
+		} else if rest, ok := strings.CutPrefix(line, "   "); ok && !strings.HasPrefix(rest, " ") && step != "" {
+			outcome[step] = rest
+		}
+	}
+	for step, want := range map[string]string{
+		`input.receive "/fs hello world"`:               `replaced by pysidecar: {"text":"HELLO WORLD"}`,
+		`input.receive "what changed since yesterday?"`: "continue (chain: pysidecar)",
+		"system_prompt.build":                           "continue (chain: no interceptor)",
+		"tool.before read README.md":                    "continue (chain: pysidecar)",
+		"tool.before dangerous_exec":                    "blocked by pysidecar: pysidecar blocks dangerous_exec",
+		"tool.before write notes.txt":                   `replaced by pysidecar: {"name":"write","arguments":"{\"path\":\"notes.txt\",\"dryRun\":true}"}`,
+		"tool.after read":                               `replaced by pysidecar: {"name":"read","arguments":"{\"path\":\"README.md\"}","result":"# README\n[checked by pysidecar]"}`,
+		"permission.decision rm (the host says deny)":   "deny by pysidecar",
+		"shutdown": "every sidecar stopped cleanly",
+	} {
+		if got := outcome[step]; !strings.HasPrefix(got, want) {
+			t.Errorf("step %s: outcome %q, want %q", step, got, want)
+		}
+	}
+
+	var sent []string
+	for _, line := range strings.Split(transcript, "\n") {
+		if frame, ok := strings.CutPrefix(line, "      host → sidecar "); ok && strings.Contains(frame, `"method":"extension/event"`) {
+			if strings.HasSuffix(frame, "…") {
+				t.Fatalf("the transcript shortened an event frame: %s", frame)
+			}
+			sent = append(sent, frame)
+		}
+	}
+	if len(sent) != 2 || !strings.Contains(sent[0], `"event":"session.start"`) || !strings.Contains(sent[1], `"event":"session.end"`) {
+		t.Fatalf("the host sent the events %q, want session.start then session.end", sent)
+	}
+	recorded, err := os.ReadFile(events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := string(recorded), strings.Join(sent, "\n")+"\n"; got != want {
+		t.Errorf("the sidecar recorded\n%s\nthe host sent\n%s", got, want)
 	}
 }
