@@ -263,6 +263,30 @@ func TestStrictRulesAccept(t *testing.T) {
 	}
 }
 
+// TestNestingBoundCountsTheOutermostLevelD3: 10000 levels in all are
+// accepted and 10001 refused, the outermost value being level 1, in a
+// document and in a frame, whose envelope counts.
+func TestNestingBoundCountsTheOutermostLevelD3(t *testing.T) {
+	nest := func(levels int) string { return strings.Repeat("[", levels) + strings.Repeat("]", levels) }
+	// InterceptResult is level 1, the replacement's arrays levels 2 and up.
+	if err := Validate("InterceptResult", []byte(`{"decision":"replace","replacement":`+nest(9999)+`}`)); err != nil {
+		t.Errorf("10000 levels in a document: %v, want accepted", err)
+	}
+	if err := Validate("InterceptResult", []byte(`{"decision":"replace","replacement":`+nest(10000)+`}`)); err == nil {
+		t.Error("10001 levels in a document accepted")
+	}
+	// The envelope is level 1, params 2, the payload's arrays 3 and up.
+	frame := func(arrays int) []byte {
+		return []byte(`{"jsonrpc":"2.0","method":"extension/event","params":{"event":"input.receive","payload":` + nest(arrays) + `}}`)
+	}
+	if _, fe := decodeMessage(frame(9998)); fe != nil {
+		t.Errorf("10000 levels in a frame: %v, want accepted", fe.err)
+	}
+	if _, fe := decodeMessage(frame(9999)); fe == nil || fe.err.Code != codeParseError {
+		t.Errorf("10001 levels in a frame: %+v, want a parse error", fe)
+	}
+}
+
 func TestDeepNestingIsBoundedNotRecursedD3(t *testing.T) {
 	doc := `{"decision":"replace","replacement":` + strings.Repeat("[", 100000) + strings.Repeat("]", 100000) + `}`
 	err := Validate("InterceptResult", []byte(doc))
