@@ -77,7 +77,8 @@ type ConnOptions struct {
 	WriterDrainTimeout time.Duration
 
 	// Tap, when set, sees every frame: each inbound line as read and each
-	// outbound frame once written, without its "\n". The slice is only
+	// outbound frame just before it is written (so before any answer to
+	// it), without its "\n". The slice is only
 	// valid during the call. It runs on the reader and the writer
 	// goroutines, possibly at the same time, so it must be safe for
 	// concurrent use, and it must not block. Nil means no tap.

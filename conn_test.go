@@ -9,7 +9,9 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -547,5 +549,33 @@ func TestConnAnsweredSlotIsFreeBeforeThePeerSeesTheAnswer(t *testing.T) {
 		if f := peer.recv(t); f.Error != nil || string(f.ID) != fmt.Sprint(i) {
 			t.Fatalf("request %d: got id %s error %+v, want its result", i, f.ID, f.Error)
 		}
+	}
+}
+
+// TestConnTapSeesARequestBeforeItsAnswer: the tap sees an outbound frame
+// before it is written, so a transcript never shows an answer ahead of
+// its request, however the reader and the writer are scheduled.
+func TestConnTapSeesARequestBeforeItsAnswer(t *testing.T) {
+	hangWatchdog(t)
+	var mu sync.Mutex
+	var seen []string
+	tap := func(inbound bool, frame []byte) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen = append(seen, fmt.Sprintf("%t %s", inbound, frame))
+	}
+	c, peer := newPipeConn(t, nil, ConnOptions{Tap: tap})
+	done := make(chan error, 1)
+	go func() { _, err := c.Call(context.Background(), "x/ping", struct{}{}); done <- err }()
+	req := peer.recv(t)
+	peer.send(t, `{"jsonrpc":"2.0","id":`+string(req.ID)+`,"result":{}}`)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := []string{`false {"jsonrpc":"2.0","id":1,"method":"x/ping","params":{}}`, `true {"jsonrpc":"2.0","id":1,"result":{}}`}
+	if !slices.Equal(seen, want) {
+		t.Fatalf("tap saw %q, want %q", seen, want)
 	}
 }

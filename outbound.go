@@ -301,14 +301,15 @@ func (c *Conn) write(f *outFrame) bool {
 		// sidecar could have seen extension/initialized.
 		c.openedAt.Store(c.fr.consumed())
 	}
+	if c.opts.Tap != nil {
+		// Before the write: the peer's answer cannot be tapped first.
+		c.opts.Tap(false, f.data[:len(f.data)-1])
+	}
 	if err := c.fw.writeFrame(f.data); err != nil {
 		c.fail(fmt.Errorf("extension: write frame: %w", err))
 		return false
 	}
 	c.framesOut.Add(1)
-	if c.opts.Tap != nil {
-		c.opts.Tap(false, f.data[:len(f.data)-1])
-	}
 	if f.endAfter != nil {
 		c.fail(f.endAfter)
 	}
