@@ -172,7 +172,9 @@ func TestEverySectionCitedExists(t *testing.T) {
 func TestNothingCitesTheNotesOutsideTheModule(t *testing.T) {
 	for path, text := range moduleTexts(t) {
 		for i, line := range strings.Split(text, "\n") {
-			for _, bad := range []string{"CONTRACT-NOTES", "DECISIONS.md", "../shared", `"..", "shared"`} {
+			// Spelled in two parts, so that this line is not itself a hit
+			// of git grep.
+			for _, bad := range []string{"CONTRACT" + "-NOTES", "DECISIONS" + ".md", "../" + "shared", `"..", ` + `"shared"`} {
 				if strings.Contains(line, bad) && !(path == "schema_test.go" && strings.Contains(line, "conformance")) {
 					t.Errorf("%s:%d mentions %s: cite PROTOCOL.md instead", path, i+1, bad)
 				}
