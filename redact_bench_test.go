@@ -99,3 +99,61 @@ func BenchmarkRedactAdversarial(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRedactAnchors measures the mechanism the redactor keeps only
+// for speed, its index of anchors by byte pair, against the plain way of
+// finding the same hits: one strings.Index loop per anchor literal, over
+// a lower-cased copy for the case-folding ones. Both count the anchor
+// hits of the BenchmarkRedact input; the index is worth its lines while
+// it is clearly faster in the same run.
+func BenchmarkRedactAnchors(b *testing.B) {
+	in := string(redactBenchLog(1 << 20))
+	p := newRedactProgram(newTestRedactor())
+	indexed := func() (hits int) {
+		for i := 0; i+1 < len(in); i++ {
+			x := p.index[uint16(p.lower[in[i]])<<8|uint16(p.lower[in[i+1]])]
+			if x == 0 {
+				continue
+			}
+			for _, ai := range p.lists[x-1] {
+				if p.anchorAt(in, i, &p.anchors[ai]) {
+					hits++
+				}
+			}
+		}
+		return hits
+	}
+	perLiteral := func() (hits int) {
+		lower := strings.ToLower(in) // ASCII-only input: offsets agree
+		for _, a := range p.anchors {
+			s := in
+			if a.fold {
+				s = lower
+			}
+			for off := 0; ; {
+				j := strings.Index(s[off:], a.lit)
+				if j < 0 {
+					break
+				}
+				hits++
+				off += j + 1
+			}
+		}
+		return hits
+	}
+	if indexed() != perLiteral() {
+		b.Fatalf("the two ways find %d and %d hits", indexed(), perLiteral())
+	}
+	b.Run("index", func(b *testing.B) {
+		b.SetBytes(int64(len(in)))
+		for b.Loop() {
+			indexed()
+		}
+	})
+	b.Run("per-literal", func(b *testing.B) {
+		b.SetBytes(int64(len(in)))
+		for b.Loop() {
+			perLiteral()
+		}
+	})
+}
