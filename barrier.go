@@ -29,7 +29,7 @@ import (
 // extension/shutdown, end the connection once the answer is written (with
 // that error, and with ErrClosed).
 
-// errPreBarrier is the cause of the error a HostBarrier connection ends
+// errPreBarrier is the cause of the error a host connection ends
 // with when the peer sent something before extension/initialized.
 var errPreBarrier = errors.New("pre-barrier frame")
 
@@ -175,7 +175,7 @@ func checkInitialize(raw []byte) error {
 }
 
 // checkVersion is the version rule both sides apply to the
-// protocolVersion the peer sent (D9, PROTOCOL.md §3.3): an integer
+// protocolVersion the peer sent (PROTOCOL.md §3.3): an integer
 // (protocol_error otherwise) equal to the major this side speaks
 // (unsupported_version otherwise).
 func checkVersion(v string) error {

@@ -78,10 +78,10 @@ type ConnOptions struct {
 
 	// Tap, when set, sees every frame: each inbound line as read and each
 	// outbound frame just before it is written (so before any answer to
-	// it), without its "\n". The slice is only
-	// valid during the call. It runs on the reader and the writer
-	// goroutines, possibly at the same time, so it must be safe for
-	// concurrent use, and it must not block. Nil means no tap.
+	// it), without its "\n". The slice is only valid during the call. It
+	// runs on the reader and the writer goroutines, possibly at the same
+	// time, so it must be safe for concurrent use, and it must not block.
+	// Nil means no tap.
 	Tap func(inbound bool, frame []byte)
 
 	// Logf receives diagnostics: handler panics, dropped responses, the
@@ -146,8 +146,9 @@ type connStats struct {
 	// DroppedNotifications counts the inbound notifications dropped
 	// because the queue was full (ConnOptions.DropOverflowingNotifications).
 	DroppedNotifications uint64
-	// MalformedResponses counts the response-shaped frames (a result or
-	// error member, no method) dropped because their envelope was invalid.
+	// MalformedResponses counts the response-shaped frames (no method, and
+	// a result, error or id member) dropped because their envelope was
+	// invalid.
 	MalformedResponses uint64
 	// DroppedEvents counts the best-effort events dropped because the
 	// event budget was used up (D20).
@@ -193,7 +194,7 @@ type Conn struct {
 	events     atomic.Int64   // best-effort events queued or being written
 
 	// openedAt is the count of input bytes read when the host began to
-	// write extension/initialized, -1 before (HostBarrier, D6).
+	// write extension/initialized, -1 before (the host side, D6).
 	openedAt atomic.Int64
 
 	done       chan struct{} // closed once err is set
@@ -211,7 +212,7 @@ type Conn struct {
 	err     error      // the terminal error; set once, never cleared
 	nextID  msgID      // the id of the last request sent (D4: the first is 1)
 	pending map[msgID]*pendingCall
-	side    handshakeState // SidecarBarrier: where the sidecar's handshake is
+	side    handshakeState // the sidecar side: where its handshake is (D6)
 }
 
 // NewConn returns a Conn that reads frames from r and writes frames to w,

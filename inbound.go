@@ -148,7 +148,7 @@ func (c *Conn) answer(ctx context.Context, m message) (data []byte, err error) {
 	var result any
 	switch {
 	case c.opts.Sidecar && m.method == MethodInitialize:
-		err = checkInitialize(m.params) // D9: the version rule, before the handler
+		err = checkInitialize(m.params) // PROTOCOL.md §3.3: the version rule, before the handler
 	case c.h == nil:
 		err = NewError(ReasonUnknownMethod, "method not found: "+m.method)
 	}

@@ -84,7 +84,7 @@ func (cfg *Host) interceptBudget(p Point, manifestMillis int64) time.Duration {
 // runtime's sidecars (D15-D17).
 type InterceptOutcome struct {
 	// Payload is the final payload: the host's own, or the last valid
-	// replacement, re-encoded from its payload document.
+	// replacement, compacted.
 	Payload json.RawMessage
 	// Blocked reports that an interceptor stopped the operation; BlockedBy
 	// names it and Reason is its redacted reason.

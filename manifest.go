@@ -201,11 +201,16 @@ func (ms members) caseVariant(names ...string) error {
 	for _, m := range slices.Sorted(maps.Keys(ms)) {
 		for _, n := range names {
 			if m != n && strings.EqualFold(m, n) {
-				return &ManifestError{Field: fieldName(m), Msg: "unknown field; names are case-sensitive: did you mean " + strconv.Quote(n) + "?"}
+				return &ManifestError{Field: fieldName(m), Msg: didYouMean(n)}
 			}
 		}
 	}
 	return nil
+}
+
+// didYouMean is the message for a member that is a case variant of name.
+func didYouMean(name string) string {
+	return "unknown field; names are case-sensitive: did you mean " + strconv.Quote(name) + "?"
 }
 
 // readDocument walks data, which must be one JSON object, against n into
@@ -244,7 +249,7 @@ func manifestError(err error) *ManifestError {
 	case ruleUnknown:
 		msg = "unknown field; check its spelling"
 		if ve.detail != "" {
-			msg = "unknown field; names are case-sensitive: did you mean " + strconv.Quote(ve.detail) + "?"
+			msg = didYouMean(ve.detail)
 		}
 	case ruleDuplicate:
 		msg = "duplicate member; give each field once"
@@ -257,7 +262,7 @@ func manifestError(err error) *ManifestError {
 	case ruleRange:
 		msg = ve.detail + " is out of range"
 	case ruleEnum: // the one enum of a manifest: runtime.intercepts
-		msg = strconv.Quote(ve.detail) + " is not a hook point; use one of " + joinPoints()
+		msg = strconv.Quote(ve.detail) + " is not a hook point; use one of " + strings.Join(enumStrings(points...), ", ")
 	}
 	return &ManifestError{Field: ve.field, Msg: msg}
 }
@@ -343,10 +348,6 @@ func (r *RuntimeSpec) check() error {
 	if r.TimeoutMillis < 0 {
 		return &ManifestError{Field: "runtime.timeoutMillis", Msg: fmt.Sprintf("%d is negative; use 0 for the per-point defaults or a positive number of milliseconds", r.TimeoutMillis)}
 	}
-	points := make([]string, len(r.Intercepts))
-	for i, p := range r.Intercepts {
-		points[i] = string(p)
-	}
 	lists := []struct {
 		field string
 		items []string
@@ -355,7 +356,7 @@ func (r *RuntimeSpec) check() error {
 		hint  string
 	}{
 		{"args", r.Args, false, func(s string) bool { return strings.TrimSpace(s) != "" }, "is a blank argument; remove it or give it a value"},
-		{"intercepts", points, true, func(string) bool { return true }, ""},
+		{"intercepts", enumStrings(r.Intercepts...), true, func(string) bool { return true }, ""},
 		// D17: each claim is a slot of the closed set or a parameterized one.
 		{"replaces", r.Replaces, true, validSlot, "is not a slot; use one of " + strings.Join(bareSlots, ", ") + ", tool:<name> or provider:<name>/<model>"},
 		{"capabilities", r.Capabilities, true, func(s string) bool { return slices.Contains(capabilities, s) }, "is not a capability; use interceptors, strategies, providers or ui"},
@@ -412,29 +413,19 @@ func (r *RuntimeSpec) expectation() ManifestExpectation {
 	if r == nil {
 		return e
 	}
-	for _, p := range r.Intercepts {
-		e.Intercepts = append(e.Intercepts, string(p))
-	}
 	clone := func(s []string) []string {
 		if len(s) == 0 {
 			return nil
 		}
 		return slices.Clone(s)
 	}
+	e.Intercepts = clone(enumStrings(r.Intercepts...))
 	e.Replaces, e.Capabilities, e.Providers, e.UIActions = clone(r.Replaces), clone(r.Capabilities), clone(r.Providers), clone(r.UIActions)
 	return e
 }
 
 // capabilities are the four a runtime may declare (PROTOCOL.md §3.1).
 var capabilities = []string{"interceptors", "strategies", "providers", "ui"}
-
-func joinPoints() string {
-	names := make([]string, len(points))
-	for i, p := range points {
-		names[i] = string(p)
-	}
-	return strings.Join(names, ", ")
-}
 
 // What a runtime may claim (D9, D17): the forms the manifest and the
 // handshake accept for slots, provider refs and UI action IDs.

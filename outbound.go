@@ -53,6 +53,7 @@ func (c *Conn) Call(ctx context.Context, method string, params any) (json.RawMes
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("extension: call %s: %w", method, err)
 	}
+	call := &pendingCall{reply: make(chan callReply, 1)}
 	c.mu.Lock()
 	if c.err != nil {
 		err := c.err
@@ -61,26 +62,19 @@ func (c *Conn) Call(ctx context.Context, method string, params any) (json.RawMes
 	}
 	c.nextID++
 	id := c.nextID
+	c.pending[id] = call
 	c.mu.Unlock()
 
 	data, err := encodeRequest(&id, method, params)
 	if err != nil {
+		c.forget(id, call)
 		return nil, fmt.Errorf("extension: encode %s params: %w", method, err)
 	}
 	if len(data) > FrameBytes {
 		// D2: an oversized outbound frame fails only this call.
+		c.forget(id, call)
 		return nil, outboundTooLarge("request", method, len(data))
 	}
-
-	call := &pendingCall{reply: make(chan callReply, 1)}
-	c.mu.Lock()
-	if c.err != nil {
-		err := c.err
-		c.mu.Unlock()
-		return nil, err
-	}
-	c.pending[id] = call
-	c.mu.Unlock()
 
 	f := &outFrame{data: data, call: true}
 	select {
@@ -293,7 +287,7 @@ func (c *Conn) write(f *outFrame) bool {
 		defer c.events.Add(-1)
 	}
 	c.freeSlot(f)
-	if !f.state.CompareAndSwap(frameQueued, frameWriting) || len(f.data) == 0 {
+	if !f.state.CompareAndSwap(frameQueued, frameWriting) {
 		return true // skipped: the caller gave up before the write began
 	}
 	if f.opens {

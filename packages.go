@@ -111,7 +111,7 @@ type PackageEntry struct {
 	Source string `json:"source,omitempty"`
 }
 
-// RootPath returns the absolute package root for the given home.
+// rootPath returns the absolute package root for the given home.
 func (e *PackageEntry) rootPath(home string) string {
 	root := filepath.FromSlash(e.Root)
 	if !filepath.IsAbs(root) {

@@ -58,7 +58,8 @@ type Host struct {
 	// diagnostics (D10). Default 16 KiB.
 	StderrTailBytes int
 	// Conn configures each sidecar connection: queue bounds and the
-	// write-stall watchdog (D13, default 10 s). Its Gate is the host's own.
+	// write-stall watchdog (D13, default 10 s). The host keeps its own
+	// side of the barrier on these connections (D6).
 	Conn ConnOptions
 
 	// FastInterceptTimeout is the intercept budget of input.receive,
@@ -97,10 +98,10 @@ const (
 	defaultShutdownTimeout      = 5 * time.Second        // D11
 	defaultStdinGrace           = 750 * time.Millisecond // D11
 	defaultReapTimeout          = 5 * time.Second        // D11
-	defaultExitDrain            = 250 * time.Millisecond
-	defaultFastInterceptTimeout = 5 * time.Second  // D18
-	defaultInterceptTimeout     = 30 * time.Second // D18
-	defaultMaxInterceptTimeout  = 60 * time.Second // D18
+	defaultExitDrain            = 250 * time.Millisecond // D11, D13
+	defaultFastInterceptTimeout = 5 * time.Second        // D18
+	defaultInterceptTimeout     = 30 * time.Second       // D18
+	defaultMaxInterceptTimeout  = 60 * time.Second       // D18
 )
 
 // Warning is a non-fatal problem of one plugin, such as an optional
@@ -341,11 +342,7 @@ func (rt *Runtime) Close() error {
 		errs := make([]error, len(rt.sidecars))
 		var wg sync.WaitGroup
 		for i, s := range rt.sidecars {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				errs[i] = s.stop()
-			}()
+			wg.Go(func() { errs[i] = s.stop() })
 		}
 		wg.Wait()
 		rt.closeErr = errors.Join(errs...)

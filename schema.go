@@ -153,7 +153,7 @@ type vnode struct {
 
 	props    []vprop // struct members, sorted by name
 	index    map[string]int
-	required uint64 // bit i: props[i] has no omitempty
+	required uint64 // bit i: props[i].required
 	mode     objectMode
 	isMap    bool
 	check    bool   // the type implements invariant
@@ -169,9 +169,10 @@ type vnode struct {
 }
 
 type vprop struct {
-	name  string
-	node  *vnode
-	field int // index of the Go struct field
+	name     string
+	node     *vnode
+	field    int  // index of the Go struct field
+	required bool // no omitempty
 }
 
 // describe names what the node admits, for errors.
@@ -309,24 +310,15 @@ func (n *vnode) fill(t reflect.Type) error {
 		if err != nil {
 			return fmt.Errorf("field %s: %w", f.Name, err)
 		}
-		n.props = append(n.props, vprop{name: name, node: child, field: i})
-		if opts != "omitempty" {
-			n.required |= 1 << (len(n.props) - 1)
-		}
+		n.props = append(n.props, vprop{name: name, node: child, field: i, required: opts != "omitempty"})
 	}
 	if len(n.props) > 64 {
 		return fmt.Errorf("more than 64 members")
 	}
-	// Sort by name, carrying the required bits along.
-	req := map[string]bool{}
-	for i, p := range n.props {
-		req[p.name] = n.required&(1<<i) != 0
-	}
 	slices.SortFunc(n.props, func(a, b vprop) int { return strings.Compare(a.name, b.name) })
-	n.required = 0
 	for i, p := range n.props {
 		n.index[p.name] = i
-		if req[p.name] {
+		if p.required {
 			n.required |= 1 << i
 		}
 	}
@@ -384,9 +376,9 @@ func (n *vnode) schema(defs map[string]any) any {
 			defs[n.def] = nil
 			props := map[string]any{}
 			var required []string
-			for i, p := range n.props {
+			for _, p := range n.props {
 				props[p.name] = p.node.schema(defs)
-				if n.required&(1<<i) != 0 {
+				if p.required {
 					required = append(required, p.name)
 				}
 			}

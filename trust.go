@@ -164,11 +164,7 @@ func (t TrustSummary) Text() string {
 	default:
 		row("timeout", "per-point defaults")
 	}
-	points := make([]string, len(t.Intercepts))
-	for i, p := range t.Intercepts {
-		points[i] = string(p)
-	}
-	row("intercepts", trustList(points))
+	row("intercepts", trustList(enumStrings(t.Intercepts...)))
 	row("slots", quotedList(t.Slots))
 	row("capabilities", trustList(t.Capabilities))
 	has := func(c string) bool { return slices.Contains(t.Capabilities, c) }

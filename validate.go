@@ -101,26 +101,28 @@ func (w *walker) fail(r rule, detail, format string, args ...any) *ValidationErr
 	var p, f strings.Builder
 	for _, t := range w.path {
 		p.WriteByte('/')
-		switch {
-		case t.key == nil:
+		if t.key == nil {
 			p.WriteString(strconv.Itoa(t.index))
 			fmt.Fprintf(&f, "[%d]", t.index)
+			continue
+		}
+		name := unquote(t.key, t.escaped)
+		p.WriteString(pointerEscaper.Replace(name))
+		switch {
 		case t.inMap && f.Len() > 0: // a map key, unless the document is the map
-			name := unquote(t.key, t.escaped)
-			p.WriteString(strings.NewReplacer("~", "~0", "/", "~1").Replace(name))
 			fmt.Fprintf(&f, "[%q]", name)
+		case f.Len() > 0:
+			f.WriteString("." + fieldName(name))
 		default:
-			name := unquote(t.key, t.escaped)
-			p.WriteString(strings.NewReplacer("~", "~0", "/", "~1").Replace(name))
-			if f.Len() > 0 {
-				f.WriteByte('.')
-			}
 			f.WriteString(fieldName(name))
 		}
 	}
 	e.Pointer, e.field = p.String(), f.String()
 	return e
 }
+
+// pointerEscaper escapes a member name as an RFC 6901 reference token.
+var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
 
 // syntax converts a lexer error into a validation error at the path.
 func (w *walker) syntax(err error) error {
@@ -551,15 +553,13 @@ func DecodeResult(method string, result json.RawMessage, v any) error {
 }
 
 func strictDecode(want reflect.Type, doc []byte, v any, reason Reason) error {
-	rv := reflect.ValueOf(v)
-	if rv.Kind() != reflect.Pointer || rv.IsNil() || rv.Elem().Type() != want {
+	if reflect.TypeOf(v) != reflect.PointerTo(want) || reflect.ValueOf(v).IsNil() {
 		return Errorf(ReasonInternal, "decoding %s needs a *%s, got %T", want.Name(), want.Name(), v)
 	}
 	if len(bytes.TrimSpace(doc)) == 0 {
 		doc = emptyObject // D5
 	}
-	rv.Elem().SetZero()
-	if err := decodeInto(doc, rv.Elem()); err != nil {
+	if err := Unmarshal(doc, v); err != nil {
 		return Errorf(reason, "invalid %s: %w", want.Name(), err)
 	}
 	return nil
