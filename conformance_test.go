@@ -30,8 +30,10 @@ var referenceBinary = sync.OnceValues(func() (string, error) {
 })
 
 // conformanceRuntime installs the reference plugin as conformance-ext with
-// the reference manifest (plus runtime fields in extra) and
-// starts it; env reaches the sidecar through the host's environment.
+// the reference manifest, sdk/examples/fullsidecar/reasonix-plugin.json
+// (its command the built binary, its provider list dropped since the
+// plugin ID differs, plus runtime fields in extra), and starts it; env
+// reaches the sidecar through the host's environment.
 func conformanceRuntime(t *testing.T, extra map[string]any, env ...string) (*extension.Runtime, *int32) {
 	t.Helper()
 	bin, err := referenceBinary()
@@ -39,17 +41,21 @@ func conformanceRuntime(t *testing.T, extra map[string]any, env ...string) (*ext
 		t.Fatalf("building the reference plugin: %v", err)
 	}
 	dir := t.TempDir()
-	rt := map[string]any{
-		"command":      bin,
-		"intercepts":   []string{"input.receive", "tool.before", "system_prompt.build", "session.start"},
-		"replaces":     []string{"system_prompt"},
-		"capabilities": []string{"providers", "ui"},
-		"env":          map[string]string{"GORACE": "atexit_sleep_ms=0"},
+	var manifest map[string]any
+	b, err := os.ReadFile(filepath.Join("sdk", "examples", "fullsidecar", extension.ManifestFile))
+	if err == nil {
+		err = json.Unmarshal(b, &manifest)
 	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := manifest["runtime"].(map[string]any)
+	delete(rt, "providers")
+	rt["command"], rt["env"] = bin, map[string]string{"GORACE": "atexit_sleep_ms=0"}
 	for k, v := range extra {
 		rt[k] = v
 	}
-	b, _ := json.Marshal(map[string]any{"apiVersion": "reasonix.io/plugin/v1", "name": "fullsidecar", "version": "1.0.0", "runtime": rt})
+	b, _ = json.Marshal(manifest)
 	if err := os.WriteFile(filepath.Join(dir, extension.ManifestFile), b, 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -554,7 +554,9 @@ func TestConnAnsweredSlotIsFreeBeforeThePeerSeesTheAnswer(t *testing.T) {
 
 // TestConnTapSeesARequestBeforeItsAnswer: the tap sees an outbound frame
 // before it is written, so a transcript never shows an answer ahead of
-// its request, however the reader and the writer are scheduled.
+// its request, however the reader and the writer are scheduled. The
+// Conn's output checks, at each write, that the tap has already seen the
+// frame being written.
 func TestConnTapSeesARequestBeforeItsAnswer(t *testing.T) {
 	hangWatchdog(t)
 	var mu sync.Mutex
@@ -564,7 +566,19 @@ func TestConnTapSeesARequestBeforeItsAnswer(t *testing.T) {
 		defer mu.Unlock()
 		seen = append(seen, fmt.Sprintf("%t %s", inbound, frame))
 	}
-	c, peer := newPipeConn(t, nil, ConnOptions{Tap: tap})
+	connR, peerW := io.Pipe()
+	peerR, pipeW := io.Pipe()
+	var unseen atomic.Int32
+	connW := writeCheck{pipeW, func(p []byte) {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(seen) == 0 || seen[len(seen)-1] != "false "+strings.TrimSuffix(string(p), "\n") {
+			unseen.Add(1)
+		}
+	}}
+	c := NewConn(connR, connW, nil, ConnOptions{Tap: tap})
+	t.Cleanup(func() { c.Close(); peerR.Close(); peerW.Close() })
+	peer := &testPeer{in: bufio.NewReader(peerR), rc: peerR, out: peerW}
 	done := make(chan error, 1)
 	go func() { _, err := c.Call(context.Background(), "x/ping", struct{}{}); done <- err }()
 	req := peer.recv(t)
@@ -572,10 +586,24 @@ func TestConnTapSeesARequestBeforeItsAnswer(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
+	if n := unseen.Load(); n != 0 {
+		t.Errorf("%d frames were written before the tap saw them", n)
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	want := []string{`false {"jsonrpc":"2.0","id":1,"method":"x/ping","params":{}}`, `true {"jsonrpc":"2.0","id":1,"result":{}}`}
 	if !slices.Equal(seen, want) {
 		t.Fatalf("tap saw %q, want %q", seen, want)
 	}
+}
+
+// writeCheck is a WriteCloser that runs check on each write before it.
+type writeCheck struct {
+	io.WriteCloser
+	check func(p []byte)
+}
+
+func (w writeCheck) Write(p []byte) (int, error) {
+	w.check(p)
+	return w.WriteCloser.Write(p)
 }

@@ -2,6 +2,7 @@ package extension
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -20,15 +21,21 @@ func (h *Host) InterceptBudget(p Point, manifestMillis int64) time.Duration {
 	return h.withDefaults().interceptBudget(p, manifestMillis)
 }
 
-func (s *sidecar) ID() string                    { return s.id }
-func (s *sidecar) Declaration() InitializeResult { return s.result }
-func (rt *Runtime) Session() SessionContext      { return rt.cfg.Session }
-func (rt *Runtime) Sidecars() []*sidecar         { return rt.sidecars }
-func (rt *Runtime) Sidecar(id string) *sidecar   { return rt.byID[id] }
-func (w Warning) String() string                 { return w.Plugin + ": " + w.Err.Error() }
-
-// Enable and Disable are SetEnabled, as the tests were first written.
-func Enable(home, name string) error  { return SetEnabled(home, name, true) }
-func Disable(home, name string) error { return SetEnabled(home, name, false) }
+func (s *sidecar) ID() string                  { return s.id }
+func (rt *Runtime) Session() SessionContext    { return rt.cfg.Session }
+func (rt *Runtime) Sidecars() []*sidecar       { return rt.sidecars }
+func (rt *Runtime) Sidecar(id string) *sidecar { return rt.byID[id] }
+func (w Warning) String() string               { return fmt.Sprintf("%s: %v", w.Plugin, w.Err) }
 
 var ErrWriteStall = errWriteStall
+
+// Views of a tail for the tests: the raw kept bytes, whether older bytes
+// were dropped, the count written, and the redacted text.
+func (t *tail) Bytes() []byte    { b, _ := t.snapshot(); return b }
+func (t *tail) Truncated() bool  { _, dropped := t.snapshot(); return dropped }
+func (t *tail) Redacted() string { return t.redacted() }
+func (t *tail) Written() int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.written
+}

@@ -528,10 +528,10 @@ func fixtureInstall() {
 	for _, dir := range filepath.SplitList(os.Getenv("FIXTURE_DIRS")) {
 		e, err := extension.Install(home, dir, extension.InstallOptions{Link: true})
 		if err == nil {
-			err = extension.Disable(home, e.Name)
+			err = extension.SetEnabled(home, e.Name, false)
 		}
 		if err == nil {
-			err = extension.Enable(home, e.Name)
+			err = extension.SetEnabled(home, e.Name, true)
 		}
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)

@@ -34,6 +34,9 @@ func TestConnNotificationsHandledOneAtATimeInOrder(t *testing.T) {
 	}
 }
 
+// TestConnNotificationQueueOverflowFailsTheConnection pins the host's
+// interim behaviour (PROTOCOL.md §2.5): D26, decided but not built yet
+// (§11), replaces it with push-back, and this test with one for that.
 func TestConnNotificationQueueOverflowFailsTheConnection(t *testing.T) {
 	hangWatchdog(t)
 	entered := make(chan struct{}, 1)
@@ -54,7 +57,7 @@ func TestConnNotificationQueueOverflowFailsTheConnection(t *testing.T) {
 
 // TestConnDropOverflowingNotificationsKeepsTheConnection: with the SDK's
 // policy, a notification that does not fit is dropped and counted, and the
-// connection goes on (PROTOCOL.md §2.5).
+// connection goes on (PROTOCOL.md §2.5; the sidecar half of D26).
 func TestConnDropOverflowingNotificationsKeepsTheConnection(t *testing.T) {
 	hangWatchdog(t)
 	entered := make(chan struct{}, 1)

@@ -69,13 +69,13 @@ func TestPackagesD8InstallEnableDisableRemoveRoundTrip(t *testing.T) {
 		t.Fatalf("installed copy: %v", err)
 	}
 
-	if err := Disable(home, "acme"); err != nil {
+	if err := SetEnabled(home, "acme", false); err != nil {
 		t.Fatal(err)
 	}
 	if findEntry(load(), "acme").Enabled {
 		t.Fatalf("after Disable: Enabled = true, want false")
 	}
-	if err := Enable(home, "acme"); err != nil {
+	if err := SetEnabled(home, "acme", true); err != nil {
 		t.Fatal(err)
 	}
 	if !findEntry(load(), "acme").Enabled {
@@ -101,8 +101,8 @@ func TestPackagesD8OperationsOnUnknownPlugin(t *testing.T) {
 		op string
 		fn func(home, name string) error
 	}{
-		{"enable", Enable},
-		{"disable", Disable},
+		{"enable", func(home, name string) error { return SetEnabled(home, name, true) }},
+		{"disable", func(home, name string) error { return SetEnabled(home, name, false) }},
 		{"remove", Remove},
 	}
 	for _, tt := range ops {
@@ -134,7 +134,7 @@ func TestPackagesSaveIsAtomicAndLeavesNoTempFiles(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := Disable(home, "two"); err != nil {
+	if err := SetEnabled(home, "two", false); err != nil {
 		t.Fatal(err)
 	}
 	if err := Remove(home, "three"); err != nil {
@@ -318,7 +318,7 @@ func TestInstallReplacesExistingNameAndReenables(t *testing.T) {
 	if _, err := Install(home, src, InstallOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := Disable(home, "p"); err != nil {
+	if err := SetEnabled(home, "p", false); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Remove(filepath.Join(src, "old.txt")); err != nil {

@@ -16,19 +16,10 @@ import (
 // here by hand so that no generated file can vouch for itself.
 const frozenSchemaSHA256 = "22338e662c66a0cb0f6055263afc18e122640e71f552b601251a1c7899593be3"
 
-// schemaHash is "sha256:" and the hex SHA-256 of the canonical schema.
-func schemaHash() string {
-	sum := sha256.Sum256(CanonicalSchema())
-	return "sha256:" + hex.EncodeToString(sum[:])
-}
-
 func TestSchemaHashMatchesFrozenContractD1(t *testing.T) {
 	sum := sha256.Sum256(CanonicalSchema())
-	if got := hex.EncodeToString(sum[:]); got != frozenSchemaSHA256 {
-		t.Fatalf("sha256(CanonicalSchema()) = %s, want the frozen %s", got, frozenSchemaSHA256)
-	}
-	if schemaHash() != "sha256:"+frozenSchemaSHA256 || GeneratedSchemaHash != schemaHash() {
-		t.Fatalf("schemaHash() = %s, GeneratedSchemaHash = %s, want both sha256:%s", schemaHash(), GeneratedSchemaHash, frozenSchemaSHA256)
+	if got := hex.EncodeToString(sum[:]); got != frozenSchemaSHA256 || GeneratedSchemaHash != "sha256:"+got {
+		t.Fatalf("sha256(CanonicalSchema()) = %s, GeneratedSchemaHash = %s, want both the frozen %s", got, GeneratedSchemaHash, frozenSchemaSHA256)
 	}
 }
 
@@ -47,8 +38,7 @@ func TestCommittedSchemaIsTheSharedContractD1(t *testing.T) {
 	shared := filepath.FromSlash("../shared/conformance/reasonix.extension.v1.schema.json")
 	frozen, err := os.ReadFile(shared)
 	if os.IsNotExist(err) {
-		t.Logf("%s is not beside this checkout; the hash comparison above stands in for it", shared)
-		return
+		t.Skipf("%s is not beside this checkout; TestSchemaHashMatchesFrozenContractD1 stands in for it", shared)
 	}
 	if err != nil {
 		t.Fatal(err)

@@ -60,7 +60,8 @@ func TestStarterManifestInstallsAndStartsItsSDKSidecar(t *testing.T) {
 		t.Errorf("the starter's process %d is not running (state %c)", pid, state)
 	}
 
-	got, err := json.Marshal(s.Declaration())
+	decl, _ := rt.Declaration("starter-extension")
+	got, err := json.Marshal(decl)
 	if err != nil {
 		t.Fatal(err)
 	}

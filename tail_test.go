@@ -251,14 +251,3 @@ func Example_tail() {
 	// true
 	// error: handshake failed: password=[redacted] rejected
 }
-
-// Views of a tail for the tests: the raw kept bytes, whether older bytes
-// were dropped, the count written, and the redacted text.
-func (t *tail) Bytes() []byte    { b, _ := t.snapshot(); return b }
-func (t *tail) Truncated() bool  { _, dropped := t.snapshot(); return dropped }
-func (t *tail) Redacted() string { return t.redacted() }
-func (t *tail) Written() int64 {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.written
-}

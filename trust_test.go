@@ -77,7 +77,7 @@ func TestLaunchGateD8RefusesUninstalledPlugin(t *testing.T) {
 func TestLaunchGateD8RefusesDisabledPlugin(t *testing.T) {
 	home := t.TempDir()
 	installRuntime(t, home, "off", "/opt/off", InstallOptions{})
-	if err := Disable(home, "off"); err != nil {
+	if err := SetEnabled(home, "off", false); err != nil {
 		t.Fatal(err)
 	}
 	spec, err := resolveLaunch(home, "off", "")
@@ -407,7 +407,7 @@ func TestLaunchablePluginsD10InstalledOrderAndRefusals(t *testing.T) {
 	installRuntime(t, home, "zulu", "/opt/zulu", InstallOptions{})
 	installRuntime(t, home, "shell", "/bin/sh", InstallOptions{})
 	installRuntime(t, home, "off", "/opt/off", InstallOptions{})
-	if err := Disable(home, "off"); err != nil {
+	if err := SetEnabled(home, "off", false); err != nil {
 		t.Fatal(err)
 	}
 	plain := writePlugin(t, filepath.Join(t.TempDir(), "plain"), `{"apiVersion":"reasonix.io/plugin/v1","name":"plain"}`)

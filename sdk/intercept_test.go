@@ -121,11 +121,11 @@ func TestInterceptDeadlineIsInterceptTimeout(t *testing.T) {
 	}
 }
 
-// TestInterceptNullPayloadNeverReachesTheCallbackD22: a null placeholder
+// TestInterceptNullPayloadNeverReachesTheCallback: a null placeholder
 // without its descriptor is invalid_params; an externalized payload, which
-// this SDK cannot page yet, fails the call rather than handing the callback
-// a null payload.
-func TestInterceptNullPayloadNeverReachesTheCallbackD22(t *testing.T) {
+// this SDK cannot page yet (content refs are pending, PROTOCOL.md §11),
+// fails the call rather than handing the callback a null payload.
+func TestInterceptNullPayloadNeverReachesTheCallback(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		called := false
 		opts := minimalOptions
@@ -271,7 +271,7 @@ func TestObserversRoutePerPointWithWildcard(t *testing.T) {
 
 // The reference plugin, built once per test binary into buildDir, which
 // is then a plugin directory: bin/fullsidecar beside a copy of
-// testdata/plugins/fullsidecar/reasonix-plugin.json.
+// the example's reasonix-plugin.json.
 var (
 	buildOnce   sync.Once
 	buildDir    string
@@ -294,9 +294,19 @@ func fullsidecarBinary(t *testing.T) string {
 		if buildDir, buildErr = os.MkdirTemp("", "sdk-examples-"); buildErr != nil {
 			return
 		}
-		manifest, err := os.ReadFile(filepath.Join("..", "testdata", "plugins", "fullsidecar", extension.ManifestFile))
+		// The example's own manifest, required, without the provider
+		// list: the tests install it under other plugin IDs.
+		var manifest map[string]any
+		b, err := os.ReadFile(filepath.Join("examples", "fullsidecar", extension.ManifestFile))
 		if err == nil {
-			err = os.WriteFile(filepath.Join(buildDir, extension.ManifestFile), manifest, 0o644)
+			err = json.Unmarshal(b, &manifest)
+		}
+		if err == nil {
+			rt := manifest["runtime"].(map[string]any)
+			delete(rt, "providers")
+			rt["required"] = true
+			b, _ = json.Marshal(manifest)
+			err = os.WriteFile(filepath.Join(buildDir, extension.ManifestFile), b, 0o644)
 		}
 		if err != nil {
 			buildErr = err

@@ -299,9 +299,7 @@ func TestServeD6BarrierRefusesEarlyRequests(t *testing.T) {
 
 func TestServeD6BarrierRefusesInitializeAfterHandshake(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := serve(t, context.Background(), minimalOptions)
-		defer p.close()
-		p.handshake()
+		p := started(t, minimalOptions)
 		// D6: the handshake happens once per connection.
 		wantError(t, p.call(request(2, extension.MethodInitialize, initParams(extension.ProtocolID, "1"))), "2", -32600, extension.ReasonProtocolError)
 		wantResult(t, p.call(intercept(3, extension.ToolBefore, `{}`)), "3", continueResult)
@@ -500,9 +498,7 @@ func TestServeHandshakeDeclaration(t *testing.T) {
 
 func TestServeUnknownMethodCarriesData(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := serve(t, context.Background(), minimalOptions)
-		defer p.close()
-		p.handshake()
+		p := started(t, minimalOptions)
 		// PROTOCOL.md §2.6: unknown notifications are dropped, so the
 		// next frame answers the request after it.
 		p.send(`{"jsonrpc":"2.0","method":"extension/bogus","params":{}}`)
@@ -534,9 +530,7 @@ func TestServeStrictEnvelopeErrorsKeepTheConnection(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				p := serve(t, context.Background(), minimalOptions)
-				defer p.close()
-				p.handshake()
+				p := started(t, minimalOptions)
 				// PROTOCOL.md §2.4, D4, D5, D7: answered, and survived.
 				wantError(t, p.call(tc.line), tc.id, tc.code, extension.ReasonProtocolError)
 				wantResult(t, p.call(intercept(6, extension.ToolBefore, `{}`)), "6", continueResult)
@@ -632,9 +626,7 @@ func TestServeD11ShutdownCallbackBoundedByTimeoutMillis(t *testing.T) {
 
 func TestServeD11ShutdownNegativeTimeoutIsInvalidParams(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := serve(t, context.Background(), minimalOptions)
-		defer p.close()
-		p.handshake()
+		p := started(t, minimalOptions)
 		wantError(t, p.call(request(2, extension.MethodShutdown, `{"timeoutMillis":-1}`)), "2", -32602, extension.ReasonInvalidParams)
 		wantResult(t, p.call(request(3, extension.MethodShutdown, `{"timeoutMillis":0}`)), "3", acceptedResult)
 	})

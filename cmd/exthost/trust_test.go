@@ -38,10 +38,10 @@ func TestTrustUsageNamesThePluginDir(t *testing.T) {
 	}
 }
 
-// TestTrustWarnsOfAnUnexpandedPlaceholderInArgs: args are passed verbatim
-// (PROTOCOL.md §3.1), so the literal placeholder in one reaches the
-// sidecar as is; FULL TRUST says so.
-func TestTrustWarnsOfAnUnexpandedPlaceholderInArgs(t *testing.T) {
+// TestTrustWarnsOfAnUnexpandedPlaceholderInArgsD8: args are passed
+// verbatim (PROTOCOL.md §3.1), so the literal placeholder in one reaches
+// the sidecar as is; FULL TRUST says so.
+func TestTrustWarnsOfAnUnexpandedPlaceholderInArgsD8(t *testing.T) {
 	dir := t.TempDir()
 	manifest := `{"apiVersion":"reasonix.io/plugin/v1","name":"py","version":"1.0.0","runtime":{"command":"/usr/bin/python3","args":["${REASONIX_PLUGIN_ROOT}/sidecar.py"]}}`
 	if err := os.WriteFile(filepath.Join(dir, "reasonix-plugin.json"), []byte(manifest), 0o644); err != nil {
