@@ -228,7 +228,9 @@ func redactKeyKind(prev, key string) int {
 		"enabled", "required", "policy", "mode", "method", "format", "provider", "store", "usage",
 		"index", "hint", "kind", "source", "budget", "details", "detail", "exception", "error",
 		"failed", "invalid", "expired", "missing", "id"} {
-		if strings.HasSuffix(k, w) && !(w == "id" && (strings.HasSuffix(k, "secretid") || strings.HasSuffix(k, "tokenid"))) {
+		// The last byte first: most keys end in none of these words.
+		if len(k) >= len(w) && k[len(k)-1] == w[len(w)-1] && k[len(k)-len(w):] == w &&
+			!(w == "id" && (strings.HasSuffix(k, "secretid") || strings.HasSuffix(k, "tokenid"))) {
 			return redactKeyNone
 		}
 	}
