@@ -191,8 +191,18 @@ type redactProgram struct {
 	anchors []redactAnchor
 	index   [1 << 16]uint16 // lower-cased byte pair -> 1 + index into lists
 	lists   [][]uint16      // per pair: anchor indices, each with redactSecond set if the pair is its 2nd and 3rd bytes
-	lower   [256]byte       // ASCII lower-casing table
 }
+
+// redactLower is the ASCII lower-casing table.
+var redactLower = func() (t [256]byte) {
+	for i := range t {
+		t[i] = byte(i)
+	}
+	for c := 'A'; c <= 'Z'; c++ {
+		t[c] += 'a' - 'A'
+	}
+	return t
+}()
 
 // redactSecond marks a list entry whose pair is the anchor's second and
 // third bytes rather than its first two.
@@ -200,13 +210,6 @@ const redactSecond = 1 << 15
 
 func newRedactProgram(r *Redactor) *redactProgram {
 	p := new(redactProgram)
-	for i := range p.lower {
-		c := byte(i)
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		p.lower[i] = c
-	}
 	p.rules = redactRules()
 	for _, v := range redactEnvValues(r) {
 		p.rules = append(p.rules, redactRule{name: "env-value", anchors: []string{v}, match: func(st *redactScan, i int) {
@@ -225,7 +228,7 @@ func newRedactProgram(r *Redactor) *redactProgram {
 	// ones, each in anchor order: the order of hits that hits promises.
 	for _, off := range [2]int{1, 0} {
 		for ai, a := range p.anchors {
-			key := uint16(p.lower[a.lit[off]])<<8 | uint16(p.lower[a.lit[off+1]])
+			key := uint16(redactLower[a.lit[off]])<<8 | uint16(redactLower[a.lit[off+1]])
 			if p.index[key] == 0 {
 				p.lists = append(p.lists, nil)
 				p.index[key] = uint16(len(p.lists))
@@ -245,7 +248,7 @@ func newRedactProgram(r *Redactor) *redactProgram {
 func (p *redactProgram) hits(s string) iter.Seq2[int, *redactAnchor] {
 	return func(yield func(int, *redactAnchor) bool) {
 		for i := 0; i+1 < len(s); i += 2 {
-			x := p.index[uint16(p.lower[s[i]])<<8|uint16(p.lower[s[i+1]])]
+			x := p.index[uint16(redactLower[s[i]])<<8|uint16(redactLower[s[i+1]])]
 			if x == 0 {
 				continue
 			}
@@ -297,12 +300,7 @@ func redactSecretEnvName(name string) bool {
 		return true
 	}
 	n := strings.NewReplacer("_", "", "-", "").Replace(u)
-	for _, w := range []string{"TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "APIKEY", "ACCESSKEY", "PRIVATEKEY", "CREDENTIAL"} {
-		if strings.Contains(n, w) {
-			return true
-		}
-	}
-	return false
+	return redactContains(n, "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "APIKEY", "ACCESSKEY", "PRIVATEKEY", "CREDENTIAL")
 }
 
 // redactScan is the state of one pass over one input.
@@ -349,7 +347,7 @@ func (p *redactProgram) anchorAt(s string, i int, a *redactAnchor) bool {
 		return s[i:i+len(a.lit)] == a.lit
 	}
 	for k := 0; k < len(a.lit); k++ {
-		if p.lower[s[i+k]] != a.lit[k] {
+		if redactLower[s[i+k]] != a.lit[k] {
 			return false
 		}
 	}
@@ -409,15 +407,8 @@ func redactURLUserinfo(st *redactScan, p int) {
 	if info == RedactedMarker {
 		return
 	}
-	if !strings.Contains(info, ":") {
-		var letter, digit bool
-		for i := 0; i < len(info); i++ {
-			letter = letter || redactAlnum(info[i]) && info[i] > '9'
-			digit = digit || '0' <= info[i] && info[i] <= '9'
-		}
-		if len(info) < 16 || !letter || !digit {
-			return
-		}
+	if !strings.Contains(info, ":") && (len(info) < 16 || !redactLetterDigit(info)) {
+		return
 	}
 	st.add(start, at, "url-userinfo")
 }
@@ -521,20 +512,24 @@ func redactPEMLabel(s string, i int) (int, bool) {
 
 func redactB64(c byte) bool { return redactAlnum(c) || c == '+' || c == '/' || c == '=' }
 
+// redactSpace reports whether c is a blank or a line break.
+func redactSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
+
+// redactEscape reports whether a JSON escape \n, \r or \t ends at i.
+func redactEscape(s string, i int) bool {
+	return i >= 2 && s[i-2] == '\\' && strings.IndexByte("nrt", s[i-1]) >= 0
+}
+
+// redactPastBackslashes returns the end of the run of backslashes at i.
+func redactPastBackslashes(s string, i int) int { return len(s) - len(strings.TrimLeft(s[i:], `\`)) }
+
 // redactPEMBreaks skips line breaks and blanks, real or JSON-escaped.
 func redactPEMBreaks(s string, i int) int {
 	for i < len(s) {
-		switch c := s[i]; {
-		case c == ' ' || c == '\t' || c == '\r' || c == '\n':
+		switch j := redactPastBackslashes(s, i); {
+		case redactSpace(s[i]):
 			i++
-		case c == '\\':
-			j := i
-			for j < len(s) && s[j] == '\\' {
-				j++
-			}
-			if j == len(s) || s[j] != 'n' && s[j] != 'r' && s[j] != 't' {
-				return i
-			}
+		case j > i && j < len(s) && strings.IndexByte("nrt", s[j]) >= 0:
 			i = j + 1
 		default:
 			return i
@@ -583,11 +578,10 @@ func redactPEMBodyBefore(s string, p int) int {
 	start, i := p, p
 	for {
 		for i > 0 { // line breaks, real or escaped
-			if c := s[i-1]; c == ' ' || c == '\t' || c == '\r' || c == '\n' {
+			if redactSpace(s[i-1]) {
 				i--
-			} else if i >= 2 && s[i-2] == '\\' && (c == 'n' || c == 'r' || c == 't') {
-				for i -= 2; i > 0 && s[i-1] == '\\'; i-- {
-				}
+			} else if redactEscape(s, i) {
+				i = len(strings.TrimRight(s[:i-2], `\`))
 			} else {
 				break
 			}
@@ -602,12 +596,8 @@ func redactPEMBodyBefore(s string, p int) int {
 		if k == i {
 			return start
 		}
-		if k > 0 {
-			c := s[k-1]
-			escaped := k >= 2 && s[k-2] == '\\' && (c == 'n' || c == 'r' || c == 't')
-			if c != ' ' && c != '\t' && c != '\r' && c != '\n' && !escaped {
-				return start
-			}
+		if k > 0 && !redactSpace(s[k-1]) && !redactEscape(s, k) {
+			return start
 		}
 		start, i = k, k
 	}

@@ -4,6 +4,7 @@ package extension
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -83,10 +84,8 @@ func (t redactTokenRule) rule() redactRule {
 		if !redactBoundary(s, p) {
 			return
 		}
-		for _, d := range t.yieldTo {
-			if strings.HasPrefix(s[p:], d) {
-				return
-			}
+		if slices.ContainsFunc(t.yieldTo, func(d string) bool { return strings.HasPrefix(s[p:], d) }) {
+			return
 		}
 		w := s[p:min(len(s), p+window)]
 		st.work += len(w) // at most: the match is anchored at p
@@ -138,18 +137,14 @@ func redactBoundary(s string, p int) bool {
 	if !redactAlnum(c) && c != '_' && c != '-' {
 		return true
 	}
-	if p >= 2 && s[p-2] == '\\' && (c == 'n' || c == 'r' || c == 't') {
-		return true
-	}
-	if p >= 6 && s[p-6] == '\\' && s[p-5] == 'u' {
-		for k := p - 4; k < p; k++ {
-			if !strings.ContainsRune("0123456789abcdefABCDEF", rune(s[k])) {
-				return false
-			}
-		}
-		return true
-	}
-	return false
+	return redactEscape(s, p) || p >= 6 && s[p-6] == '\\' && s[p-5] == 'u' && strings.Trim(s[p-4:p], redactHexDigits) == ""
+}
+
+const redactHexDigits = "0123456789abcdefABCDEF"
+
+// redactContains reports whether s contains one of words.
+func redactContains(s string, words ...string) bool {
+	return slices.ContainsFunc(words, func(w string) bool { return strings.Contains(s, w) })
 }
 
 // redactLetterDigit reports whether tok has a letter and a digit, as random
@@ -174,6 +169,10 @@ const (
 	redactKeyCookie
 )
 
+// redactKeyRule names the rule that removes the value of each kind of key.
+var redactKeyRule = [...]string{redactKeySecret: "secret-key-value", redactKeyPassword: "secret-key-value",
+	redactKeyAuthorization: "authorization-header", redactKeyCookie: "cookie-header"}
+
 func redactKeyChar(c byte) bool { return redactAlnum(c) || c == '_' || c == '-' || c == '.' }
 
 // redactKeyKind classifies a key: prev is an optional word before it ("api"
@@ -184,15 +183,10 @@ func redactKeyKind(prev, key string) int {
 	n := 0
 	for _, part := range [2]string{prev, key} {
 		for i := 0; i < len(part) && n < len(buf); i++ {
-			c := part[i]
-			if c == '_' || c == '-' || c == '.' || c == ' ' {
-				continue
+			if strings.IndexByte("_-. ", part[i]) < 0 {
+				buf[n] = redactLower[part[i]]
+				n++
 			}
-			if 'A' <= c && c <= 'Z' {
-				c += 'a' - 'A'
-			}
-			buf[n] = c
-			n++
 		}
 	}
 	k := string(buf[:n]) // does not escape: the compiler keeps it on the stack
@@ -208,15 +202,10 @@ func redactKeyKind(prev, key string) int {
 		return redactKeyCookie
 	}
 	password := k == "pwd" || k == "pass" || suffix("pwd") || suffix("pass") ||
-		strings.Contains(k, "password") || strings.Contains(k, "passwd") || strings.Contains(k, "passphrase")
-	secret := password || k == "auth" || k == "sig" || strings.HasSuffix(k, "auth") && k != "oauth"
-	for _, w := range [...]string{"secret", "token", "apikey", "accesskey", "privatekey", "accountkey",
-		"signingkey", "sessionkey", "encryptionkey", "masterkey", "authkey", "credential", "signature"} {
-		if secret {
-			break
-		}
-		secret = strings.Contains(k, w)
-	}
+		redactContains(k, "password", "passwd", "passphrase")
+	secret := password || k == "auth" || k == "sig" || strings.HasSuffix(k, "auth") && k != "oauth" ||
+		redactContains(k, "secret", "token", "apikey", "accesskey", "privatekey", "accountkey",
+			"signingkey", "sessionkey", "encryptionkey", "masterkey", "authkey", "credential", "signature")
 	if !secret {
 		return redactKeyNone
 	}
@@ -234,11 +223,9 @@ func redactKeyKind(prev, key string) int {
 			return redactKeyNone
 		}
 	}
-	for _, w := range [...]string{"tokeniz", "pagetoken", "nexttoken", "continuationtoken",
-		"stoptoken", "eostoken", "bostoken", "padtoken", "unktoken"} {
-		if strings.Contains(k, w) {
-			return redactKeyNone
-		}
+	if redactContains(k, "tokeniz", "pagetoken", "nexttoken", "continuationtoken",
+		"stoptoken", "eostoken", "bostoken", "padtoken", "unktoken") {
+		return redactKeyNone
 	}
 	if password {
 		return redactKeyPassword
@@ -260,7 +247,7 @@ func redactKeyKind(prev, key string) int {
 func redactKeyValue(st *redactScan, p int) {
 	s := st.s
 	ks, ke := p, p
-	for ks > 0 && p-ks < 64 && redactKeyChar(s[ks-1]) && !(ks >= 2 && s[ks-2] == '\\' && strings.IndexByte("nrt", s[ks-1]) >= 0) { // \nkey
+	for ks > 0 && p-ks < 64 && redactKeyChar(s[ks-1]) && !redactEscape(s, ks) { // \nkey
 		ks--
 	}
 	for ke < len(s) && ke-p < 64 && redactKeyChar(s[ke]) {
@@ -272,13 +259,8 @@ func redactKeyValue(st *redactScan, p int) {
 		return
 	}
 	i := ke
-	for j := i; j < len(s); j++ { // the closing quote of a quoted key: " ' \"
-		if s[j] == '"' || s[j] == '\'' {
-			i = j + 1
-		}
-		if s[j] != '\\' {
-			break
-		}
+	if j := redactPastBackslashes(s, ke); j < len(s) && (s[j] == '"' || s[j] == '\'') { // the closing quote of a quoted key: " ' \"
+		i = j + 1
 	}
 	i = redactBlank(s, i)
 	st.work += i - ke
@@ -311,23 +293,16 @@ func redactKeyValue(st *redactScan, p int) {
 		return
 	}
 	i = redactBlank(s, i)
-	vs, ve, end := redactValue(s, i, ks, kind, words && kind == redactKeyPassword)
+	header := kind == redactKeyAuthorization || kind == redactKeyCookie
+	vs, ve, end := redactValue(s, i, ks, header, words && kind == redactKeyPassword)
 	st.work += end - examined
 	v := s[vs:ve]
-	header := kind == redactKeyAuthorization || kind == redactKeyCookie
 	if redactRejectValue(s, i, vs, ve, header) ||
 		strings.EqualFold(s[ks:ke], "pwd") && (strings.HasPrefix(v, "/") || redactDrivePath(v)) {
 		st.examined(ve)
 		return
 	}
-	name := "secret-key-value"
-	switch kind {
-	case redactKeyAuthorization:
-		name = "authorization-header"
-	case redactKeyCookie:
-		name = "cookie-header"
-	}
-	st.add(vs, ve, name)
+	st.add(vs, ve, redactKeyRule[kind])
 }
 
 // redactRejectValue reports whether the value s[vs:ve] of a secret key,
@@ -372,8 +347,7 @@ func redactValueStop(c byte) bool {
 // Other unquoted values end at a blank or punctuation that separates fields,
 // except that with words set they run on over blanks up to a word that is a
 // key (has ':' or '='), a comment or punctuation.
-func redactValue(s string, i, ks, kind int, words bool) (vs, ve, end int) {
-	header := kind == redactKeyAuthorization || kind == redactKeyCookie
+func redactValue(s string, i, ks int, header, words bool) (vs, ve, end int) {
 	bracket := false
 	if header && i < len(s) {
 		switch s[i] {
@@ -384,11 +358,7 @@ func redactValue(s string, i, ks, kind int, words bool) (vs, ve, end int) {
 			i++
 		}
 	}
-	j := i
-	for j < len(s) && s[j] == '\\' {
-		j++
-	}
-	if j < len(s) && (s[j] == '"' || j == i && s[j] == '\'') {
+	if j := redactPastBackslashes(s, i); j < len(s) && (s[j] == '"' || j == i && s[j] == '\'') {
 		q := s[i : j+1]
 		vs = j + 1
 		for k := vs; k < len(s); k++ {
@@ -439,11 +409,7 @@ func redactValue(s string, i, ks, kind int, words bool) (vs, ve, end int) {
 	}
 	qc := "" // the quote the key sits in, if any
 	if ks > 0 && (s[ks-1] == '"' || s[ks-1] == '\'') {
-		j := ks - 1
-		for j > 0 && s[j-1] == '\\' {
-			j--
-		}
-		qc = s[j:ks]
+		qc = s[len(strings.TrimRight(s[:ks-1], `\`)):ks]
 	}
 	digest := len(s)-i >= 7 && strings.EqualFold(s[i:i+7], "digest ")
 	for ; k < len(s); k++ {
@@ -480,7 +446,7 @@ func redactPlaceholder(v string) bool {
 	case "null", "nil", "none", "true", "false", "undefined", "redacted":
 		return true
 	}
-	if len(v) > 2 && len(v) <= 18 && v[0] == '0' && (v[1] == 'x' || v[1] == 'X') && strings.Trim(v[2:], "0123456789abcdefABCDEF") == "" {
+	if len(v) > 2 && len(v) <= 18 && v[0] == '0' && (v[1] == 'x' || v[1] == 'X') && strings.Trim(v[2:], redactHexDigits) == "" {
 		return true // a hex constant of up to 64 bits, not a 256-bit private key
 	}
 	if redactPlaceholderLen(v) == len(v) {
@@ -579,10 +545,7 @@ func redactProse(v string) bool {
 		return false
 	}
 	for i := 0; i < len(v); i++ {
-		buf[i] = v[i]
-		if 'A' <= v[i] && v[i] <= 'Z' {
-			buf[i] += 'a' - 'A'
-		}
+		buf[i] = redactLower[v[i]]
 	}
 	switch string(buf[:len(v)]) {
 	case "a", "an", "all", "any", "nothing", "not", "no", "is", "are", "was", "were", "has", "have",
