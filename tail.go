@@ -1,6 +1,8 @@
 package extension
 
 import (
+	"cmp"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -61,10 +63,7 @@ func (t *tail) Write(p []byte) (int, error) {
 func (t *tail) snapshot() ([]byte, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	out := make([]byte, 0, len(t.buf))
-	out = append(out, t.buf[t.next:]...)
-	out = append(out, t.buf[:t.next]...)
-	return out, t.written > int64(len(t.buf))
+	return slices.Concat(t.buf[t.next:], t.buf[:t.next]), t.written > int64(len(t.buf))
 }
 
 // redacted returns the kept text, trimmed of surrounding white space and
@@ -87,11 +86,7 @@ func (t *tail) redacted() string {
 	if truncated {
 		text = tailDropFragment(text)
 	}
-	r := t.redactor
-	if r == nil {
-		r = defaultRedactor()
-	}
-	return strings.TrimSpace(r.Redact(text))
+	return strings.TrimSpace(cmp.Or(t.redactor, defaultRedactor()).Redact(text))
 }
 
 // tailDropFragment drops what is left of the line that the tail's start cut
@@ -100,15 +95,12 @@ func tailDropFragment(text string) string {
 	if i := strings.IndexByte(text, '\n'); i >= 0 {
 		return text[i+1:]
 	}
-	i := tailRunEnd(text, 0) // the fragment, possibly empty
+	i := tailRun(text, 0, false) // the fragment, possibly empty
 	if i > 0 && (text[i-1] == ':' || text[i-1] == '=') {
 		return ""
 	}
-	j := i
-	for j < len(text) && tailBlank(text[j]) {
-		j++
-	}
-	k := tailRunEnd(text, j) // what may be the fragment's value
+	j := tailRun(text, i, true)
+	k := tailRun(text, j, false) // what may be the fragment's value
 	if k == j || strings.Trim(text[j:k], `=:"'\>`) == "" || tailAuthScheme(text[j:k]) {
 		return ""
 	}
@@ -117,9 +109,10 @@ func tailDropFragment(text string) string {
 
 func tailBlank(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f' }
 
-// tailRunEnd returns the end of the run of non-blank bytes at i.
-func tailRunEnd(text string, i int) int {
-	for i < len(text) && !tailBlank(text[i]) {
+// tailRun returns the end of the run of blank (or, if not blank, non-blank)
+// bytes at i.
+func tailRun(text string, i int, blank bool) int {
+	for i < len(text) && tailBlank(text[i]) == blank {
 		i++
 	}
 	return i
@@ -128,11 +121,7 @@ func tailRunEnd(text string, i int) int {
 // tailAuthScheme reports whether w names an HTTP authentication scheme,
 // whose credentials follow it to the end of the line.
 func tailAuthScheme(w string) bool {
-	for _, scheme := range [...]string{"basic", "bearer", "digest", "token", "bot", "apikey", "negotiate",
-		"ntlm", "oauth", "hoba", "mutual", "vapid", "hawk", "aws4-hmac-sha256", "scram-sha-1", "scram-sha-256"} {
-		if strings.EqualFold(w, scheme) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc([]string{"basic", "bearer", "digest", "token", "bot", "apikey", "negotiate",
+		"ntlm", "oauth", "hoba", "mutual", "vapid", "hawk", "aws4-hmac-sha256", "scram-sha-1", "scram-sha-256"},
+		func(scheme string) bool { return strings.EqualFold(w, scheme) })
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -90,11 +89,7 @@ func (d *demo) run(args []string) error {
 			if inbound {
 				arrow = "sidecar → host"
 			}
-			text := d.redactor.Redact(string(frame))
-			if len(text) > 240 {
-				text = text[:240] + "…"
-			}
-			d.printf("      %s %s\n", arrow, text)
+			d.printf("      %s %s\n", arrow, clip(d.redactor.Redact(string(frame)), 240))
 		}
 	}
 	ctx := context.Background()
@@ -103,12 +98,7 @@ func (d *demo) run(args []string) error {
 	if err != nil {
 		return err
 	}
-	closed := false
-	defer func() {
-		if !closed {
-			rt.Close()
-		}
-	}()
+	defer rt.Close() // after the explicit Close below, a no-op
 	decl, ok := rt.Declaration(entry.Name)
 	if !ok {
 		return fmt.Errorf("%s did not start: %v", entry.Name, rt.Warnings())
@@ -154,7 +144,7 @@ func (d *demo) run(args []string) error {
 		case out.Permission != "":
 			d.printf("   %s by %s\n", out.Permission, out.PermissionBy)
 		case len(out.Replaced) > 0:
-			d.printf("   replaced by %s: %s\n", strings.Join(out.Replaced, ", "), compact(out.Payload))
+			d.printf("   replaced by %s: %s\n", strings.Join(out.Replaced, ", "), clip(string(out.Payload), 200))
 		case step.point == extension.PermissionDecision:
 			d.printf("   no extension ruled (chain: %s); the host's decision stands\n", orNone(rt.Chain(step.point)))
 		default:
@@ -166,7 +156,6 @@ func (d *demo) run(args []string) error {
 		return err
 	}
 	d.printf("── shutdown\n")
-	closed = true
 	start := time.Now()
 	if err := rt.Close(); err != nil {
 		return fmt.Errorf("shutdown: %w", err)
@@ -182,10 +171,10 @@ func orNone(ids []string) string {
 	return strings.Join(ids, " → ")
 }
 
-func compact(raw json.RawMessage) string {
-	s := string(raw)
-	if len(s) > 200 {
-		s = s[:200] + "…"
+// clip cuts s to n bytes, marking the cut.
+func clip(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
 	}
 	return s
 }
