@@ -3,6 +3,7 @@ package extension
 // The rules of the Redactor (D25): one scanner per shape of credential.
 
 import (
+	"cmp"
 	"regexp"
 	"slices"
 	"strings"
@@ -75,16 +76,10 @@ func redactRules() []redactRule {
 // rule compiles a token description into a rule.
 func (t redactTokenRule) rule() redactRule {
 	re := regexp.MustCompile(t.re)
-	window := t.window
-	if window == 0 {
-		window = 512
-	}
+	window := cmp.Or(t.window, 512)
 	return redactRule{name: t.name, anchors: t.prefixes, fold: t.fold, match: func(st *redactScan, p int) {
 		s := st.s
-		if !redactBoundary(s, p) {
-			return
-		}
-		if slices.ContainsFunc(t.yieldTo, func(d string) bool { return strings.HasPrefix(s[p:], d) }) {
+		if !redactBoundary(s, p) || slices.ContainsFunc(t.yieldTo, func(d string) bool { return strings.HasPrefix(s[p:], d) }) {
 			return
 		}
 		w := s[p:min(len(s), p+window)]
@@ -311,27 +306,14 @@ func redactKeyValue(st *redactScan, p int) {
 // b.uint32()) or, except in a header, a word of prose.
 func redactRejectValue(s string, i, vs, ve int, header bool) bool {
 	v := s[vs:ve]
-	if redactPlaceholder(v) {
-		return true
-	}
-	if strings.Trim(v, "0123456789") == "" && (len(v) < 6 || s[i-1] == ':') {
-		return true
-	}
-	if header {
-		return false
-	}
-	if vs == i && ve < len(s) && s[ve] == '(' && strings.Trim(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.") == "" {
-		return true
-	}
-	return redactProse(v)
+	call := vs == i && ve < len(s) && s[ve] == '(' && strings.Trim(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.") == ""
+	return redactPlaceholder(v) ||
+		strings.Trim(v, "0123456789") == "" && (len(v) < 6 || s[i-1] == ':') ||
+		!header && (call || redactProse(v))
 }
 
-func redactBlank(s string, i int) int {
-	for i < len(s) && (s[i] == ' ' || s[i] == '\t') {
-		i++
-	}
-	return i
-}
+// redactBlank returns the end of the run of blanks at i.
+func redactBlank(s string, i int) int { return len(s) - len(strings.TrimLeft(s[i:], " \t")) }
 
 // redactValueStop is what ends an unquoted value of a secret key.
 func redactValueStop(c byte) bool {
@@ -427,11 +409,7 @@ func redactValue(s string, i, ks int, header, words bool) (vs, ve, end int) {
 			break
 		}
 	}
-	end = k
-	for k > i && (s[k-1] == ' ' || s[k-1] == '\t') {
-		k--
-	}
-	return i, k, end
+	return i, i + len(strings.TrimRight(s[i:k], " \t")), k
 }
 
 // redactPlaceholder reports whether a value is empty, already redacted, or a
