@@ -403,14 +403,9 @@ func redactURLUserinfo(st *redactScan, p int) {
 	if at <= start {
 		return
 	}
-	info := s[start:at]
-	if info == RedactedMarker {
-		return
+	if info := s[start:at]; info != RedactedMarker && (strings.Contains(info, ":") || len(info) >= 16 && redactLetterDigit(info)) {
+		st.add(start, at, "url-userinfo")
 	}
-	if !strings.Contains(info, ":") && (len(info) < 16 || !redactLetterDigit(info)) {
-		return
-	}
-	st.add(start, at, "url-userinfo")
 }
 
 // redactUserFlag removes the password of curl -u user:password (also
@@ -459,10 +454,9 @@ func redactTelegram(st *redactScan, p int) {
 		e++
 	}
 	st.work += e - b
-	if e-(p+1) != 35 {
-		return
+	if e-(p+1) == 35 {
+		st.add(b, e, "telegram-bot-token")
 	}
-	st.add(b, e, "telegram-bot-token")
 }
 
 // redactPEM removes the body of a PEM private key block and keeps its BEGIN
@@ -472,11 +466,8 @@ func redactTelegram(st *redactScan, p int) {
 // Certificates and public keys are not secrets and stay.
 func redactPEM(st *redactScan, p int) {
 	s := st.s
-	if s[p+5] == 'E' { // -----END
-		if p == st.pemAt {
-			return
-		}
-		if _, ok := redactPEMLabel(s, p+len("-----END ")); ok {
+	if s[p+5] == 'E' { // -----END, unless it closes the block just removed
+		if _, ok := redactPEMLabel(s, p+len("-----END ")); ok && p != st.pemAt {
 			start := redactPEMBodyBefore(s, p)
 			st.work += p - start
 			st.add(start, p, "pem-private-key")

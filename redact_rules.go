@@ -146,14 +146,10 @@ func redactContains(s string, words ...string) bool {
 // keys (and the example sk-real-secret-value-123456) do and
 // hyphenated words (sk-learn-compatible-estimator-wrapper) do not.
 func redactLetterDigit(tok string) bool {
-	var letter, digit bool
-	for i := 0; i < len(tok); i++ {
-		c := tok[i]
-		letter = letter || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
-		digit = digit || '0' <= c && c <= '9'
-	}
-	return letter && digit
+	return strings.ContainsAny(tok, redactLetters) && strings.ContainsAny(tok, "0123456789")
 }
+
+const redactLetters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 // Kinds of key a key=value pair can have.
 const (
@@ -306,7 +302,7 @@ func redactKeyValue(st *redactScan, p int) {
 // b.uint32()) or, except in a header, a word of prose.
 func redactRejectValue(s string, i, vs, ve int, header bool) bool {
 	v := s[vs:ve]
-	call := vs == i && ve < len(s) && s[ve] == '(' && strings.Trim(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.") == ""
+	call := vs == i && ve < len(s) && s[ve] == '(' && strings.Trim(v, redactLetters+"0123456789_.") == ""
 	return redactPlaceholder(v) ||
 		strings.Trim(v, "0123456789") == "" && (len(v) < 6 || s[i-1] == ':') ||
 		!header && (call || redactProse(v))
@@ -498,11 +494,8 @@ func redactPlaceholderLen(v string) int {
 		if n := ident(v[1:], false); n > 0 && 1+n < len(v) && v[1+n] == '%' {
 			return n + 2
 		}
-		j := 1
-		for j < len(v) && strings.IndexByte("-+# 0123456789.", v[j]) >= 0 {
-			j++
-		}
-		if j < len(v) && j < 8 && ('a' <= v[j] && v[j] <= 'z' || 'A' <= v[j] && v[j] <= 'Z') {
+		j := len(v) - len(strings.TrimLeft(v[1:], "-+# 0123456789.")) // flags, width, precision
+		if j < len(v) && j < 8 && strings.IndexByte(redactLetters, v[j]) >= 0 {
 			return j + 1
 		}
 	}

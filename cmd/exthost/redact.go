@@ -61,16 +61,7 @@ type streamRedactor struct {
 }
 
 func (s *streamRedactor) copy(dst io.Writer, src io.Reader) error {
-	chunk, context, maxHold := s.chunk, s.context, s.maxHold
-	if chunk <= 0 {
-		chunk = defaultChunk
-	}
-	if context <= 0 {
-		context = defaultContext
-	}
-	if maxHold <= 0 {
-		maxHold = defaultMaxHold
-	}
+	chunk, context, maxHold := orDefault(s.chunk, defaultChunk), orDefault(s.context, defaultContext), orDefault(s.maxHold, defaultMaxHold)
 	context = max(context, 128) // room for a whole PEM BEGIN line
 	chunk = max(chunk, 2*context)
 	buf := make([]byte, 0, chunk+context)
@@ -93,20 +84,16 @@ func (s *streamRedactor) copy(dst io.Writer, src io.Reader) error {
 			}
 		}
 		if discard { // the rest of a line whose credential outgrew maxHold
-			i := bytes.IndexByte(buf[ctx:], '\n')
-			if i < 0 {
+			if i := bytes.IndexByte(buf[ctx:], '\n'); i < 0 {
 				base += len(buf) - ctx
 				buf = buf[:ctx]
-				if eof {
-					return nil
-				}
-				continue
+			} else {
+				base += i
+				buf = append(buf[:ctx], buf[ctx+i:]...)
+				discard = false
 			}
-			base += i
-			buf = append(buf[:ctx], buf[ctx+i:]...)
-			discard = false
 		}
-		if len(buf) == ctx {
+		if len(buf) == ctx { // nothing pending, or all of it discarded
 			if eof {
 				return nil
 			}
@@ -161,6 +148,14 @@ func (s *streamRedactor) copy(dst io.Writer, src io.Reader) error {
 		ctx = end - keep
 		want = chunk
 	}
+}
+
+// orDefault returns v, or d when v is not positive.
+func orDefault(v, d int) int {
+	if v > 0 {
+		return v
+	}
+	return d
 }
 
 // spans returns the findings in b merged where they overlap or touch,
