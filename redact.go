@@ -118,8 +118,7 @@ func (r *Redactor) redact(s string) (string, int) {
 // Findings reports what the first pass of [Redactor.Redact] removes from s,
 // ordered by start offset. Spans of different rules may overlap.
 func (r *Redactor) Findings(s string) []Finding {
-	p := r.program()
-	spans, _ := p.scan(s)
+	spans, _ := r.program().scan(s)
 	slices.SortStableFunc(spans, func(a, b redactSpan) int { return a.start - b.start })
 	out := make([]Finding, len(spans))
 	for i, sp := range spans {
@@ -415,11 +414,10 @@ func redactUserFlag(st *redactScan, p int) {
 	if p > 0 && s[p-1] != ' ' && s[p-1] != '\t' {
 		return
 	}
-	i := p + 2
+	i := p + len("-u ")
 	if s[p+1] == '-' {
-		i = p + len("--user")
+		i = p + len("--user ") // or --user=
 	}
-	i++
 	q := byte(0)
 	if i < len(s) && (s[i] == '"' || s[i] == '\'') {
 		q, i = s[i], i+1

@@ -467,13 +467,10 @@ func redactPlaceholderLen(v string) int {
 		case v[1] == '{': // ${NAME}, ${NAME:?message}; not ${NAME:-default}, whose default may be a secret
 			n := ident(v[2:], false)
 			rest := v[2+n:]
-			if n > 0 && (strings.HasPrefix(rest, ":?") || strings.HasPrefix(rest, "?")) {
+			if n > 0 && (strings.HasPrefix(rest, "}") || strings.HasPrefix(rest, ":?") || strings.HasPrefix(rest, "?")) {
 				if j := closing("}"); j > 0 {
 					return j + 1
 				}
-			}
-			if n > 0 && strings.HasPrefix(rest, "}") {
-				return n + 3
 			}
 		case v[1] == '(':
 			if j := closing(")"); j > 2 {

@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 )
 
@@ -63,8 +64,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 2
 	}
 	name := args[0]
-	switch name {
-	case "-h", "-help", "--help":
+	if slices.Contains([]string{"-h", "-help", "--help"}, name) {
 		name = "help"
 	}
 	c, ok := lookup(name)
@@ -98,18 +98,14 @@ func newFlagSet(c command, stderr io.Writer) *flag.FlagSet {
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: %s\n\n%s\n", strings.TrimSpace("exthost "+c.name+" [flags] "+c.args), c.summary)
-		if hasFlags(fs) {
+		flags := 0
+		fs.VisitAll(func(*flag.Flag) { flags++ })
+		if flags > 0 {
 			fmt.Fprintf(stderr, "\nflags:\n")
 			fs.PrintDefaults()
 		}
 	}
 	return fs
-}
-
-func hasFlags(fs *flag.FlagSet) bool {
-	n := 0
-	fs.VisitAll(func(*flag.Flag) { n++ })
-	return n > 0
 }
 
 func usage(w io.Writer) {
