@@ -295,11 +295,8 @@ func redactEnvValues(r *Redactor) []string {
 // redactSecretEnvName is the default Redactor.SecretEnvName.
 func redactSecretEnvName(name string) bool {
 	u := strings.ToUpper(name)
-	if strings.HasSuffix(u, "_KEY") || strings.HasSuffix(u, "_PWD") || strings.HasSuffix(u, "AUTH") {
-		return true
-	}
-	n := strings.NewReplacer("_", "", "-", "").Replace(u)
-	return redactContains(n, "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "APIKEY", "ACCESSKEY", "PRIVATEKEY", "CREDENTIAL")
+	return strings.HasSuffix(u, "_KEY") || strings.HasSuffix(u, "_PWD") || strings.HasSuffix(u, "AUTH") ||
+		redactContains(strings.NewReplacer("_", "", "-", "").Replace(u), "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "APIKEY", "ACCESSKEY", "PRIVATEKEY", "CREDENTIAL")
 }
 
 // redactScan is the state of one pass over one input.

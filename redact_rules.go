@@ -85,13 +85,10 @@ func (t redactTokenRule) rule() redactRule {
 		w := s[p:min(len(s), p+window)]
 		st.work += len(w) // at most: the match is anchored at p
 		m := re.FindStringSubmatchIndex(w)
-		if m == nil {
+		if m == nil || t.alnumEnd && m[1] < len(w) && redactAlnum(w[m[1]]) {
 			return
 		}
 		end := m[1]
-		if t.alnumEnd && end < len(w) && redactAlnum(w[end]) {
-			return
-		}
 		if t.digit {
 			body := w[m[0]+len(t.prefixes[0]) : end]
 			for _, kind := range [...]string{"proj-", "svcacct-", "admin-"} {
@@ -109,7 +106,7 @@ func (t redactTokenRule) rule() redactRule {
 			return
 		}
 		if end == len(w) { // cut by the window: take the rest of the token too
-			for p+end < len(s) && (redactAlnum(s[p+end]) || strings.IndexByte("_-.", s[p+end]) >= 0) {
+			for p+end < len(s) && redactKeyChar(s[p+end]) {
 				end++
 			}
 		}

@@ -161,9 +161,8 @@ func orDefault(v, d int) int {
 // spans returns the findings in b merged where they overlap or touch,
 // ordered by start.
 func (s *streamRedactor) spans(b []byte) []extension.Finding {
-	fs := s.r.Findings(string(b))
 	var merged []extension.Finding
-	for _, f := range fs {
+	for _, f := range s.r.Findings(string(b)) {
 		if n := len(merged); n > 0 && f.Start <= merged[n-1].End {
 			merged[n-1].End = max(merged[n-1].End, f.End)
 			continue
