@@ -417,19 +417,11 @@ func redactPlaceholder(v string) bool {
 	case "null", "nil", "none", "true", "false", "undefined", "redacted":
 		return true
 	}
-	if len(v) > 2 && len(v) <= 18 && v[0] == '0' && (v[1] == 'x' || v[1] == 'X') && strings.Trim(v[2:], redactHexDigits) == "" {
-		return true // a hex constant of up to 64 bits, not a 256-bit private key
-	}
-	if redactPlaceholderLen(v) == len(v) {
-		return true
-	}
-	switch v[0] {
-	case '{', '[', '(':
-		return true
-	case '<':
-		return v[len(v)-1] == '>'
-	}
-	return false
+	// A hex constant of up to 64 bits, not a 256-bit private key.
+	hex := len(v) > 2 && len(v) <= 18 && v[0] == '0' && (v[1] == 'x' || v[1] == 'X') && strings.Trim(v[2:], redactHexDigits) == ""
+	return hex || redactPlaceholderLen(v) == len(v) ||
+		strings.IndexByte("{[(", v[0]) >= 0 || // a nested structure
+		v[0] == '<' && v[len(v)-1] == '>' // <your-token>
 }
 
 // redactPlaceholderLen returns the length of the placeholder v starts with,

@@ -96,13 +96,11 @@ func tailDropFragment(text string) string {
 		return text[i+1:]
 	}
 	i := tailRun(text, 0, false) // the fragment, possibly empty
-	if i > 0 && (text[i-1] == ':' || text[i-1] == '=') {
-		return ""
-	}
 	j := tailRun(text, i, true)
 	k := tailRun(text, j, false) // what may be the fragment's value
-	if k == j || strings.Trim(text[j:k], `=:"'\>`) == "" || tailAuthScheme(text[j:k]) {
-		return ""
+	if i > 0 && (text[i-1] == ':' || text[i-1] == '=') ||
+		k == j || strings.Trim(text[j:k], `=:"'\>`) == "" || tailAuthScheme(text[j:k]) {
+		return "" // the value may run to the end of the line
 	}
 	return text[k:]
 }
