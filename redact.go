@@ -503,7 +503,7 @@ func redactSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c =
 
 // redactEscape reports whether a JSON escape \n, \r or \t ends at i.
 func redactEscape(s string, i int) bool {
-	return i >= 2 && s[i-2] == '\\' && strings.IndexByte("nrt", s[i-1]) >= 0
+	return i >= 2 && s[i-2] == '\\' && (s[i-1] == 'n' || s[i-1] == 'r' || s[i-1] == 't')
 }
 
 // redactPastBackslashes returns the end of the run of backslashes at i.

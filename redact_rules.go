@@ -171,8 +171,8 @@ func redactKeyKind(prev, key string) int {
 	n := 0
 	for _, part := range [2]string{prev, key} {
 		for i := 0; i < len(part) && n < len(buf); i++ {
-			if strings.IndexByte("_-. ", part[i]) < 0 {
-				buf[n] = redactLower[part[i]]
+			if c := part[i]; c != '_' && c != '-' && c != '.' && c != ' ' {
+				buf[n] = redactLower[c]
 				n++
 			}
 		}
@@ -306,7 +306,12 @@ func redactRejectValue(s string, i, vs, ve int, header bool) bool {
 }
 
 // redactBlank returns the end of the run of blanks at i.
-func redactBlank(s string, i int) int { return len(s) - len(strings.TrimLeft(s[i:], " \t")) }
+func redactBlank(s string, i int) int {
+	for i < len(s) && (s[i] == ' ' || s[i] == '\t') {
+		i++
+	}
+	return i
+}
 
 // redactValueStop is what ends an unquoted value of a secret key.
 func redactValueStop(c byte) bool {
