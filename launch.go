@@ -6,6 +6,7 @@ package extension
 // says what that grants.
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -206,14 +207,10 @@ func launchGate(home string, e *PackageEntry, workspaceRoot string) (spec *launc
 	if err != nil {
 		return nil, false, &LaunchError{Plugin: e.Name, Required: rt.Required, Cause: err}
 	}
-	version := e.Version
-	if version == "" {
-		version = m.Version
-	}
 	return &launchSpec{
 		ID:       e.Name,
 		Root:     root,
-		Version:  version,
+		Version:  cmp.Or(e.Version, m.Version),
 		Linked:   e.Linked,
 		Manifest: m,
 		Runtime:  rt,
