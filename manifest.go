@@ -409,19 +409,17 @@ func (r *RuntimeSpec) check() error {
 // (D9): intercepts, replaces and capabilities, plus providers and
 // uiActions when the runtime block lists them. Empty lists are omitted.
 func (r *RuntimeSpec) expectation() ManifestExpectation {
-	var e ManifestExpectation
 	if r == nil {
-		return e
+		return ManifestExpectation{}
 	}
-	clone := func(s []string) []string {
-		if len(s) == 0 {
-			return nil
-		}
-		return slices.Clone(s)
+	// Appending to nil copies a list, and leaves an empty one nil.
+	return ManifestExpectation{
+		Intercepts:   append([]string(nil), enumStrings(r.Intercepts...)...),
+		Replaces:     append([]string(nil), r.Replaces...),
+		Capabilities: append([]string(nil), r.Capabilities...),
+		Providers:    append([]string(nil), r.Providers...),
+		UIActions:    append([]string(nil), r.UIActions...),
 	}
-	e.Intercepts = clone(enumStrings(r.Intercepts...))
-	e.Replaces, e.Capabilities, e.Providers, e.UIActions = clone(r.Replaces), clone(r.Capabilities), clone(r.Providers), clone(r.UIActions)
-	return e
 }
 
 // capabilities are the four a runtime may declare (PROTOCOL.md §3.1).
