@@ -2,7 +2,6 @@ package extension
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -87,7 +86,9 @@ func launchSidecar(ctx context.Context, spec *launchSpec, cfg *Host) (*sidecar, 
 	}
 	s.proc = proc
 	// D6: the Conn keeps the host's side of the barrier from its first read.
-	s.conn = NewConn(proc.stdout, proc.stdin, hostHandler{s}, cfg.Conn)
+	// The host serves no method yet: with no Handler, every request is
+	// answered unknown_method, with data like every protocol error (D7).
+	s.conn = NewConn(proc.stdout, proc.stdin, nil, cfg.Conn)
 	go s.watch()
 	if err := s.handshake(ctx); err != nil {
 		s.abort()
@@ -98,11 +99,7 @@ func launchSidecar(ctx context.Context, spec *launchSpec, cfg *Host) (*sidecar, 
 }
 
 func (s *sidecar) startError(stage string, err error) *StartError {
-	e := &StartError{Plugin: s.id, Stage: stage, Elapsed: time.Since(s.start), Err: err}
-	if s.tail != nil {
-		e.Stderr = s.tail.redacted()
-	}
-	return e
+	return &StartError{Plugin: s.id, Stage: stage, Elapsed: time.Since(s.start), Stderr: s.tail.redacted(), Err: err}
 }
 
 // abort stops a sidecar that failed its start and joins everything. The
@@ -364,14 +361,3 @@ func (s *sidecar) redactErr(err error) error {
 	}
 	return err
 }
-
-// hostHandler answers the sidecar's requests once the barrier is open.
-type hostHandler struct{ s *sidecar }
-
-func (h hostHandler) HandleRequest(ctx context.Context, method string, params json.RawMessage) (any, error) {
-	// D7: the answer to an unknown or not yet served host method carries
-	// data, like every protocol error.
-	return nil, NewError(ReasonUnknownMethod, "method not found: "+method)
-}
-
-func (h hostHandler) HandleNotification(ctx context.Context, method string, params json.RawMessage) {}
