@@ -2,12 +2,14 @@ package extension
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
+	"strings"
 	"time"
 )
 
@@ -130,15 +132,8 @@ func (rt *Runtime) buildChains() {
 				chain = append(chain, s)
 			}
 		}
-		sort.SliceStable(chain, func(i, j int) bool {
-			a, b := chain[i], chain[j]
-			if pa, pb := a.spec.Runtime.Priority, b.spec.Runtime.Priority; pa != pb {
-				return pa < pb
-			}
-			if a.id != b.id {
-				return a.id < b.id
-			}
-			return a.index < b.index
+		slices.SortStableFunc(chain, func(a, b *sidecar) int {
+			return cmp.Or(cmp.Compare(a.spec.Runtime.Priority, b.spec.Runtime.Priority), strings.Compare(a.id, b.id), cmp.Compare(a.index, b.index))
 		})
 		rt.chains[p] = chain
 	}
@@ -151,24 +146,23 @@ func (rt *Runtime) Chain(p Point) []string {
 	for _, s := range rt.chains[p] {
 		ids = append(ids, s.id)
 	}
-	if owner := rt.slots[slotOf(p)]; owner != "" && rt.byID[owner] != nil {
-		ids = append(ids, owner)
+	if id, owner := rt.slotOwner(p); owner != nil {
+		ids = append(ids, id)
 	}
 	return ids
+}
+
+// slotOwner returns the plugin that owns point p's slot, "" when none
+// does (D17), and its sidecar, nil when it is not running.
+func (rt *Runtime) slotOwner(p Point) (string, *sidecar) {
+	id := rt.slots[slotOf(p)]
+	return id, rt.byID[id]
 }
 
 // requiredClass reports whether a failure of s fails the operation: its
 // manifest says required, or it owns any slot (D19).
 func (rt *Runtime) requiredClass(s *sidecar) bool {
-	if s.spec.Runtime.Required {
-		return true
-	}
-	for _, owner := range rt.slots {
-		if owner == s.id {
-			return true
-		}
-	}
-	return false
+	return s.spec.Runtime.Required || slices.Contains(slices.Collect(maps.Values(rt.slots)), s.id)
 }
 
 // Intercept puts one operation at hook point p through the runtime: the
@@ -212,13 +206,12 @@ func (rt *Runtime) Intercept(ctx context.Context, p Point, payload any) (*Interc
 			break // D16: the first allow or deny ends the chain
 		}
 	}
-	if id := slotOf(p); rt.slots[id] != "" {
-		owner := rt.byID[rt.slots[id]]
+	if id, owner := rt.slotOwner(p); id != "" {
 		if owner == nil {
 			// D17, D19: the owner is required-class; a missing one fails
 			// the operation rather than letting the host default stand.
-			return nil, &PluginError{Plugin: rt.slots[id], Op: string(p),
-				Err: Errorf(ReasonProviderInterrupted, "extension %s owns the %s slot but is not running", rt.slots[id], id)}
+			return nil, &PluginError{Plugin: id, Op: string(p),
+				Err: Errorf(ReasonProviderInterrupted, "extension %s owns the %s slot but is not running", id, slotOf(p))}
 		}
 		if _, err := rt.rule(ctx, owner, p, out, hostDecision, true); err != nil {
 			return nil, err
@@ -372,8 +365,7 @@ func (rt *Runtime) Observe(p Point, payload any) error {
 	}
 	defer rt.end()
 	params := EventParams{Event: p, Payload: raw}
-	send := func(id string) {
-		s := rt.byID[id]
+	send := func(id string, s *sidecar) {
 		var err error = Errorf(ReasonProviderInterrupted, "extension %s is not running", id)
 		if s != nil {
 			if err = s.usable(); err == nil {
@@ -381,21 +373,17 @@ func (rt *Runtime) Observe(p Point, payload any) error {
 			}
 		}
 		if err != nil {
-			rt.drop(id, p, err)
+			// D20: warned once per plugin per generation (category
+			// "event"); its connection counts the drop
+			// (connStats.DroppedEvents).
+			rt.warnOnce("event", id, fmt.Errorf("extension %s dropped the %s event: %v", id, p, err))
 		}
 	}
 	for _, s := range rt.chains[p] {
-		send(s.id)
+		send(s.id, s)
 	}
-	if owner := rt.slots[slotOf(p)]; owner != "" {
-		send(owner)
+	if id, owner := rt.slotOwner(p); id != "" {
+		send(id, owner)
 	}
 	return nil
-}
-
-// drop warns once about an event plugin did not get (D20: category
-// "event", once per plugin per generation); its connection counts it
-// (connStats.DroppedEvents).
-func (rt *Runtime) drop(plugin string, p Point, err error) {
-	rt.warnOnce("event", plugin, fmt.Errorf("extension %s dropped the %s event: %v", plugin, p, err))
 }
