@@ -220,12 +220,10 @@ func (s *sidecar) watch() {
 		// The process wrote its last frames before it exited; let the
 		// reader get to them (an answer may still be in the pipe), but
 		// not forever: a grandchild may hold stdout open (D12).
-		t := time.NewTimer(s.cfg.ExitDrain)
 		select {
 		case <-s.conn.Done():
-		case <-t.C:
+		case <-time.After(s.cfg.ExitDrain):
 		}
-		t.Stop()
 		cause = fmt.Errorf("the process %v", s.proc.exitError())
 	}
 	s.mu.Lock()

@@ -192,12 +192,10 @@ func (s *server) close() error {
 		s.conn.Close()
 		close(closed)
 	}()
-	timer := time.NewTimer(grace)
-	defer timer.Stop()
 	select {
 	case <-closed:
 		return nil
-	case <-timer.C:
+	case <-time.After(grace):
 		if n := s.running.Load(); n > 0 {
 			s.logf("%d callback(s) still running %v after their context was cancelled; abandoned", n, grace)
 			return ErrCallbacksAbandoned
