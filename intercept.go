@@ -176,14 +176,8 @@ func (rt *Runtime) requiredClass(s *sidecar) bool {
 // optional plugin's failure is warned once and skipped (D19). Intercept
 // never falls back to another plugin (D13).
 func (rt *Runtime) Intercept(ctx context.Context, p Point, payload any) (*InterceptOutcome, error) {
-	if !p.Valid() {
-		return nil, fmt.Errorf("extension: %q is not a hook point", p)
-	}
-	cur, err := marshalPayload(payload)
+	cur, err := rt.operation(p, payload)
 	if err != nil {
-		return nil, err
-	}
-	if err := rt.begin(); err != nil {
 		return nil, err
 	}
 	defer rt.end()
@@ -229,8 +223,13 @@ func (rt *Runtime) Intercept(ctx context.Context, p Point, payload any) (*Interc
 	return out, nil
 }
 
-// marshalPayload encodes a payload document, which must be a JSON object.
-func marshalPayload(payload any) (json.RawMessage, error) {
+// operation checks the point and encodes the payload document of an
+// Intercept or Observe, which must be a JSON object, then begins the
+// operation; when it succeeds the caller ends it.
+func (rt *Runtime) operation(p Point, payload any) (json.RawMessage, error) {
+	if !p.Valid() {
+		return nil, fmt.Errorf("extension: %q is not a hook point", p)
+	}
 	var raw []byte
 	switch v := payload.(type) {
 	case json.RawMessage:
@@ -238,16 +237,15 @@ func marshalPayload(payload any) (json.RawMessage, error) {
 	case []byte:
 		raw = v
 	default:
-		b, err := json.Marshal(payload)
-		if err != nil {
+		var err error
+		if raw, err = json.Marshal(payload); err != nil {
 			return nil, fmt.Errorf("extension: encoding the payload: %w", err)
 		}
-		raw = b
 	}
 	if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '{' || !json.Valid(t) {
 		return nil, errors.New("extension: a payload must be a JSON object")
 	}
-	return raw, nil
+	return raw, rt.begin()
 }
 
 // rule asks one sidecar and applies its verdict to out (D16, D17): a
@@ -353,14 +351,8 @@ func (rt *Runtime) callIntercept(ctx context.Context, s *sidecar, p Point, paylo
 // queue of events in flight, and an event that does not fit is dropped,
 // counted, and warned about once per plugin per generation.
 func (rt *Runtime) Observe(p Point, payload any) error {
-	if !p.Valid() {
-		return fmt.Errorf("extension: %q is not a hook point", p)
-	}
-	raw, err := marshalPayload(payload)
+	raw, err := rt.operation(p, payload)
 	if err != nil {
-		return err
-	}
-	if err := rt.begin(); err != nil {
 		return err
 	}
 	defer rt.end()
