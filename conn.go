@@ -174,8 +174,6 @@ type connStats struct {
 // the answers already queued get up to [ConnOptions.WriterDrainTimeout] to
 // be flushed, and w is closed.
 type Conn struct {
-	r    io.ReadCloser
-	w    io.WriteCloser
 	h    Handler
 	opts ConnOptions
 	fr   *frameReader // used by the reader; its byte count read by the writer
@@ -220,8 +218,6 @@ func NewConn(r io.ReadCloser, w io.WriteCloser, h Handler, opts ConnOptions) *Co
 	opts = opts.withDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &Conn{
-		r:           r,
-		w:           w,
 		h:           h,
 		opts:        opts,
 		fr:          newFrameReader(r),
