@@ -71,8 +71,7 @@ type sidecar struct {
 	classified chan struct{} // closed once watch has classified the end (crash or stop)
 	watched    chan struct{} // closed when watch returns, after OnCrash
 	live       atomic.Bool   // the start succeeded: crashes are reported from now on
-	stopOnce   sync.Once
-	stopErr    error
+	stop       func() error  // doStop, run once: stop is idempotent
 }
 
 // launchSidecar starts one sidecar through the handshake. On failure
@@ -80,6 +79,7 @@ type sidecar struct {
 func launchSidecar(ctx context.Context, spec *launchSpec, cfg *Host) (*sidecar, error) {
 	s := &sidecar{id: spec.ID, spec: spec, cfg: cfg, start: time.Now(), classified: make(chan struct{}), watched: make(chan struct{})}
 	s.tail = &tail{size: cfg.StderrTailBytes, redactor: cfg.Redactor}
+	s.stop = sync.OnceValue(s.doStop)
 	proc, stage, err := startProcess(spec, spec.env(cfg.Env), s.tail)
 	if err != nil {
 		return nil, s.startError(stage, err)
@@ -295,16 +295,11 @@ func (s *sidecar) call(ctx context.Context, method string, params, result any) e
 	return s.redactErr(DecodeResult(method, raw, result))
 }
 
-// stop shuts the sidecar down as D11 prescribes; it is idempotent. The
+// doStop shuts the sidecar down as D11 prescribes; s.stop runs it once. The
 // error has reason shutdown_timeout when the sidecar did not answer
 // extension/shutdown in time or anything had to be killed, and is a
 // *PluginError with Op "shutdown" when a sidecar that was running exited
 // with a status other than 0.
-func (s *sidecar) stop() error {
-	s.stopOnce.Do(func() { s.stopErr = s.doStop() })
-	return s.stopErr
-}
-
 func (s *sidecar) doStop() error {
 	s.mu.Lock()
 	wasReady := s.state == stateReady
