@@ -40,6 +40,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -280,15 +281,11 @@ func (s *server) subscriptions() []extension.Point {
 	if s.opts.Subscriptions != nil {
 		return s.opts.Subscriptions
 	}
-	var out []extension.Point
-	for _, pt := range extension.Points() {
+	return slices.DeleteFunc(extension.Points(), func(pt extension.Point) bool {
 		_, intercepts := s.opts.Intercept[pt]
 		_, observes := s.opts.Observe[pt]
-		if intercepts || observes {
-			out = append(out, pt)
-		}
-	}
-	return out
+		return !intercepts && !observes
+	})
 }
 
 // shutdownRequest answers extension/shutdown (D11): the Shutdown callback
