@@ -93,26 +93,22 @@ type ConnOptions struct {
 // withDefaults returns o with every zero (or negative) bound replaced by its
 // default.
 func (o ConnOptions) withDefaults() ConnOptions {
-	orInt := func(v *int, def int) {
-		if *v <= 0 {
-			*v = def
-		}
-	}
-	orInt(&o.MaxHandlers, 64)
-	orInt(&o.NotificationQueue, 256)
-	orInt(&o.WriteQueue, 256)
-	orInt(&o.EventBudget, 16)
-	o.WriteStallTimeout = orDuration(o.WriteStallTimeout, 10*time.Second)
-	o.WriterDrainTimeout = orDuration(o.WriterDrainTimeout, 100*time.Millisecond)
+	o.MaxHandlers = orDefault(o.MaxHandlers, 64)
+	o.NotificationQueue = orDefault(o.NotificationQueue, 256)
+	o.WriteQueue = orDefault(o.WriteQueue, 256)
+	o.EventBudget = orDefault(o.EventBudget, 16)
+	o.WriteStallTimeout = orDefault(o.WriteStallTimeout, 10*time.Second)
+	o.WriterDrainTimeout = orDefault(o.WriterDrainTimeout, 100*time.Millisecond)
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
 	}
 	return o
 }
 
-func orDuration(d, def time.Duration) time.Duration {
-	if d > 0 {
-		return d
+// orDefault returns v, or def when v is zero or negative.
+func orDefault[T int | time.Duration](v, def T) T {
+	if v > 0 {
+		return v
 	}
 	return def
 }
@@ -178,8 +174,6 @@ type connStats struct {
 // the answers already queued get up to [ConnOptions.WriterDrainTimeout] to
 // be flushed, and w is closed.
 type Conn struct {
-	r    io.ReadCloser
-	w    io.WriteCloser
 	h    Handler
 	opts ConnOptions
 	fr   *frameReader // used by the reader; its byte count read by the writer
@@ -224,8 +218,6 @@ func NewConn(r io.ReadCloser, w io.WriteCloser, h Handler, opts ConnOptions) *Co
 	opts = opts.withDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &Conn{
-		r:           r,
-		w:           w,
 		h:           h,
 		opts:        opts,
 		fr:          newFrameReader(r),

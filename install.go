@@ -4,6 +4,7 @@ package extension
 // is linked, copying its directory under <home>/plugins/.
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -48,28 +49,17 @@ type InstallOptions struct {
 func Install(home, pluginDir string, opts InstallOptions) (*PackageEntry, error) {
 	m, err := loadManifest(pluginDir)
 	if err != nil {
-		name := opts.Name
-		if name == "" {
-			name = filepath.Base(pluginDir)
-		}
-		return nil, &PluginError{Plugin: name, Op: "install", Err: err}
+		return nil, &PluginError{Plugin: cmp.Or(opts.Name, filepath.Base(pluginDir)), Op: "install", Err: err}
 	}
-	name := opts.Name
-	if name == "" {
-		name = m.Name
-	}
+	name := cmp.Or(opts.Name, m.Name)
 	fail := func(err error) (*PackageEntry, error) {
 		return nil, &PluginError{Plugin: name, Op: "install", Err: err}
 	}
 	if !validPluginName(name) {
 		return fail(fmt.Errorf("%w %q: use letters, digits, '.', '_' and '-' (InstallOptions.Name overrides the manifest name)", ErrInvalidPluginName, name))
 	}
-	scope := opts.Scope
-	switch scope {
-	case "":
-		scope = ScopeUser
-	case ScopeUser, ScopeProject:
-	default:
+	scope := cmp.Or(opts.Scope, ScopeUser)
+	if scope != ScopeUser && scope != ScopeProject {
 		return fail(fmt.Errorf("scope %q: use user or project", scope))
 	}
 	src, err := filepath.Abs(pluginDir)
@@ -84,10 +74,7 @@ func Install(home, pluginDir string, opts InstallOptions) (*PackageEntry, error)
 	if controlChar(src) >= 0 {
 		return fail(fmt.Errorf("the plugin directory %q has a control character in its path; move it", src))
 	}
-	e := PackageEntry{Name: name, Version: opts.Version, Enabled: true, Scope: scope, Linked: opts.Link, Source: src}
-	if e.Version == "" {
-		e.Version = m.Version
-	}
+	e := PackageEntry{Name: name, Version: cmp.Or(opts.Version, m.Version), Enabled: true, Scope: scope, Linked: opts.Link, Source: src}
 	err = updatePackages(home, func(pkgs *[]PackageEntry) error {
 		// The copy happens under the lock, so two installs of one name
 		// cannot interleave their copies.
@@ -250,13 +237,12 @@ func copyFile(sr, dr *os.Root, rel string, info fs.FileInfo) error {
 	if err != nil {
 		return err
 	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
+	_, err = io.Copy(out, in)
+	if err == nil {
+		err = out.Chmod(perm) // the umask may have narrowed it
 	}
-	if err := out.Chmod(perm); err != nil { // the umask may have narrowed it
-		out.Close()
-		return err
+	if cerr := out.Close(); err == nil {
+		err = cerr
 	}
-	return out.Close()
+	return err
 }

@@ -2,12 +2,14 @@ package extension
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
+	"strings"
 	"time"
 )
 
@@ -130,15 +132,8 @@ func (rt *Runtime) buildChains() {
 				chain = append(chain, s)
 			}
 		}
-		sort.SliceStable(chain, func(i, j int) bool {
-			a, b := chain[i], chain[j]
-			if pa, pb := a.spec.Runtime.Priority, b.spec.Runtime.Priority; pa != pb {
-				return pa < pb
-			}
-			if a.id != b.id {
-				return a.id < b.id
-			}
-			return a.index < b.index
+		slices.SortStableFunc(chain, func(a, b *sidecar) int {
+			return cmp.Or(cmp.Compare(a.spec.Runtime.Priority, b.spec.Runtime.Priority), strings.Compare(a.id, b.id), cmp.Compare(a.index, b.index))
 		})
 		rt.chains[p] = chain
 	}
@@ -151,24 +146,23 @@ func (rt *Runtime) Chain(p Point) []string {
 	for _, s := range rt.chains[p] {
 		ids = append(ids, s.id)
 	}
-	if owner := rt.slots[slotOf(p)]; owner != "" && rt.byID[owner] != nil {
-		ids = append(ids, owner)
+	if id, owner := rt.slotOwner(p); owner != nil {
+		ids = append(ids, id)
 	}
 	return ids
+}
+
+// slotOwner returns the plugin that owns point p's slot, "" when none
+// does (D17), and its sidecar, nil when it is not running.
+func (rt *Runtime) slotOwner(p Point) (string, *sidecar) {
+	id := rt.slots[slotOf(p)]
+	return id, rt.byID[id]
 }
 
 // requiredClass reports whether a failure of s fails the operation: its
 // manifest says required, or it owns any slot (D19).
 func (rt *Runtime) requiredClass(s *sidecar) bool {
-	if s.spec.Runtime.Required {
-		return true
-	}
-	for _, owner := range rt.slots {
-		if owner == s.id {
-			return true
-		}
-	}
-	return false
+	return s.spec.Runtime.Required || slices.Contains(slices.Collect(maps.Values(rt.slots)), s.id)
 }
 
 // Intercept puts one operation at hook point p through the runtime: the
@@ -182,14 +176,8 @@ func (rt *Runtime) requiredClass(s *sidecar) bool {
 // optional plugin's failure is warned once and skipped (D19). Intercept
 // never falls back to another plugin (D13).
 func (rt *Runtime) Intercept(ctx context.Context, p Point, payload any) (*InterceptOutcome, error) {
-	if !p.Valid() {
-		return nil, fmt.Errorf("extension: %q is not a hook point", p)
-	}
-	cur, err := marshalPayload(payload)
+	cur, err := rt.operation(p, payload)
 	if err != nil {
-		return nil, err
-	}
-	if err := rt.begin(); err != nil {
 		return nil, err
 	}
 	defer rt.end()
@@ -212,13 +200,12 @@ func (rt *Runtime) Intercept(ctx context.Context, p Point, payload any) (*Interc
 			break // D16: the first allow or deny ends the chain
 		}
 	}
-	if id := slotOf(p); rt.slots[id] != "" {
-		owner := rt.byID[rt.slots[id]]
+	if id, owner := rt.slotOwner(p); id != "" {
 		if owner == nil {
 			// D17, D19: the owner is required-class; a missing one fails
 			// the operation rather than letting the host default stand.
-			return nil, &PluginError{Plugin: rt.slots[id], Op: string(p),
-				Err: Errorf(ReasonProviderInterrupted, "extension %s owns the %s slot but is not running", rt.slots[id], id)}
+			return nil, &PluginError{Plugin: id, Op: string(p),
+				Err: Errorf(ReasonProviderInterrupted, "extension %s owns the %s slot but is not running", id, slotOf(p))}
 		}
 		if _, err := rt.rule(ctx, owner, p, out, hostDecision, true); err != nil {
 			return nil, err
@@ -236,8 +223,13 @@ func (rt *Runtime) Intercept(ctx context.Context, p Point, payload any) (*Interc
 	return out, nil
 }
 
-// marshalPayload encodes a payload document, which must be a JSON object.
-func marshalPayload(payload any) (json.RawMessage, error) {
+// operation checks the point and encodes the payload document of an
+// Intercept or Observe, which must be a JSON object, then begins the
+// operation; when it succeeds the caller ends it.
+func (rt *Runtime) operation(p Point, payload any) (json.RawMessage, error) {
+	if !p.Valid() {
+		return nil, fmt.Errorf("extension: %q is not a hook point", p)
+	}
 	var raw []byte
 	switch v := payload.(type) {
 	case json.RawMessage:
@@ -245,16 +237,15 @@ func marshalPayload(payload any) (json.RawMessage, error) {
 	case []byte:
 		raw = v
 	default:
-		b, err := json.Marshal(payload)
-		if err != nil {
+		var err error
+		if raw, err = json.Marshal(payload); err != nil {
 			return nil, fmt.Errorf("extension: encoding the payload: %w", err)
 		}
-		raw = b
 	}
 	if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '{' || !json.Valid(t) {
 		return nil, errors.New("extension: a payload must be a JSON object")
 	}
-	return raw, nil
+	return raw, rt.begin()
 }
 
 // rule asks one sidecar and applies its verdict to out (D16, D17): a
@@ -360,20 +351,13 @@ func (rt *Runtime) callIntercept(ctx context.Context, s *sidecar, p Point, paylo
 // queue of events in flight, and an event that does not fit is dropped,
 // counted, and warned about once per plugin per generation.
 func (rt *Runtime) Observe(p Point, payload any) error {
-	if !p.Valid() {
-		return fmt.Errorf("extension: %q is not a hook point", p)
-	}
-	raw, err := marshalPayload(payload)
+	raw, err := rt.operation(p, payload)
 	if err != nil {
-		return err
-	}
-	if err := rt.begin(); err != nil {
 		return err
 	}
 	defer rt.end()
 	params := EventParams{Event: p, Payload: raw}
-	send := func(id string) {
-		s := rt.byID[id]
+	send := func(id string, s *sidecar) {
 		var err error = Errorf(ReasonProviderInterrupted, "extension %s is not running", id)
 		if s != nil {
 			if err = s.usable(); err == nil {
@@ -381,21 +365,17 @@ func (rt *Runtime) Observe(p Point, payload any) error {
 			}
 		}
 		if err != nil {
-			rt.drop(id, p, err)
+			// D20: warned once per plugin per generation (category
+			// "event"); its connection counts the drop
+			// (connStats.DroppedEvents).
+			rt.warnOnce("event", id, fmt.Errorf("extension %s dropped the %s event: %v", id, p, err))
 		}
 	}
 	for _, s := range rt.chains[p] {
-		send(s.id)
+		send(s.id, s)
 	}
-	if owner := rt.slots[slotOf(p)]; owner != "" {
-		send(owner)
+	if id, owner := rt.slotOwner(p); id != "" {
+		send(id, owner)
 	}
 	return nil
-}
-
-// drop warns once about an event plugin did not get (D20: category
-// "event", once per plugin per generation); its connection counts it
-// (connStats.DroppedEvents).
-func (rt *Runtime) drop(plugin string, p Point, err error) {
-	rt.warnOnce("event", plugin, fmt.Errorf("extension %s dropped the %s event: %v", plugin, p, err))
 }

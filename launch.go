@@ -6,6 +6,7 @@ package extension
 // says what that grants.
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -132,8 +133,7 @@ func resolveLaunch(home, id, workspaceRoot string) (*launchSpec, error) {
 		// D8: only an installed plugin launches.
 		return nil, &LaunchError{Plugin: id, Cause: fmt.Errorf("%w in %s; install it first", ErrNotInstalled, filepath.Join(home, packagesFile))}
 	}
-	spec, _, err := launchGate(home, e, workspaceRoot)
-	return spec, err
+	return launchGate(home, e, workspaceRoot)
 }
 
 // gated is one enabled runtime package past the launch gate: its spec, or
@@ -162,23 +162,23 @@ func launchablePlugins(home, workspaceRoot string) ([]gated, error) {
 		if !e.Enabled {
 			continue
 		}
-		spec, runtimeless, err := launchGate(home, e, workspaceRoot)
+		spec, err := launchGate(home, e, workspaceRoot)
 		var le *LaunchError
 		switch {
 		case err == nil:
 			out = append(out, gated{id: spec.ID, required: spec.Runtime.Required, spec: spec})
-		case !runtimeless && errors.As(err, &le):
+		case !errors.Is(err, ErrNoRuntime) && errors.As(err, &le):
 			out = append(out, gated{id: le.Plugin, required: le.Required, err: err})
 		}
 	}
 	return out, nil
 }
 
-// launchGate checks one entry. runtimeless reports a refusal only because the
-// manifest has no runtime.
-func launchGate(home string, e *PackageEntry, workspaceRoot string) (spec *launchSpec, runtimeless bool, err error) {
-	refuse := func(required bool, format string, args ...any) (*launchSpec, bool, error) {
-		return nil, false, &LaunchError{Plugin: e.Name, Required: required, Cause: fmt.Errorf(format, args...)}
+// launchGate checks one entry; a refusal is a *LaunchError, which wraps
+// [ErrNoRuntime] only when the manifest has no runtime.
+func launchGate(home string, e *PackageEntry, workspaceRoot string) (*launchSpec, error) {
+	refuse := func(required bool, format string, args ...any) (*launchSpec, error) {
+		return nil, &LaunchError{Plugin: e.Name, Required: required, Cause: fmt.Errorf(format, args...)}
 	}
 	if !e.Enabled {
 		// D8: a disabled package never launches.
@@ -187,13 +187,12 @@ func launchGate(home string, e *PackageEntry, workspaceRoot string) (spec *launc
 	root := e.rootPath(home)
 	m, err := loadManifest(root)
 	if err != nil {
-		return nil, false, &LaunchError{Plugin: e.Name, Required: claimsRequired(root), Cause: err}
+		return nil, &LaunchError{Plugin: e.Name, Required: claimsRequired(root), Cause: err}
 	}
 	rt := m.Runtime
 	if rt == nil {
 		// D8: only a v1 manifest with a runtime block has a sidecar.
-		_, _, err := refuse(false, "%w; a sidecar needs \"apiVersion\": %q and a runtime block", ErrNoRuntime, manifestAPIVersion)
-		return nil, true, err
+		return refuse(false, "%w; a sidecar needs \"apiVersion\": %q and a runtime block", ErrNoRuntime, manifestAPIVersion)
 	}
 	// D8: project configuration can never declare a runtime.
 	if e.Scope == ScopeProject {
@@ -204,22 +203,18 @@ func launchGate(home string, e *PackageEntry, workspaceRoot string) (spec *launc
 	}
 	command, err := resolveCommand(root, rt.Command)
 	if err != nil {
-		return nil, false, &LaunchError{Plugin: e.Name, Required: rt.Required, Cause: err}
-	}
-	version := e.Version
-	if version == "" {
-		version = m.Version
+		return nil, &LaunchError{Plugin: e.Name, Required: rt.Required, Cause: err}
 	}
 	return &launchSpec{
 		ID:       e.Name,
 		Root:     root,
-		Version:  version,
+		Version:  cmp.Or(e.Version, m.Version),
 		Linked:   e.Linked,
 		Manifest: m,
 		Runtime:  rt,
 		Command:  command,
 		Args:     append([]string(nil), rt.Args...),
-	}, false, nil
+	}, nil
 }
 
 // claimsRequired reports whether the manifest under root, which failed the

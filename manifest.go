@@ -1,6 +1,7 @@
 package extension
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -126,14 +127,16 @@ type ManifestError struct {
 
 // Error returns "<file>: <field>: <message>".
 func (e *ManifestError) Error() string {
-	file := e.Path
-	if file == "" {
-		file = ManifestFile
+	return fieldMessage(cmp.Or(e.Path, ManifestFile), e.Field, e.Msg)
+}
+
+// fieldMessage is the text of a [*ManifestError] or a [*PackagesError]:
+// "<file>: <field>: <message>", or "<file>: <message>" without a field.
+func fieldMessage(file, field, msg string) string {
+	if field == "" {
+		return file + ": " + msg
 	}
-	if e.Field == "" {
-		return file + ": " + e.Msg
-	}
-	return file + ": " + e.Field + ": " + e.Msg
+	return file + ": " + field + ": " + msg
 }
 
 // Unwrap returns the underlying cause, if any.
@@ -153,14 +156,11 @@ func loadManifest(pluginDir string) (*Manifest, error) {
 		return nil, &ManifestError{Path: path, Msg: "cannot read the manifest: " + err.Error(), Err: err}
 	}
 	m, err := ParseManifest(data)
-	if err != nil {
-		var me *ManifestError
-		if errors.As(err, &me) {
-			me.Path = path
-		}
-		return nil, err
+	var me *ManifestError
+	if errors.As(err, &me) {
+		me.Path = path
 	}
-	return m, nil
+	return m, err
 }
 
 // readBounded reads a whole regular file that must not exceed limit bytes.
@@ -409,19 +409,17 @@ func (r *RuntimeSpec) check() error {
 // (D9): intercepts, replaces and capabilities, plus providers and
 // uiActions when the runtime block lists them. Empty lists are omitted.
 func (r *RuntimeSpec) expectation() ManifestExpectation {
-	var e ManifestExpectation
 	if r == nil {
-		return e
+		return ManifestExpectation{}
 	}
-	clone := func(s []string) []string {
-		if len(s) == 0 {
-			return nil
-		}
-		return slices.Clone(s)
+	// Appending to nil copies a list, and leaves an empty one nil.
+	return ManifestExpectation{
+		Intercepts:   append([]string(nil), enumStrings(r.Intercepts...)...),
+		Replaces:     append([]string(nil), r.Replaces...),
+		Capabilities: append([]string(nil), r.Capabilities...),
+		Providers:    append([]string(nil), r.Providers...),
+		UIActions:    append([]string(nil), r.UIActions...),
 	}
-	e.Intercepts = clone(enumStrings(r.Intercepts...))
-	e.Replaces, e.Capabilities, e.Providers, e.UIActions = clone(r.Replaces), clone(r.Capabilities), clone(r.Providers), clone(r.UIActions)
-	return e
 }
 
 // capabilities are the four a runtime may declare (PROTOCOL.md §3.1).

@@ -342,11 +342,9 @@ watch:
 		}
 	}
 	c.closeReader()
-	drain := time.NewTimer(c.opts.WriterDrainTimeout)
-	defer drain.Stop()
 	select {
 	case <-c.writerDone:
-	case <-drain.C:
+	case <-time.After(c.opts.WriterDrainTimeout):
 		close(c.drainStop)
 	}
 	c.closeWriter()

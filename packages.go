@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -125,10 +126,8 @@ func (e *PackageEntry) rootPath(home string) string {
 
 // findEntry returns the entry installed as name, or nil.
 func findEntry(entries []PackageEntry, name string) *PackageEntry {
-	for i := range entries {
-		if entries[i].Name == name {
-			return &entries[i]
-		}
+	if i := slices.IndexFunc(entries, func(e PackageEntry) bool { return e.Name == name }); i >= 0 {
+		return &entries[i]
 	}
 	return nil
 }
@@ -148,12 +147,7 @@ type PackagesError struct {
 }
 
 // Error returns "<file>: <field>: <message>".
-func (e *PackagesError) Error() string {
-	if e.Field == "" {
-		return e.Path + ": " + e.Msg
-	}
-	return e.Path + ": " + e.Field + ": " + e.Msg
-}
+func (e *PackagesError) Error() string { return fieldMessage(e.Path, e.Field, e.Msg) }
 
 // Unwrap returns the cause.
 func (e *PackagesError) Unwrap() error { return e.Err }
@@ -189,16 +183,8 @@ func (e *PluginError) Unwrap() error { return e.Err }
 // case-sensitive here, but not on a case-insensitive filesystem, where
 // "Acme" and "acme" share one <home>/plugins/ directory (see [Install]).
 func validPluginName(name string) bool {
-	if name == "" || len(name) > 128 {
-		return false
-	}
-	for i, c := range []byte(name) {
-		alnum := 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
-		if !alnum && (i == 0 || c != '.' && c != '_' && c != '-') {
-			return false
-		}
-	}
-	return true
+	const alnum = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+	return name != "" && len(name) <= 128 && strings.IndexByte(alnum, name[0]) >= 0 && strings.Trim(name, alnum+"._-") == ""
 }
 
 // LoadPackages reads <home>/plugin-packages.json: the installed packages
@@ -215,14 +201,11 @@ func LoadPackages(home string) ([]PackageEntry, error) {
 		return nil, &PackagesError{Path: path, Msg: "cannot read: " + err.Error(), Err: err}
 	}
 	p, err := parsePackages(data)
-	if err != nil {
-		var me *ManifestError
-		if errors.As(err, &me) {
-			return nil, &PackagesError{Path: path, Field: me.Field, Msg: me.Msg + "; fix or reinstall", Err: ErrCorruptPackages}
-		}
-		return nil, err
+	var me *ManifestError
+	if errors.As(err, &me) {
+		return nil, &PackagesError{Path: path, Field: me.Field, Msg: me.Msg + "; fix or reinstall", Err: ErrCorruptPackages}
 	}
-	return p, nil
+	return p, err
 }
 
 // packagesDoc is the file as it is read strictly.
@@ -270,10 +253,8 @@ func parsePackages(data []byte) ([]PackageEntry, error) {
 				return nil, err
 			}
 		}
-		for _, prev := range doc.Packages[:i] {
-			if prev.Name == e.Name {
-				return nil, &ManifestError{Field: field + ".name", Msg: fmt.Sprintf("%q is installed twice", e.Name)}
-			}
+		if findEntry(doc.Packages[:i], e.Name) != nil {
+			return nil, &ManifestError{Field: field + ".name", Msg: fmt.Sprintf("%q is installed twice", e.Name)}
 		}
 	}
 	return doc.Packages, nil
@@ -352,29 +333,17 @@ func writeFileAtomic(path string, data []byte) (err error) {
 // SetEnabled marks the installed plugin name as enabled or disabled; a
 // disabled plugin never launches (D8).
 func SetEnabled(home, name string, enabled bool) error {
-	err := updatePackages(home, func(pkgs *[]PackageEntry) error {
-		e := findEntry(*pkgs, name)
-		if e == nil {
-			return ErrNotInstalled
-		}
-		e.Enabled = enabled
-		return nil
-	}, nil)
-	if err != nil {
-		op := "disable"
-		if enabled {
-			op = "enable"
-		}
-		return &PluginError{Plugin: name, Op: op, Err: err}
+	op := "disable"
+	if enabled {
+		op = "enable"
 	}
-	return nil
+	return updateEntry(home, name, op, func(_ *[]PackageEntry, e *PackageEntry) { e.Enabled = enabled }, nil)
 }
 
 // Remove deletes the installed plugin name from the record and then, when
 // the package is a copy at <home>/plugins/<name>/, deletes that copy. A
 // linked directory is left alone.
 func Remove(home, name string) error {
-	fail := func(err error) error { return &PluginError{Plugin: name, Op: "remove", Err: err} }
 	var removed PackageEntry
 	// The copy is deleted under the lock too: deleted after it, it could
 	// be a concurrent Install's fresh copy of the same name.
@@ -384,23 +353,26 @@ func Remove(home, name string) error {
 		}
 		return nil
 	}
+	return updateEntry(home, name, "remove", func(pkgs *[]PackageEntry, e *PackageEntry) {
+		removed = *e
+		*pkgs = slices.DeleteFunc(*pkgs, func(x PackageEntry) bool { return x.Name == name })
+	}, deleteCopy)
+}
+
+// updateEntry is updatePackages for op on the installed plugin name: fn
+// gets the record and name's entry in it, and without one the change fails
+// with [ErrNotInstalled]. A failure is a [*PluginError] for op.
+func updateEntry(home, name, op string, fn func(pkgs *[]PackageEntry, e *PackageEntry), after func() error) error {
 	err := updatePackages(home, func(pkgs *[]PackageEntry) error {
 		e := findEntry(*pkgs, name)
 		if e == nil {
 			return ErrNotInstalled
 		}
-		removed = *e
-		kept := (*pkgs)[:0]
-		for _, x := range *pkgs {
-			if x.Name != name {
-				kept = append(kept, x)
-			}
-		}
-		*pkgs = kept
+		fn(pkgs, e)
 		return nil
-	}, deleteCopy)
+	}, after)
 	if err != nil {
-		return fail(err)
+		return &PluginError{Plugin: name, Op: op, Err: err}
 	}
 	return nil
 }

@@ -37,33 +37,21 @@ type process struct {
 // startProcess spawns spec in exec form (never through a shell, D8) with
 // env, and returns the stage that failed on error: "pipes" or "spawn".
 func startProcess(spec *launchSpec, env []string, tail *tail) (*process, string, error) {
-	var files []*os.File
+	var files []*os.File // the read and write ends of stdin, stdout and stderr, in order
 	closeAll := func() {
 		for _, f := range files {
 			f.Close()
 		}
 	}
-	pipe := func() (r, w *os.File, err error) {
-		r, w, err = os.Pipe()
-		if err == nil {
-			files = append(files, r, w)
+	for range 3 {
+		r, w, err := os.Pipe()
+		if err != nil {
+			closeAll()
+			return nil, "pipes", err
 		}
-		return r, w, err
+		files = append(files, r, w)
 	}
-	inR, inW, err := pipe()
-	if err != nil {
-		return nil, "pipes", err
-	}
-	outR, outW, err := pipe()
-	if err != nil {
-		closeAll()
-		return nil, "pipes", err
-	}
-	errR, errW, err := pipe()
-	if err != nil {
-		closeAll()
-		return nil, "pipes", err
-	}
+	inR, inW, outR, outW, errR, errW := files[0], files[1], files[2], files[3], files[4], files[5]
 	cmd := exec.Command(spec.Command, spec.Args...)
 	cmd.Env = env
 	cmd.Dir = spec.Root
@@ -110,11 +98,12 @@ func (p *process) kill() error {
 	return killGroup(p.cmd)
 }
 
-// waitExit waits up to d for the child to exit and reports whether it did.
-func (p *process) waitExit(d time.Duration) bool {
+// waitClosed waits up to d for ch to be closed and reports whether it was;
+// with d <= 0 it only looks.
+func waitClosed(ch <-chan struct{}, d time.Duration) bool {
 	if d <= 0 {
 		select {
-		case <-p.exited:
+		case <-ch:
 			return true
 		default:
 			return false
@@ -123,7 +112,7 @@ func (p *process) waitExit(d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
-	case <-p.exited:
+	case <-ch:
 		return true
 	case <-t.C:
 		return false
@@ -139,10 +128,10 @@ func (p *process) waitExit(d time.Duration) bool {
 // reach the tail.
 func (p *process) stop(grace, reap, drain time.Duration) (killed bool, err error) {
 	p.stdin.Close()
-	if !p.waitExit(grace) {
+	if !waitClosed(p.exited, grace) {
 		killed = true
 		p.kill()
-		if !p.waitExit(reap) {
+		if !waitClosed(p.exited, reap) {
 			err = fmt.Errorf("process %d was not reaped within %v of SIGKILL", p.pid, reap)
 		}
 	}
@@ -159,12 +148,7 @@ func (p *process) stop(grace, reap, drain time.Duration) (killed bool, err error
 		// No member of the group holds stderr any more: what is left in
 		// the pipe is read up to EOF, unless a process that left the group
 		// (D12) still holds it, which drain bounds.
-		t := time.NewTimer(drain)
-		select {
-		case <-p.drained:
-		case <-t.C:
-		}
-		t.Stop()
+		waitClosed(p.drained, drain)
 	}
 	p.release()
 	return killed, err

@@ -114,19 +114,17 @@ type Warning struct {
 // withDefaults returns a copy of h with every zero field that has a
 // default set to it; a generation reads its settings from the copy.
 func (h Host) withDefaults() *Host {
-	durations := []struct {
-		d   *time.Duration
-		def time.Duration
-	}{
-		{&h.StartupTimeout, defaultStartupTimeout}, {&h.InitializeTimeout, defaultStartupTimeout},
-		{&h.ShutdownTimeout, defaultShutdownTimeout}, {&h.StdinGrace, defaultStdinGrace},
-		{&h.ReapTimeout, defaultReapTimeout}, {&h.ExitDrain, defaultExitDrain},
-		{&h.FastInterceptTimeout, defaultFastInterceptTimeout}, {&h.InterceptTimeout, defaultInterceptTimeout},
-		{&h.MaxInterceptTimeout, defaultMaxInterceptTimeout},
-	}
-	for _, f := range durations {
-		*f.d = orDuration(*f.d, f.def)
-	}
+	h.StartupTimeout = orDefault(h.StartupTimeout, defaultStartupTimeout)
+	h.InitializeTimeout = orDefault(h.InitializeTimeout, defaultStartupTimeout)
+	h.ShutdownTimeout = orDefault(h.ShutdownTimeout, defaultShutdownTimeout)
+	h.StdinGrace = orDefault(h.StdinGrace, defaultStdinGrace)
+	h.ReapTimeout = orDefault(h.ReapTimeout, defaultReapTimeout)
+	h.ExitDrain = orDefault(h.ExitDrain, defaultExitDrain)
+	h.FastInterceptTimeout = orDefault(h.FastInterceptTimeout, defaultFastInterceptTimeout)
+	h.InterceptTimeout = orDefault(h.InterceptTimeout, defaultInterceptTimeout)
+	h.MaxInterceptTimeout = orDefault(h.MaxInterceptTimeout, defaultMaxInterceptTimeout)
+	h.MaxParallelStarts = orDefault(h.MaxParallelStarts, defaultParallelStarts)
+	h.StderrTailBytes = orDefault(h.StderrTailBytes, defaultTailSize)
 	if h.UIHost == "" {
 		h.UIHost = UIHostHeadless
 	}
@@ -135,12 +133,6 @@ func (h Host) withDefaults() *Host {
 	}
 	if h.Redactor == nil {
 		h.Redactor = &Redactor{}
-	}
-	if h.MaxParallelStarts <= 0 {
-		h.MaxParallelStarts = defaultParallelStarts
-	}
-	if h.StderrTailBytes <= 0 {
-		h.StderrTailBytes = defaultTailSize
 	}
 	h.Conn.host = true
 	return &h
@@ -217,7 +209,7 @@ func (cfg *Host) start(ctx context.Context) (*Runtime, error) {
 			specs = append(specs, g.spec)
 		}
 	}
-	rt := &Runtime{cfg: cfg, byID: map[string]*sidecar{}}
+	rt := &Runtime{cfg: cfg, byID: map[string]*sidecar{}, warned: map[string]bool{}}
 	if err := rt.claimSlots(specs); err != nil {
 		return nil, err
 	}
@@ -294,9 +286,6 @@ func (rt *Runtime) warnOnce(category, plugin string, err error) {
 	rt.mu.Lock()
 	key := category + "|" + plugin
 	seen := rt.warned[key]
-	if rt.warned == nil {
-		rt.warned = map[string]bool{}
-	}
 	rt.warned[key] = true
 	rt.mu.Unlock()
 	if !seen {

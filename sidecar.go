@@ -2,7 +2,6 @@ package extension
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -72,8 +71,7 @@ type sidecar struct {
 	classified chan struct{} // closed once watch has classified the end (crash or stop)
 	watched    chan struct{} // closed when watch returns, after OnCrash
 	live       atomic.Bool   // the start succeeded: crashes are reported from now on
-	stopOnce   sync.Once
-	stopErr    error
+	stop       func() error  // doStop, run once: stop is idempotent
 }
 
 // launchSidecar starts one sidecar through the handshake. On failure
@@ -81,13 +79,16 @@ type sidecar struct {
 func launchSidecar(ctx context.Context, spec *launchSpec, cfg *Host) (*sidecar, error) {
 	s := &sidecar{id: spec.ID, spec: spec, cfg: cfg, start: time.Now(), classified: make(chan struct{}), watched: make(chan struct{})}
 	s.tail = &tail{size: cfg.StderrTailBytes, redactor: cfg.Redactor}
+	s.stop = sync.OnceValue(s.doStop)
 	proc, stage, err := startProcess(spec, spec.env(cfg.Env), s.tail)
 	if err != nil {
 		return nil, s.startError(stage, err)
 	}
 	s.proc = proc
 	// D6: the Conn keeps the host's side of the barrier from its first read.
-	s.conn = NewConn(proc.stdout, proc.stdin, hostHandler{s}, cfg.Conn)
+	// The host serves no method yet: with no Handler, every request is
+	// answered unknown_method, with data like every protocol error (D7).
+	s.conn = NewConn(proc.stdout, proc.stdin, nil, cfg.Conn)
 	go s.watch()
 	if err := s.handshake(ctx); err != nil {
 		s.abort()
@@ -98,11 +99,7 @@ func launchSidecar(ctx context.Context, spec *launchSpec, cfg *Host) (*sidecar, 
 }
 
 func (s *sidecar) startError(stage string, err error) *StartError {
-	e := &StartError{Plugin: s.id, Stage: stage, Elapsed: time.Since(s.start), Err: err}
-	if s.tail != nil {
-		e.Stderr = s.tail.redacted()
-	}
-	return e
+	return &StartError{Plugin: s.id, Stage: stage, Elapsed: time.Since(s.start), Stderr: s.tail.redacted(), Err: err}
 }
 
 // abort stops a sidecar that failed its start and joins everything. The
@@ -223,12 +220,10 @@ func (s *sidecar) watch() {
 		// The process wrote its last frames before it exited; let the
 		// reader get to them (an answer may still be in the pipe), but
 		// not forever: a grandchild may hold stdout open (D12).
-		t := time.NewTimer(s.cfg.ExitDrain)
 		select {
 		case <-s.conn.Done():
-		case <-t.C:
+		case <-time.After(s.cfg.ExitDrain):
 		}
-		t.Stop()
 		cause = fmt.Errorf("the process %v", s.proc.exitError())
 	}
 	s.mu.Lock()
@@ -300,16 +295,11 @@ func (s *sidecar) call(ctx context.Context, method string, params, result any) e
 	return s.redactErr(DecodeResult(method, raw, result))
 }
 
-// stop shuts the sidecar down as D11 prescribes; it is idempotent. The
+// doStop shuts the sidecar down as D11 prescribes; s.stop runs it once. The
 // error has reason shutdown_timeout when the sidecar did not answer
 // extension/shutdown in time or anything had to be killed, and is a
 // *PluginError with Op "shutdown" when a sidecar that was running exited
 // with a status other than 0.
-func (s *sidecar) stop() error {
-	s.stopOnce.Do(func() { s.stopErr = s.doStop() })
-	return s.stopErr
-}
-
 func (s *sidecar) doStop() error {
 	s.mu.Lock()
 	wasReady := s.state == stateReady
@@ -364,14 +354,3 @@ func (s *sidecar) redactErr(err error) error {
 	}
 	return err
 }
-
-// hostHandler answers the sidecar's requests once the barrier is open.
-type hostHandler struct{ s *sidecar }
-
-func (h hostHandler) HandleRequest(ctx context.Context, method string, params json.RawMessage) (any, error) {
-	// D7: the answer to an unknown or not yet served host method carries
-	// data, like every protocol error.
-	return nil, NewError(ReasonUnknownMethod, "method not found: "+method)
-}
-
-func (h hostHandler) HandleNotification(ctx context.Context, method string, params json.RawMessage) {}

@@ -4,6 +4,7 @@ package extension
 // sidecar grants, for a person to read before installing it.
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"path/filepath"
@@ -98,9 +99,7 @@ func TrustPlugin(pluginDir, pluginID string) (TrustSummary, error) {
 	if err != nil {
 		return TrustSummary{}, err
 	}
-	if pluginID == "" {
-		pluginID = m.Name
-	}
+	pluginID = cmp.Or(pluginID, m.Name)
 	if m.Runtime == nil {
 		return TrustSummary{}, &LaunchError{Plugin: pluginID, Cause: fmt.Errorf("%w; nothing would run, so nothing needs trust", ErrNoRuntime)}
 	}
@@ -150,7 +149,11 @@ func (t TrustSummary) Text() string {
 		}
 	}
 	row("sets env", quotedList(t.EnvKeys))
-	row("required", yesNo(t.Required, "yes: its failure fails startup and every operation it joins", "no"))
+	required := "no"
+	if t.Required {
+		required = "yes: its failure fails startup and every operation it joins"
+	}
+	row("required", required)
 	row("priority", fmt.Sprint(t.Priority))
 	maxTimeoutMillis := t.MaxTimeoutMillis
 	if maxTimeoutMillis <= 0 {
@@ -203,11 +206,4 @@ func quotedList(items []string) string {
 		quoted[i] = strconv.Quote(s)
 	}
 	return trustList(quoted)
-}
-
-func yesNo(v bool, yes, no string) string {
-	if v {
-		return yes
-	}
-	return no
 }

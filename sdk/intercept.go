@@ -54,16 +54,17 @@ type Verdict struct {
 	err    error // a replacement that could not be encoded
 }
 
-// Continue passes the payload on unchanged.
-func Continue() Verdict {
-	return Verdict{result: extension.InterceptResult{Decision: extension.DecisionContinue}}
+// verdict is the ruling d, with reason.
+func verdict(d extension.Decision, reason string) Verdict {
+	return Verdict{result: extension.InterceptResult{Decision: d, Reason: reason}}
 }
+
+// Continue passes the payload on unchanged.
+func Continue() Verdict { return verdict(extension.DecisionContinue, "") }
 
 // Block stops the operation with a reason the user sees (redacted by the
 // host).
-func Block(reason string) Verdict {
-	return Verdict{result: extension.InterceptResult{Decision: extension.DecisionBlock, Reason: reason}}
-}
+func Block(reason string) Verdict { return verdict(extension.DecisionBlock, reason) }
 
 // Replace substitutes the payload with v: a json.RawMessage is sent
 // verbatim, anything else is marshalled. The host re-validates it against
@@ -85,14 +86,10 @@ func Replace(v any) Verdict {
 
 // Allow permits the operation; legal only at permission.decision, where it
 // overrides a host deny (D16).
-func Allow() Verdict {
-	return Verdict{result: extension.InterceptResult{Decision: extension.DecisionAllow}}
-}
+func Allow() Verdict { return verdict(extension.DecisionAllow, "") }
 
 // Deny refuses the operation; legal only at permission.decision.
-func Deny(reason string) Verdict {
-	return Verdict{result: extension.InterceptResult{Decision: extension.DecisionDeny, Reason: reason}}
-}
+func Deny(reason string) Verdict { return verdict(extension.DecisionDeny, reason) }
 
 // intercept answers extension/intercept (PROTOCOL.md §4.2).
 func (s *server) intercept(ctx context.Context, raw json.RawMessage) (any, error) {
@@ -139,11 +136,11 @@ func (s *server) intercept(ctx context.Context, raw json.RawMessage) (any, error
 // line (notifications are never answered).
 func (s *server) event(ctx context.Context, raw json.RawMessage) {
 	var p extension.EventParams
-	if err := extension.DecodeParams(extension.MethodEvent, raw, &p); err != nil {
-		s.logf("dropped %s: %v", extension.MethodEvent, err)
-		return
+	err := extension.DecodeParams(extension.MethodEvent, raw, &p)
+	if err == nil {
+		err = checkInline(p.Payload, p.Externalized)
 	}
-	if err := checkInline(p.Payload, p.Externalized); err != nil {
+	if err != nil {
 		s.logf("dropped %s: %v", extension.MethodEvent, err)
 		return
 	}

@@ -40,6 +40,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -192,12 +193,10 @@ func (s *server) close() error {
 		s.conn.Close()
 		close(closed)
 	}()
-	timer := time.NewTimer(grace)
-	defer timer.Stop()
 	select {
 	case <-closed:
 		return nil
-	case <-timer.C:
+	case <-time.After(grace):
 		if n := s.running.Load(); n > 0 {
 			s.logf("%d callback(s) still running %v after their context was cancelled; abandoned", n, grace)
 			return ErrCallbacksAbandoned
@@ -282,15 +281,11 @@ func (s *server) subscriptions() []extension.Point {
 	if s.opts.Subscriptions != nil {
 		return s.opts.Subscriptions
 	}
-	var out []extension.Point
-	for _, pt := range extension.Points() {
+	return slices.DeleteFunc(extension.Points(), func(pt extension.Point) bool {
 		_, intercepts := s.opts.Intercept[pt]
 		_, observes := s.opts.Observe[pt]
-		if intercepts || observes {
-			out = append(out, pt)
-		}
-	}
-	return out
+		return !intercepts && !observes
+	})
 }
 
 // shutdownRequest answers extension/shutdown (D11): the Shutdown callback

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -63,11 +64,7 @@ func markdownIndex(hash string) []byte {
 	p("semantics never change.\n\n")
 	p("## Methods\n\n| Method | Direction | Class | Params | Result |\n| --- | --- | --- | --- | --- |\n")
 	for _, m := range extension.Methods() {
-		result := "-"
-		if m.Result != "" {
-			result = m.Result
-		}
-		p("| `%s` | `%s` | `%s` | `%s` | `%s` |\n", m.Name, m.Direction, m.Class, m.Params, result)
+		p("| `%s` | `%s` | `%s` | `%s` | `%s` |\n", m.Name, m.Direction, m.Class, m.Params, cmp.Or(m.Result, "-"))
 	}
 	p("\n## Intercept events (%d)\n\n", len(extension.Points()))
 	p("`extension/intercept` (blocking) and `extension/event` (observation) share\nthese frozen hook points:\n\n")

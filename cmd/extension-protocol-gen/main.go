@@ -40,8 +40,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if *toStdout {
-		_, err := stdout.Write(extension.CanonicalSchema())
-		if err != nil {
+		if _, err := stdout.Write(extension.CanonicalSchema()); err != nil {
 			fmt.Fprintln(stderr, err)
 			return 1
 		}

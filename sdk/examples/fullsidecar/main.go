@@ -22,6 +22,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -33,10 +34,7 @@ import (
 )
 
 func main() {
-	id := os.Getenv("REASONIX_PLUGIN_NAME")
-	if id == "" {
-		id = "fullsidecar"
-	}
+	id := cmp.Or(os.Getenv("REASONIX_PLUGIN_NAME"), "fullsidecar")
 	fs := &fullSidecar{
 		crashOn: os.Getenv("FULLSIDECAR_CRASH_ON_INPUT"),
 		stallOn: os.Getenv("FULLSIDECAR_STALL_ON_INPUT"),
