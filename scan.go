@@ -96,7 +96,8 @@ func (s *scanner) str() (raw []byte, escaped bool, err error) {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 				s.pos++
 			case 'u':
-				if s.pos+5 > len(s.data) || !isHex4(s.data[s.pos+1:s.pos+5]) {
+				// Four hex digits: nothing is left once they are trimmed.
+				if s.pos+5 > len(s.data) || len(bytes.Trim(s.data[s.pos+1:s.pos+5], "0123456789abcdefABCDEF")) > 0 {
 					return nil, false, s.fail(`invalid \u escape`)
 				}
 				s.pos += 5
@@ -116,15 +117,6 @@ func (s *scanner) str() (raw []byte, escaped bool, err error) {
 		}
 	}
 	return nil, false, s.fail("unterminated string")
-}
-
-func isHex4(b []byte) bool {
-	for _, c := range b {
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
-			return false
-		}
-	}
-	return true
 }
 
 // numberShape describes a number literal.
@@ -193,27 +185,17 @@ func (s *scanner) literal(word string) error {
 	return nil
 }
 
-// enter and leave track nesting against maxNesting.
-func (s *scanner) enter() error {
-	s.depth++
-	if s.depth > maxNesting {
-		return s.fail(fmt.Sprintf("nesting deeper than %d levels", maxNesting))
-	}
-	return nil
-}
-
-func (s *scanner) leave() { s.depth-- }
-
 // open consumes '{' or '[' and reports whether a member or element
-// follows; an empty object or array is consumed whole.
+// follows; an empty object or array is consumed whole. open and next
+// track the nesting depth against maxNesting.
 func (s *scanner) open(closer byte) (more bool, err error) {
-	if err := s.enter(); err != nil {
-		return false, err
+	if s.depth++; s.depth > maxNesting {
+		return false, s.fail(fmt.Sprintf("nesting deeper than %d levels", maxNesting))
 	}
 	s.pos++
 	if s.peek() == closer {
 		s.pos++
-		s.leave()
+		s.depth--
 		return false, nil
 	}
 	return true, nil
@@ -242,7 +224,7 @@ func (s *scanner) next(closer byte) (more bool, err error) {
 		return true, nil
 	case closer:
 		s.pos++
-		s.leave()
+		s.depth--
 		return false, nil
 	}
 	return false, s.fail(fmt.Sprintf("expected ',' or '%c'", closer))
@@ -277,10 +259,7 @@ func plainString(raw []byte) (string, bool) {
 
 // sameName compares two raw member names by their decoded value.
 func sameName(a []byte, aEsc bool, b []byte, bEsc bool) bool {
-	if !aEsc && !bEsc {
-		return bytes.Equal(a, b)
-	}
-	return unquote(a, aEsc) == unquote(b, bEsc)
+	return bytes.Equal(a, b) || (aEsc || bEsc) && unquote(a, aEsc) == unquote(b, bEsc)
 }
 
 // dupState finds repeated member names (D3) across nested objects with one
