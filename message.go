@@ -60,7 +60,7 @@ type envelope struct {
 	Error   json.RawMessage `json:"error,omitempty" proto:"raw"`
 }
 
-func (envelope) objectMode() objectMode { return open }
+func (envelope) openObject() {}
 
 // mustNode returns the node of a private document type, built once.
 func mustNode[T any]() func() *vnode {
@@ -218,7 +218,7 @@ type errorObject struct {
 	Data    json.RawMessage `json:"data,omitempty" proto:"raw"`
 }
 
-func (errorObject) objectMode() objectMode { return open }
+func (errorObject) openObject() {}
 
 var (
 	errorObjectNode = mustNode[errorObject]()

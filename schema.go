@@ -136,14 +136,6 @@ func (k vkind) String() string {
 	return [...]string{"any value", "any value", "an object", "an array", "a string", "an integer", "a number", "a boolean", "null"}[k]
 }
 
-// objectMode says what a struct node does with a member it does not know.
-type objectMode uint8
-
-const (
-	closed objectMode = iota // refused, naming a case-variant match (D3)
-	open                     // skipped: envelopes and error objects, where only exact names count
-)
-
 // vnode is one node of the tree the strict walk follows, built from a Go
 // type once (typeNode). Struct nodes are shared; every struct field gets
 // its own node for its scalar rules.
@@ -154,7 +146,7 @@ type vnode struct {
 	props    []vprop // struct members, sorted by name
 	index    map[string]int
 	required uint64 // bit i: props[i].required
-	mode     objectMode
+	open     bool   // an unknown member is skipped (openObject), not refused
 	isMap    bool
 	check    bool   // the type implements invariant
 	elem     *vnode // array items, map values
@@ -183,35 +175,26 @@ func (n *vnode) describe() string {
 	return n.kind.String()
 }
 
-// suggest returns the member a name matches only case-insensitively or
-// by Unicode folding, or "".
-func (n *vnode) suggest(key []byte, escaped bool) string {
-	name := unquote(key, escaped)
-	for _, p := range n.props {
-		if strings.EqualFold(p.name, name) {
-			return p.name
-		}
-	}
-	return ""
-}
-
 // enumType is implemented by the string types whose values are frozen; the
 // values are sorted.
 type enumType interface{ enumValues() []string }
 
 // invariant is implemented by the documents with a rule across members
-// (PROTOCOL.md §5.3): it reports the member at fault and what is wrong,
-// msg "" when the document is fine.
-type invariant interface{ invariant() (member, msg string) }
+// (PROTOCOL.md §5.3): it reports what is wrong, "" when the document is
+// fine.
+type invariant interface{ invariant() string }
 
-// objectModer is implemented by the private documents that are not closed.
-type objectModer interface{ objectMode() objectMode }
+// openObject is implemented by the private documents whose unknown members
+// are skipped: envelopes and error objects, where only exact names count.
+// Every other struct refuses an unknown member, naming a case-variant
+// match (D3).
+type openObject interface{ openObject() }
 
 var (
 	rawMessageType = reflect.TypeFor[json.RawMessage]()
 	enumIface      = reflect.TypeFor[enumType]()
 	invariantIface = reflect.TypeFor[invariant]()
-	moderIface     = reflect.TypeFor[objectModer]()
+	openIface      = reflect.TypeFor[openObject]()
 )
 
 // fieldTags is the parsed proto struct tag of one field: the rules the
@@ -223,21 +206,15 @@ type fieldTags struct {
 
 func parseTags(f reflect.StructField) (fieldTags, error) {
 	var t fieldTags
+	flags := map[string]*bool{"nonempty": &t.nonempty, "externalizable": &t.externalizable, "sha256": &t.sha256, "object": &t.object, "raw": &t.raw}
 	for _, part := range strings.Split(f.Tag.Get("proto"), ",") {
-		switch {
+		bound, isMin := strings.CutPrefix(part, "min=")
+		switch flag := flags[part]; {
 		case part == "":
-		case part == "nonempty":
-			t.nonempty = true
-		case part == "externalizable":
-			t.externalizable = true
-		case part == "sha256":
-			t.sha256 = true
-		case part == "object":
-			t.object = true
-		case part == "raw":
-			t.raw = true
-		case strings.HasPrefix(part, "min="):
-			n, err := strconv.ParseInt(part[len("min="):], 10, 64)
+		case flag != nil:
+			*flag = true
+		case isMin:
+			n, err := strconv.ParseInt(bound, 10, 64)
 			if err != nil {
 				return t, fmt.Errorf("field %s: bad proto tag %q", f.Name, part)
 			}
@@ -250,11 +227,11 @@ func parseTags(f reflect.StructField) (fieldTags, error) {
 }
 
 // nodes caches the struct nodes by type; building happens under nodesMu,
-// lazily, one type (and what it reaches) at a time.
+// lazily, one type (and what it reaches) at a time. A type that cannot be
+// decoded into is not cached: building it again fails the same way.
 var (
 	nodesMu sync.Mutex
 	nodes   = map[reflect.Type]*vnode{}
-	nodeErr = map[reflect.Type]error{}
 )
 
 // typeNode returns the node of a struct type, building it on first use.
@@ -271,25 +248,17 @@ func structNode(t reflect.Type) (*vnode, error) {
 	if n := nodes[t]; n != nil {
 		return n, nil
 	}
-	if err := nodeErr[t]; err != nil {
-		return nil, err
-	}
 	n := &vnode{kind: vObject, def: t.Name(), index: map[string]int{}}
 	nodes[t] = n // referenced by itself before it is complete: no type of the protocol is recursive
-	err := n.fill(t)
-	if err != nil {
+	if err := n.fill(t); err != nil {
 		delete(nodes, t)
-		err = fmt.Errorf("extension: cannot decode into %v: %w", t, err)
-		nodeErr[t] = err
-		return nil, err
+		return nil, fmt.Errorf("extension: cannot decode into %v: %w", t, err)
 	}
 	return n, nil
 }
 
 func (n *vnode) fill(t reflect.Type) error {
-	if reflect.PointerTo(t).Implements(moderIface) {
-		n.mode = reflect.Zero(t).Interface().(objectModer).objectMode()
-	}
+	n.open = reflect.PointerTo(t).Implements(openIface)
 	n.check = reflect.PointerTo(t).Implements(invariantIface)
 	for i := range t.NumField() {
 		f := t.Field(i)

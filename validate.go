@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math/bits"
 	"reflect"
 	"slices"
 	"strconv"
@@ -259,7 +260,7 @@ func (w *walker) duplicate(key []byte, escaped bool) error {
 
 func (w *walker) object(n *vnode, dst reflect.Value) error {
 	var present uint64
-	err := w.members(false, n.mode != closed, func(key []byte, escaped bool) error {
+	err := w.members(false, n.open, func(key []byte, escaped bool) error {
 		var i int
 		var known bool
 		if escaped {
@@ -268,7 +269,7 @@ func (w *walker) object(n *vnode, dst reflect.Value) error {
 			i, known = n.index[string(key[1:len(key)-1])] // no allocation
 		}
 		switch {
-		case !known && n.mode == closed:
+		case !known && !n.open:
 			return w.unknownMember(n, key, escaped)
 		case !known:
 			return w.free(rawNode, reflect.Value{}) // an open object tolerates it
@@ -288,18 +289,12 @@ func (w *walker) object(n *vnode, dst reflect.Value) error {
 		return err
 	}
 	if missing := n.required &^ present; missing != 0 {
-		for i, p := range n.props {
-			if missing&(1<<i) != 0 {
-				w.push(pathToken{key: []byte(strconv.Quote(p.name))})
-				return w.fail(ruleMissing, p.name, "missing required member %q", p.name)
-			}
-		}
+		p := n.props[bits.TrailingZeros64(missing)] // the first missing, by name
+		w.push(pathToken{key: []byte(strconv.Quote(p.name))})
+		return w.fail(ruleMissing, p.name, "missing required member %q", p.name)
 	}
 	if n.check {
-		if member, msg := dst.Addr().Interface().(invariant).invariant(); msg != "" {
-			if member != "" {
-				w.push(pathToken{key: []byte(strconv.Quote(member))})
-			}
+		if msg := dst.Addr().Interface().(invariant).invariant(); msg != "" {
 			return w.fail(ruleOther, "", "%s", msg)
 		}
 	}
@@ -312,8 +307,10 @@ func (w *walker) object(n *vnode, dst reflect.Value) error {
 // GHSA-wvj2-96wp-fq3f).
 func (w *walker) unknownMember(n *vnode, key []byte, escaped bool) error {
 	name := unquote(key, escaped)
-	if s := n.suggest(key, escaped); s != "" {
-		return w.fail(ruleUnknown, s, "unknown member %s: member names are case-sensitive, did you mean %q?", quoteName(name), s)
+	for _, p := range n.props {
+		if strings.EqualFold(p.name, name) {
+			return w.fail(ruleUnknown, p.name, "unknown member %s: member names are case-sensitive, did you mean %q?", quoteName(name), p.name)
+		}
 	}
 	return w.fail(ruleUnknown, "", "unknown member %s: %s has no such member", quoteName(name), n.def)
 }
@@ -351,25 +348,13 @@ func (w *walker) str(n *vnode, dst reflect.Value) error {
 		return w.fail(ruleOther, "", "must not be empty")
 	case n.nonempty && strings.TrimSpace(s) == "":
 		return w.fail(ruleOther, "", "must not be blank")
-	case n.sha256 && !isLowerHex64(s):
+	case n.sha256 && (len(s) != 64 || strings.Trim(s, "0123456789abcdef") != ""):
 		return w.fail(ruleOther, "", "want a SHA-256 as 64 lowercase hex characters")
 	case n.enum != nil && !slices.Contains(n.enum, s):
 		return w.fail(ruleEnum, s, "%s is not one of %s", quoteName(s), strings.Join(n.enum, ", "))
 	}
 	dst.SetString(s)
 	return nil
-}
-
-func isLowerHex64(s string) bool {
-	if len(s) != 64 {
-		return false
-	}
-	for _, c := range []byte(s) {
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return false
-		}
-	}
-	return true
 }
 
 // number checks an integer or number literal against n.
@@ -396,13 +381,13 @@ func (w *walker) number(n *vnode, dst reflect.Value) error {
 		return w.fail(ruleInteger, lit, "want an integer, got %.40s", lit) // D3
 	}
 	if n.unsigned {
-		u, ok := parseUint(lit)
+		u, err := strconv.ParseUint(lit, 10, 64)
 		switch {
 		case num.negative:
 			// D3: encoding/json refuses any sign for an unsigned field,
 			// "-0" included, so the walk does too.
 			return w.fail(ruleRange, lit, "must not be negative")
-		case !ok || dst.OverflowUint(u):
+		case err != nil || dst.OverflowUint(u):
 			return w.fail(ruleRange, lit, "integer %.40s is out of range", lit)
 		}
 		dst.SetUint(u)
@@ -419,13 +404,7 @@ func (w *walker) number(n *vnode, dst reflect.Value) error {
 	return nil
 }
 
-// parseUint and parseInt read the digits of a JSON integer literal the
-// lexer has checked; they are the package's one integer parser.
-func parseUint(digits string) (uint64, bool) {
-	u, err := strconv.ParseUint(digits, 10, 64)
-	return u, err == nil
-}
-
+// parseInt reads a JSON integer literal the lexer has checked.
 func parseInt(lit string) (int64, bool) {
 	i, err := strconv.ParseInt(lit, 10, 64)
 	return i, err == nil
