@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -43,15 +44,22 @@ func (e *syntaxError) Error() string {
 
 func (s *scanner) fail(msg string) error { return &syntaxError{offset: s.pos, msg: msg} }
 
+// jsonSpace marks the four whitespace bytes of the JSON grammar.
+var jsonSpace = [256]bool{' ': true, '\t': true, '\n': true, '\r': true}
+
 func (s *scanner) skipWS() {
-	for s.pos < len(s.data) {
-		switch s.data[s.pos] {
-		case ' ', '\t', '\n', '\r':
-			s.pos++
-		default:
-			return
-		}
+	for s.pos < len(s.data) && jsonSpace[s.data[s.pos]] {
+		s.pos++
 	}
+}
+
+// eat consumes the next byte if it is one of set.
+func (s *scanner) eat(set string) bool {
+	if s.pos < len(s.data) && strings.IndexByte(set, s.data[s.pos]) >= 0 {
+		s.pos++
+		return true
+	}
+	return false
 }
 
 // peek returns the next non-space byte, or 0 at the end.
@@ -76,10 +84,9 @@ func (s *scanner) end() error {
 // whether it contains escapes.
 func (s *scanner) str() (raw []byte, escaped bool, err error) {
 	start := s.pos
-	if s.pos >= len(s.data) || s.data[s.pos] != '"' {
+	if !s.eat(`"`) {
 		return nil, false, s.fail("expected a string")
 	}
-	s.pos++
 	for s.pos < len(s.data) {
 		c := s.data[s.pos]
 		switch {
@@ -131,35 +138,23 @@ type numberShape struct {
 // num reads a number token per the JSON grammar.
 func (s *scanner) num() (numberShape, error) {
 	start := s.pos
-	var n numberShape
-	if s.pos < len(s.data) && s.data[s.pos] == '-' {
-		n.negative = true
-		s.pos++
-	}
+	n := numberShape{negative: s.eat("-")}
 	switch {
-	case s.pos < len(s.data) && s.data[s.pos] == '0':
-		s.pos++
-	case s.pos < len(s.data) && '1' <= s.data[s.pos] && s.data[s.pos] <= '9':
+	case s.eat("0"):
+	case s.digits() > 0: // a first digit of 1-9
 		n.nonzero = true
-		s.digits()
 	default:
 		return n, s.fail("invalid number")
 	}
-	if s.pos < len(s.data) && s.data[s.pos] == '.' {
-		n.fraction = true
-		s.pos++
+	if n.fraction = s.eat("."); n.fraction {
 		at := s.pos
 		if s.digits() == 0 {
 			return n, s.fail("invalid number fraction")
 		}
 		n.nonzero = n.nonzero || len(bytes.Trim(s.data[at:s.pos], "0")) > 0
 	}
-	if s.pos < len(s.data) && (s.data[s.pos] == 'e' || s.data[s.pos] == 'E') {
-		n.exponent = true
-		s.pos++
-		if s.pos < len(s.data) && (s.data[s.pos] == '+' || s.data[s.pos] == '-') {
-			s.pos++
-		}
+	if n.exponent = s.eat("eE"); n.exponent {
+		s.eat("+-")
 		if s.digits() == 0 {
 			return n, s.fail("invalid number exponent")
 		}
@@ -208,10 +203,9 @@ func (s *scanner) key() (raw []byte, escaped bool, err error) {
 	if raw, escaped, err = s.str(); err != nil {
 		return nil, false, err
 	}
-	if s.peek() != ':' {
+	if s.skipWS(); !s.eat(":") {
 		return nil, false, s.fail("expected ':' after member name")
 	}
-	s.pos++
 	return raw, escaped, nil
 }
 
