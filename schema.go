@@ -167,14 +167,6 @@ type vprop struct {
 	required bool // no omitempty
 }
 
-// describe names what the node admits, for errors.
-func (n *vnode) describe() string {
-	if n.kind == vArray && n.elem.kind == vString {
-		return "an array of strings"
-	}
-	return n.kind.String()
-}
-
 // enumType is implemented by the string types whose values are frozen; the
 // values are sorted.
 type enumType interface{ enumValues() []string }
@@ -197,33 +189,32 @@ var (
 	openIface      = reflect.TypeFor[openObject]()
 )
 
-// fieldTags is the parsed proto struct tag of one field: the rules the
-// JSON Schema cannot say (PROTOCOL.md §10) next to the ones it can.
-type fieldTags struct {
-	nonempty, externalizable, sha256, object, raw bool
-	min                                           *int64
-}
-
-func parseTags(f reflect.StructField) (fieldTags, error) {
-	var t fieldTags
-	flags := map[string]*bool{"nonempty": &t.nonempty, "externalizable": &t.externalizable, "sha256": &t.sha256, "object": &t.object, "raw": &t.raw}
+// tagNode starts the node of one field from its proto struct tag: the
+// rules the JSON Schema cannot say (PROTOCOL.md §10) next to the ones it
+// can. fieldNode completes it from the Go type; each rule only acts on the
+// kinds it names (sha256 on strings, object on free-form values...).
+func tagNode(f reflect.StructField) (*vnode, error) {
+	n := &vnode{}
+	flags := map[string]*bool{"nonempty": &n.nonempty, "externalizable": &n.externalizable, "sha256": &n.sha256, "object": &n.object}
 	for _, part := range strings.Split(f.Tag.Get("proto"), ",") {
 		bound, isMin := strings.CutPrefix(part, "min=")
 		switch flag := flags[part]; {
 		case part == "":
 		case flag != nil:
 			*flag = true
+		case part == "raw":
+			n.kind = vRaw // kept only by a json.RawMessage
 		case isMin:
-			n, err := strconv.ParseInt(bound, 10, 64)
+			v, err := strconv.ParseInt(bound, 10, 64)
 			if err != nil {
-				return t, fmt.Errorf("field %s: bad proto tag %q", f.Name, part)
+				return nil, fmt.Errorf("field %s: bad proto tag %q", f.Name, part)
 			}
-			t.min = &n
+			n.min = &v
 		default:
-			return t, fmt.Errorf("field %s: unknown proto tag %q", f.Name, part)
+			return nil, fmt.Errorf("field %s: unknown proto tag %q", f.Name, part)
 		}
 	}
-	return t, nil
+	return n, nil
 }
 
 // nodes caches the struct nodes by type; building happens under nodesMu,
@@ -271,11 +262,11 @@ func (n *vnode) fill(t reflect.Type) error {
 		case name == "":
 			name = f.Name
 		}
-		tags, err := parseTags(f)
+		tagged, err := tagNode(f)
 		if err != nil {
 			return err
 		}
-		child, err := fieldNode(f.Type, tags)
+		child, err := fieldNode(f.Type, tagged)
 		if err != nil {
 			return fmt.Errorf("field %s: %w", f.Name, err)
 		}
@@ -294,19 +285,16 @@ func (n *vnode) fill(t reflect.Type) error {
 	return nil
 }
 
-// fieldNode builds the node of one field (or of an element or map value).
-func fieldNode(t reflect.Type, tags fieldTags) (*vnode, error) {
+// fieldNode completes n, the node of one field (or of an element or map
+// value), from the field's Go type; a struct field gets the shared node of
+// its struct instead.
+func fieldNode(t reflect.Type, n *vnode) (*vnode, error) {
 	if t == rawMessageType {
-		n := &vnode{kind: vAny, externalizable: tags.externalizable, object: tags.object}
-		if tags.raw {
-			n.kind = vRaw
-		}
-		return n, nil
+		return n, nil // vAny, or vRaw when tagged raw
 	}
 	if t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	n := &vnode{nonempty: tags.nonempty, sha256: tags.sha256, externalizable: tags.externalizable, min: tags.min}
 	switch k := t.Kind(); {
 	case t.Implements(enumIface):
 		n.kind, n.enum = vString, reflect.Zero(t).Interface().(enumType).enumValues()
@@ -321,7 +309,7 @@ func fieldNode(t reflect.Type, tags fieldTags) (*vnode, error) {
 	case k == reflect.Float32 || k == reflect.Float64:
 		n.kind = vNumber
 	case k == reflect.Slice || k == reflect.Map && t.Key().Kind() == reflect.String:
-		elem, err := fieldNode(t.Elem(), fieldTags{})
+		elem, err := fieldNode(t.Elem(), &vnode{})
 		if err != nil {
 			return nil, err
 		}

@@ -133,9 +133,14 @@ func (w *walker) syntax(err error) error {
 	return e
 }
 
+// kindError reports a value of JSON type got where n admits another.
 func (w *walker) kindError(n *vnode, got vkind) error {
-	e := w.fail(ruleKind, "", "want %s, got %s", n.describe(), got)
-	e.want, e.got = n.describe(), got
+	want := n.kind.String()
+	if n.kind == vArray && n.elem.kind == vString {
+		want = "an array of strings"
+	}
+	e := w.fail(ruleKind, "", "want %s, got %s", want, got)
+	e.want, e.got = want, got
 	return e
 }
 
