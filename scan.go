@@ -172,12 +172,14 @@ func (s *scanner) digits() int {
 }
 
 // literal reads true, false or null.
-func (s *scanner) literal(word string) error {
-	if !bytes.HasPrefix(s.data[s.pos:], []byte(word)) {
-		return s.fail("invalid literal")
+func (s *scanner) literal() error {
+	for _, word := range [...]string{"true", "false", "null"} {
+		if bytes.HasPrefix(s.data[s.pos:], []byte(word)) {
+			s.pos += len(word)
+			return nil
+		}
 	}
-	s.pos += len(word)
-	return nil
+	return s.fail("invalid literal")
 }
 
 // open consumes '{' or '[' and reports whether a member or element

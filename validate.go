@@ -156,7 +156,7 @@ func (w *walker) value(n *vnode, dst reflect.Value) error {
 	if n.kind == vAny || n.kind == vRaw {
 		return w.free(n, dst)
 	}
-	switch got := kindOf(c); {
+	switch got := kindOf[c]; {
 	case got == n.kind, got == vInteger && n.kind == vNumber:
 	case got == vAny:
 		return w.syntax(w.s.fail("unexpected character"))
@@ -181,32 +181,19 @@ func (w *walker) value(n *vnode, dst reflect.Value) error {
 	case vInteger, vNumber:
 		return w.number(n, dst)
 	}
-	b := c == 't'
-	if err := w.s.literal(strconv.FormatBool(b)); err != nil {
+	if err := w.s.literal(); err != nil {
 		return w.syntax(err)
 	}
-	dst.SetBool(b)
+	dst.SetBool(c == 't')
 	return nil
 }
 
 // kindOf classifies a value by its first byte; numbers are reported as
-// integers and told apart later.
-func kindOf(c byte) vkind {
-	switch {
-	case c == '{':
-		return vObject
-	case c == '[':
-		return vArray
-	case c == '"':
-		return vString
-	case c == '-' || '0' <= c && c <= '9':
-		return vInteger
-	case c == 't' || c == 'f':
-		return vBoolean
-	case c == 'n':
-		return vNull
-	}
-	return vAny // garbage the lexer will name
+// integers and told apart later, and vAny is garbage the lexer will name.
+var kindOf = [256]vkind{
+	'{': vObject, '[': vArray, '"': vString, 't': vBoolean, 'f': vBoolean, 'n': vNull,
+	'-': vInteger, '0': vInteger, '1': vInteger, '2': vInteger, '3': vInteger,
+	'4': vInteger, '5': vInteger, '6': vInteger, '7': vInteger, '8': vInteger, '9': vInteger,
 }
 
 // members walks the object at the scanner: each member is pushed on the
@@ -427,7 +414,7 @@ func (w *walker) free(n *vnode, dst reflect.Value) error {
 	start := w.s.pos
 	if n.object && c != '{' {
 		e := w.fail(ruleKind, "", "want a JSON object")
-		e.want, e.got = "an object", kindOf(c)
+		e.want, e.got = "an object", kindOf[c]
 		return e
 	}
 	if err := w.skip(n.kind == vAny); err != nil {
@@ -455,12 +442,8 @@ func (w *walker) skip(dups bool) error {
 		_, _, err = w.s.str()
 	case c == '-' || '0' <= c && c <= '9':
 		_, err = w.s.num()
-	case c == 't':
-		err = w.s.literal("true")
-	case c == 'f':
-		err = w.s.literal("false")
-	case c == 'n':
-		err = w.s.literal("null")
+	case c == 't' || c == 'f' || c == 'n':
+		err = w.s.literal()
 	case c == 0:
 		err = w.s.fail("unexpected end of input")
 	default:
