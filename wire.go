@@ -73,12 +73,6 @@ func (fr *frameReader) consumed() int64 { return fr.in.n.Load() }
 
 func (fr *frameReader) frameEnd() int64 { return fr.in.n.Load() - int64(fr.br.Buffered()) }
 
-// errFrameTooLarge returns the terminal error of an oversized inbound
-// frame.
-func errFrameTooLarge(limit int) *Error {
-	return NewError(ReasonFrameTooLarge, fmt.Sprintf("inbound frame exceeds %d bytes including its newline", limit))
-}
-
 // readFrame returns the next non-empty frame: one line without its "\n",
 // with a trailing "\r" and surrounding spaces and tabs removed. The frame
 // may alias an internal buffer and is valid until the next call.
@@ -129,7 +123,7 @@ func (fr *frameReader) readLine() ([]byte, error) {
 			size++
 		}
 		if size > fr.limit {
-			return nil, errFrameTooLarge(fr.limit)
+			return nil, NewError(ReasonFrameTooLarge, fmt.Sprintf("inbound frame exceeds %d bytes including its newline", fr.limit)) // terminal
 		}
 		if len(fr.line) == 0 && !more {
 			return chunk, nil // aliases the read buffer
