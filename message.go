@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"sync"
 	"unicode/utf8"
@@ -110,7 +111,7 @@ func parseError(err error) *frameError {
 	msg := err.Error()
 	var ve *ValidationError
 	if errors.As(err, &ve) {
-		msg = (&syntaxError{offset: ve.offset, msg: ve.Msg}).Error()
+		msg = fmt.Sprintf("invalid JSON at byte %d: %s", ve.offset, ve.Msg)
 	}
 	e := NewError(ReasonProtocolError, "parse error: "+msg)
 	e.Code = codeParseError

@@ -32,17 +32,11 @@ type scanner struct {
 	depth int
 }
 
-// syntaxError is a JSON grammar error at a byte offset.
-type syntaxError struct {
-	offset int
-	msg    string
+// fail returns a JSON grammar error at the current byte offset; the walk
+// adds where in the document it is (walker.syntax).
+func (s *scanner) fail(msg string) error {
+	return &ValidationError{rule: ruleSyntax, Msg: msg, offset: s.pos}
 }
-
-func (e *syntaxError) Error() string {
-	return fmt.Sprintf("invalid JSON at byte %d: %s", e.offset, e.msg)
-}
-
-func (s *scanner) fail(msg string) error { return &syntaxError{offset: s.pos, msg: msg} }
 
 // jsonSpace marks the four whitespace bytes of the JSON grammar.
 var jsonSpace = [256]bool{' ': true, '\t': true, '\n': true, '\r': true}

@@ -98,7 +98,12 @@ func walk(n *vnode, doc []byte, dst reflect.Value) error {
 
 // fail builds the error for the current path.
 func (w *walker) fail(r rule, detail, format string, args ...any) *ValidationError {
-	e := &ValidationError{Def: w.def, Msg: fmt.Sprintf(format, args...), rule: r, detail: detail}
+	return w.locate(&ValidationError{Msg: fmt.Sprintf(format, args...), rule: r, detail: detail})
+}
+
+// locate completes e with the $def and the current path.
+func (w *walker) locate(e *ValidationError) *ValidationError {
+	e.Def = w.def
 	var p, f strings.Builder
 	for _, t := range w.path {
 		p.WriteByte('/')
@@ -125,13 +130,8 @@ func (w *walker) fail(r rule, detail, format string, args ...any) *ValidationErr
 // pointerEscaper escapes a member name as an RFC 6901 reference token.
 var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
 
-// syntax converts a lexer error into a validation error at the path.
-func (w *walker) syntax(err error) error {
-	se := err.(*syntaxError)
-	e := w.fail(ruleSyntax, "", "%s", se.msg)
-	e.offset = se.offset
-	return e
-}
+// syntax places a lexer error at the path.
+func (w *walker) syntax(err error) error { return w.locate(err.(*ValidationError)) }
 
 // kindError reports a value of JSON type got where n admits another.
 func (w *walker) kindError(n *vnode, got vkind) error {
