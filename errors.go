@@ -193,7 +193,7 @@ type errorData struct {
 	Action    string `json:"action,omitempty"`
 }
 
-func (errorData) objectMode() objectMode { return open }
+func (errorData) openObject() {}
 
 // wireError is the JSON-RPC error object as it is encoded.
 type wireError struct {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"sync"
 	"unicode/utf8"
@@ -60,7 +61,7 @@ type envelope struct {
 	Error   json.RawMessage `json:"error,omitempty" proto:"raw"`
 }
 
-func (envelope) objectMode() objectMode { return open }
+func (envelope) openObject() {}
 
 // mustNode returns the node of a private document type, built once.
 func mustNode[T any]() func() *vnode {
@@ -110,7 +111,7 @@ func parseError(err error) *frameError {
 	msg := err.Error()
 	var ve *ValidationError
 	if errors.As(err, &ve) {
-		msg = (&syntaxError{offset: ve.offset, msg: ve.Msg}).Error()
+		msg = fmt.Sprintf("invalid JSON at byte %d: %s", ve.offset, ve.Msg)
 	}
 	e := NewError(ReasonProtocolError, "parse error: "+msg)
 	e.Code = codeParseError
@@ -124,6 +125,10 @@ func invalidRequest(msg string) *Error { return NewError(ReasonProtocolError, "i
 func buildMessage(env *envelope) (message, *frameError) {
 	var m message
 	fe := &frameError{}
+	invalid := func(msg string) (message, *frameError) {
+		fe.err = invalidRequest(msg)
+		return message{}, fe
+	}
 	if env.Method == nil && (env.ID != nil || env.Result != nil || env.Error != nil) {
 		// Response-shaped: whatever is wrong with it, its id included, it
 		// is never answered, or two peers could trade error responses
@@ -134,62 +139,50 @@ func buildMessage(env *envelope) (message, *frameError) {
 		id, ok := parseID(env.ID)
 		if !ok {
 			// D4: string, null, fractional and out-of-range ids get id null.
-			fe.err = invalidRequest("id must be an integer that fits in int64")
-			return m, fe
+			return invalid("id must be an integer that fits in int64")
 		}
 		m.id, fe.id, fe.hasID = id, id, true
 	}
-	switch {
-	case env.Method != nil:
+	if env.Method != nil {
 		fe.kind = kindRequest
 		if env.ID == nil {
 			fe.kind = kindNotification
 		}
-	case env.ID != nil:
-		fe.kind = kindResponse
 	}
 	if string(env.JSONRPC) != `"2.0"` {
-		fe.err = invalidRequest(`jsonrpc must be exactly "2.0"`)
-		return m, fe
+		return invalid(`jsonrpc must be exactly "2.0"`)
 	}
 	if env.Method != nil {
-		if env.Result != nil || env.Error != nil {
-			fe.err = invalidRequest("a request must not carry result or error")
-			return m, fe
-		}
 		method, ok := plainString(env.Method)
-		if !ok || method == "" {
-			fe.err = invalidRequest("method must be a non-empty string")
-			return m, fe
-		}
-		if env.Params != nil && env.Params[0] != '{' {
+		switch {
+		case env.Result != nil || env.Error != nil:
+			return invalid("a request must not carry result or error")
+		case !ok || method == "":
+			return invalid("method must be a non-empty string")
+		case env.Params != nil && env.Params[0] != '{':
 			// D5: when present, params must be an object.
-			fe.err = invalidRequest("params must be an object")
-			return m, fe
+			return invalid("params must be an object")
 		}
 		m.kind, m.method, m.params = fe.kind, method, cloneRaw(env.Params)
 		return m, nil
 	}
 	switch {
 	case env.ID == nil:
-		fe.err = invalidRequest("a frame needs a method or an id")
+		return invalid("a frame needs a method or an id")
 	case env.Params != nil:
-		fe.err = invalidRequest("a response must not carry params")
+		return invalid("a response must not carry params")
 	case (env.Result == nil) == (env.Error == nil):
-		fe.err = invalidRequest("a response carries exactly one of result and error")
+		return invalid("a response carries exactly one of result and error")
 	case env.Result != nil:
 		m.kind, m.result = kindResponse, cloneRaw(env.Result)
 		return m, nil
-	default:
-		e, ok := decodeWireError(env.Error)
-		if !ok {
-			fe.err = invalidRequest("error must be an object with an integer code and a string message")
-			return m, fe
-		}
-		m.kind, m.err = kindResponse, e
-		return m, nil
 	}
-	return m, fe
+	e, ok := decodeWireError(env.Error)
+	if !ok {
+		return invalid("error must be an object with an integer code and a string message")
+	}
+	m.kind, m.err = kindResponse, e
+	return m, nil
 }
 
 // parseID accepts exactly a JSON integer literal without fraction, exponent,
@@ -203,12 +196,8 @@ func parseID(raw []byte) (msgID, bool) {
 	return msgID(n), ok
 }
 
-func cloneRaw(raw []byte) json.RawMessage {
-	if raw == nil {
-		return nil
-	}
-	return append(json.RawMessage(nil), raw...)
-}
+// cloneRaw copies a raw value out of the buffer it aliases; nil stays nil.
+func cloneRaw(raw []byte) json.RawMessage { return bytes.Clone(raw) }
 
 // errorObject is a JSON-RPC error object as it is read: code and message
 // are required, other members are tolerated (PROTOCOL.md §8.3).
@@ -218,7 +207,7 @@ type errorObject struct {
 	Data    json.RawMessage `json:"data,omitempty" proto:"raw"`
 }
 
-func (errorObject) objectMode() objectMode { return open }
+func (errorObject) openObject() {}
 
 var (
 	errorObjectNode = mustNode[errorObject]()

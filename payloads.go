@@ -218,20 +218,13 @@ func DecodePayload(p Point, doc []byte) (any, error) {
 // decoded payload document; it returns the offending member's pointer and
 // what is wrong, or "" when the document may replace the payload.
 func replacementRule(p Point, v any) (pointer, msg string) {
-	blank := func(s string) bool { return strings.TrimSpace(s) == "" }
 	switch x := v.(type) {
 	case *InputPayload:
-		if blank(x.Text) {
-			return "/text", "text must not be empty"
-		}
+		return nonBlank("text", x.Text)
 	case *AgentStartPayload:
-		if blank(x.SessionID) {
-			return "/sessionId", "sessionId must not be empty"
-		}
+		return nonBlank("sessionId", x.SessionID)
 	case *SystemPromptPayload:
-		if blank(x.WorkspaceRoot) {
-			return "/workspaceRoot", "workspaceRoot must not be empty"
-		}
+		return nonBlank("workspaceRoot", x.WorkspaceRoot)
 	case *ContextPayload:
 		if x.Messages == nil {
 			return "/messages", "messages must be present as an array (it may be [])"
@@ -250,22 +243,25 @@ func replacementRule(p Point, v any) (pointer, msg string) {
 		}
 		return toolRule(x.Name, x.Arguments)
 	case *CompactionCompletePayload:
-		if blank(x.Summary) {
-			return "/summary", "summary must not be empty"
-		}
+		return nonBlank("summary", x.Summary)
 	case *SessionPayload:
-		switch x.Phase {
-		case "start", "end", "load", "save", "rotate":
-		default:
+		// The five phases are exactly the points session.<phase>.
+		if !Point("session." + x.Phase).Valid() {
 			return "/phase", fmt.Sprintf("phase %q is not start, end, load, save or rotate", x.Phase)
 		}
 		if Point("session."+x.Phase) != p {
 			return "/phase", fmt.Sprintf("phase %q does not match the point %s", x.Phase, p)
 		}
 	case *FrontendPayload:
-		if blank(x.Kind) {
-			return "/kind", "kind must not be empty"
-		}
+		return nonBlank("kind", x.Kind)
+	}
+	return "", ""
+}
+
+// nonBlank is the rule of a member that must not be empty or blank.
+func nonBlank(member, value string) (pointer, msg string) {
+	if strings.TrimSpace(value) == "" {
+		return "/" + member, member + " must not be empty"
 	}
 	return "", ""
 }
@@ -278,11 +274,8 @@ var jsonObjectNode = &vnode{kind: vAny, object: true}
 // of a JSON object read as strictly as the frames around it (D3): no
 // duplicate member can hide one value behind another.
 func toolRule(name, args string) (pointer, msg string) {
-	if strings.TrimSpace(name) == "" {
-		return "/name", "name must not be empty"
-	}
-	if args == "" {
-		return "", ""
+	if pointer, msg := nonBlank("name", name); msg != "" || args == "" { // a blank name fails, no arguments pass
+		return pointer, msg
 	}
 	if err := walk(jsonObjectNode, []byte(args), reflect.Value{}); err != nil {
 		var ve *ValidationError

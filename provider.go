@@ -161,16 +161,16 @@ type ProviderChunk struct {
 
 // invariant: an error chunk carries its error and only it does; a usage
 // chunk carries its usage (PROTOCOL.md §5.3).
-func (c *ProviderChunk) invariant() (member, msg string) {
+func (c *ProviderChunk) invariant() string {
 	switch {
 	case c.Type == ChunkError && c.Error == nil:
-		return "", `a chunk of type "error" needs the error member`
+		return `a chunk of type "error" needs the error member`
 	case c.Type != ChunkError && c.Error != nil:
-		return "", `only a chunk of type "error" carries the error member`
+		return `only a chunk of type "error" carries the error member`
 	case c.Type == ChunkUsage && c.Usage == nil:
-		return "", `a chunk of type "usage" needs the usage member`
+		return `a chunk of type "usage" needs the usage member`
 	}
-	return "", ""
+	return ""
 }
 
 // StreamOpenParams are the params of extension/provider/stream/open.

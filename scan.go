@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -31,27 +32,28 @@ type scanner struct {
 	depth int
 }
 
-// syntaxError is a JSON grammar error at a byte offset.
-type syntaxError struct {
-	offset int
-	msg    string
+// fail returns a JSON grammar error at the current byte offset; the walk
+// adds where in the document it is (walker.syntax).
+func (s *scanner) fail(msg string) error {
+	return &ValidationError{rule: ruleSyntax, Msg: msg, offset: s.pos}
 }
 
-func (e *syntaxError) Error() string {
-	return fmt.Sprintf("invalid JSON at byte %d: %s", e.offset, e.msg)
-}
-
-func (s *scanner) fail(msg string) error { return &syntaxError{offset: s.pos, msg: msg} }
+// jsonSpace marks the four whitespace bytes of the JSON grammar.
+var jsonSpace = [256]bool{' ': true, '\t': true, '\n': true, '\r': true}
 
 func (s *scanner) skipWS() {
-	for s.pos < len(s.data) {
-		switch s.data[s.pos] {
-		case ' ', '\t', '\n', '\r':
-			s.pos++
-		default:
-			return
-		}
+	for s.pos < len(s.data) && jsonSpace[s.data[s.pos]] {
+		s.pos++
 	}
+}
+
+// eat consumes the next byte if it is one of set.
+func (s *scanner) eat(set string) bool {
+	if s.pos < len(s.data) && strings.IndexByte(set, s.data[s.pos]) >= 0 {
+		s.pos++
+		return true
+	}
+	return false
 }
 
 // peek returns the next non-space byte, or 0 at the end.
@@ -76,10 +78,9 @@ func (s *scanner) end() error {
 // whether it contains escapes.
 func (s *scanner) str() (raw []byte, escaped bool, err error) {
 	start := s.pos
-	if s.pos >= len(s.data) || s.data[s.pos] != '"' {
+	if !s.eat(`"`) {
 		return nil, false, s.fail("expected a string")
 	}
-	s.pos++
 	for s.pos < len(s.data) {
 		c := s.data[s.pos]
 		switch {
@@ -96,7 +97,8 @@ func (s *scanner) str() (raw []byte, escaped bool, err error) {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 				s.pos++
 			case 'u':
-				if s.pos+5 > len(s.data) || !isHex4(s.data[s.pos+1:s.pos+5]) {
+				// Four hex digits: nothing is left once they are trimmed.
+				if s.pos+5 > len(s.data) || len(bytes.Trim(s.data[s.pos+1:s.pos+5], "0123456789abcdefABCDEF")) > 0 {
 					return nil, false, s.fail(`invalid \u escape`)
 				}
 				s.pos += 5
@@ -118,15 +120,6 @@ func (s *scanner) str() (raw []byte, escaped bool, err error) {
 	return nil, false, s.fail("unterminated string")
 }
 
-func isHex4(b []byte) bool {
-	for _, c := range b {
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
-			return false
-		}
-	}
-	return true
-}
-
 // numberShape describes a number literal.
 type numberShape struct {
 	raw      []byte
@@ -139,35 +132,23 @@ type numberShape struct {
 // num reads a number token per the JSON grammar.
 func (s *scanner) num() (numberShape, error) {
 	start := s.pos
-	var n numberShape
-	if s.pos < len(s.data) && s.data[s.pos] == '-' {
-		n.negative = true
-		s.pos++
-	}
+	n := numberShape{negative: s.eat("-")}
 	switch {
-	case s.pos < len(s.data) && s.data[s.pos] == '0':
-		s.pos++
-	case s.pos < len(s.data) && '1' <= s.data[s.pos] && s.data[s.pos] <= '9':
+	case s.eat("0"):
+	case s.digits() > 0: // a first digit of 1-9
 		n.nonzero = true
-		s.digits()
 	default:
 		return n, s.fail("invalid number")
 	}
-	if s.pos < len(s.data) && s.data[s.pos] == '.' {
-		n.fraction = true
-		s.pos++
+	if n.fraction = s.eat("."); n.fraction {
 		at := s.pos
 		if s.digits() == 0 {
 			return n, s.fail("invalid number fraction")
 		}
 		n.nonzero = n.nonzero || len(bytes.Trim(s.data[at:s.pos], "0")) > 0
 	}
-	if s.pos < len(s.data) && (s.data[s.pos] == 'e' || s.data[s.pos] == 'E') {
-		n.exponent = true
-		s.pos++
-		if s.pos < len(s.data) && (s.data[s.pos] == '+' || s.data[s.pos] == '-') {
-			s.pos++
-		}
+	if n.exponent = s.eat("eE"); n.exponent {
+		s.eat("+-")
 		if s.digits() == 0 {
 			return n, s.fail("invalid number exponent")
 		}
@@ -185,35 +166,27 @@ func (s *scanner) digits() int {
 }
 
 // literal reads true, false or null.
-func (s *scanner) literal(word string) error {
-	if !bytes.HasPrefix(s.data[s.pos:], []byte(word)) {
-		return s.fail("invalid literal")
+func (s *scanner) literal() error {
+	for _, word := range [...]string{"true", "false", "null"} {
+		if bytes.HasPrefix(s.data[s.pos:], []byte(word)) {
+			s.pos += len(word)
+			return nil
+		}
 	}
-	s.pos += len(word)
-	return nil
+	return s.fail("invalid literal")
 }
-
-// enter and leave track nesting against maxNesting.
-func (s *scanner) enter() error {
-	s.depth++
-	if s.depth > maxNesting {
-		return s.fail(fmt.Sprintf("nesting deeper than %d levels", maxNesting))
-	}
-	return nil
-}
-
-func (s *scanner) leave() { s.depth-- }
 
 // open consumes '{' or '[' and reports whether a member or element
-// follows; an empty object or array is consumed whole.
+// follows; an empty object or array is consumed whole. open and next
+// track the nesting depth against maxNesting.
 func (s *scanner) open(closer byte) (more bool, err error) {
-	if err := s.enter(); err != nil {
-		return false, err
+	if s.depth++; s.depth > maxNesting {
+		return false, s.fail(fmt.Sprintf("nesting deeper than %d levels", maxNesting))
 	}
 	s.pos++
 	if s.peek() == closer {
 		s.pos++
-		s.leave()
+		s.depth--
 		return false, nil
 	}
 	return true, nil
@@ -226,10 +199,9 @@ func (s *scanner) key() (raw []byte, escaped bool, err error) {
 	if raw, escaped, err = s.str(); err != nil {
 		return nil, false, err
 	}
-	if s.peek() != ':' {
+	if s.skipWS(); !s.eat(":") {
 		return nil, false, s.fail("expected ':' after member name")
 	}
-	s.pos++
 	return raw, escaped, nil
 }
 
@@ -242,7 +214,7 @@ func (s *scanner) next(closer byte) (more bool, err error) {
 		return true, nil
 	case closer:
 		s.pos++
-		s.leave()
+		s.depth--
 		return false, nil
 	}
 	return false, s.fail(fmt.Sprintf("expected ',' or '%c'", closer))
@@ -277,10 +249,7 @@ func plainString(raw []byte) (string, bool) {
 
 // sameName compares two raw member names by their decoded value.
 func sameName(a []byte, aEsc bool, b []byte, bEsc bool) bool {
-	if !aEsc && !bEsc {
-		return bytes.Equal(a, b)
-	}
-	return unquote(a, aEsc) == unquote(b, bEsc)
+	return bytes.Equal(a, b) || (aEsc || bEsc) && unquote(a, aEsc) == unquote(b, bEsc)
 }
 
 // dupState finds repeated member names (D3) across nested objects with one

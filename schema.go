@@ -136,14 +136,6 @@ func (k vkind) String() string {
 	return [...]string{"any value", "any value", "an object", "an array", "a string", "an integer", "a number", "a boolean", "null"}[k]
 }
 
-// objectMode says what a struct node does with a member it does not know.
-type objectMode uint8
-
-const (
-	closed objectMode = iota // refused, naming a case-variant match (D3)
-	open                     // skipped: envelopes and error objects, where only exact names count
-)
-
 // vnode is one node of the tree the strict walk follows, built from a Go
 // type once (typeNode). Struct nodes are shared; every struct field gets
 // its own node for its scalar rules.
@@ -154,7 +146,7 @@ type vnode struct {
 	props    []vprop // struct members, sorted by name
 	index    map[string]int
 	required uint64 // bit i: props[i].required
-	mode     objectMode
+	open     bool   // an unknown member is skipped (openObject), not refused
 	isMap    bool
 	check    bool   // the type implements invariant
 	elem     *vnode // array items, map values
@@ -175,86 +167,62 @@ type vprop struct {
 	required bool // no omitempty
 }
 
-// describe names what the node admits, for errors.
-func (n *vnode) describe() string {
-	if n.kind == vArray && n.elem.kind == vString {
-		return "an array of strings"
-	}
-	return n.kind.String()
-}
-
-// suggest returns the member a name matches only case-insensitively or
-// by Unicode folding, or "".
-func (n *vnode) suggest(key []byte, escaped bool) string {
-	name := unquote(key, escaped)
-	for _, p := range n.props {
-		if strings.EqualFold(p.name, name) {
-			return p.name
-		}
-	}
-	return ""
-}
-
 // enumType is implemented by the string types whose values are frozen; the
 // values are sorted.
 type enumType interface{ enumValues() []string }
 
 // invariant is implemented by the documents with a rule across members
-// (PROTOCOL.md §5.3): it reports the member at fault and what is wrong,
-// msg "" when the document is fine.
-type invariant interface{ invariant() (member, msg string) }
+// (PROTOCOL.md §5.3): it reports what is wrong, "" when the document is
+// fine.
+type invariant interface{ invariant() string }
 
-// objectModer is implemented by the private documents that are not closed.
-type objectModer interface{ objectMode() objectMode }
+// openObject is implemented by the private documents whose unknown members
+// are skipped: envelopes and error objects, where only exact names count.
+// Every other struct refuses an unknown member, naming a case-variant
+// match (D3).
+type openObject interface{ openObject() }
 
 var (
 	rawMessageType = reflect.TypeFor[json.RawMessage]()
 	enumIface      = reflect.TypeFor[enumType]()
 	invariantIface = reflect.TypeFor[invariant]()
-	moderIface     = reflect.TypeFor[objectModer]()
+	openIface      = reflect.TypeFor[openObject]()
 )
 
-// fieldTags is the parsed proto struct tag of one field: the rules the
-// JSON Schema cannot say (PROTOCOL.md §10) next to the ones it can.
-type fieldTags struct {
-	nonempty, externalizable, sha256, object, raw bool
-	min                                           *int64
-}
-
-func parseTags(f reflect.StructField) (fieldTags, error) {
-	var t fieldTags
+// tagNode starts the node of one field from its proto struct tag: the
+// rules the JSON Schema cannot say (PROTOCOL.md §10) next to the ones it
+// can. fieldNode completes it from the Go type; each rule only acts on the
+// kinds it names (sha256 on strings, object on free-form values...).
+func tagNode(f reflect.StructField) (*vnode, error) {
+	n := &vnode{}
+	flags := map[string]*bool{"nonempty": &n.nonempty, "externalizable": &n.externalizable, "sha256": &n.sha256, "object": &n.object}
 	for _, part := range strings.Split(f.Tag.Get("proto"), ",") {
-		switch {
+		bound, isMin := strings.CutPrefix(part, "min=")
+		switch flag := flags[part]; {
 		case part == "":
-		case part == "nonempty":
-			t.nonempty = true
-		case part == "externalizable":
-			t.externalizable = true
-		case part == "sha256":
-			t.sha256 = true
-		case part == "object":
-			t.object = true
+		case flag != nil:
+			*flag = true
 		case part == "raw":
-			t.raw = true
-		case strings.HasPrefix(part, "min="):
-			n, err := strconv.ParseInt(part[len("min="):], 10, 64)
+			n.kind = vRaw // kept only by a json.RawMessage
+		case isMin:
+			v, err := strconv.ParseInt(bound, 10, 64)
 			if err != nil {
-				return t, fmt.Errorf("field %s: bad proto tag %q", f.Name, part)
+				return nil, fmt.Errorf("field %s: bad proto tag %q", f.Name, part)
 			}
-			t.min = &n
+			n.min = &v
 		default:
-			return t, fmt.Errorf("field %s: unknown proto tag %q", f.Name, part)
+			return nil, fmt.Errorf("field %s: unknown proto tag %q", f.Name, part)
 		}
 	}
-	return t, nil
+	return n, nil
 }
 
 // nodes caches the struct nodes by type; building happens under nodesMu,
-// lazily, one type (and what it reaches) at a time.
+// lazily, one type (and what it reaches) at a time. A type that cannot be
+// decoded into is not cached: building it again fails the same way.
 var (
 	nodesMu sync.Mutex
 	nodes   = map[reflect.Type]*vnode{}
-	nodeErr = map[reflect.Type]error{}
 )
 
 // typeNode returns the node of a struct type, building it on first use.
@@ -271,25 +239,17 @@ func structNode(t reflect.Type) (*vnode, error) {
 	if n := nodes[t]; n != nil {
 		return n, nil
 	}
-	if err := nodeErr[t]; err != nil {
-		return nil, err
-	}
 	n := &vnode{kind: vObject, def: t.Name(), index: map[string]int{}}
 	nodes[t] = n // referenced by itself before it is complete: no type of the protocol is recursive
-	err := n.fill(t)
-	if err != nil {
+	if err := n.fill(t); err != nil {
 		delete(nodes, t)
-		err = fmt.Errorf("extension: cannot decode into %v: %w", t, err)
-		nodeErr[t] = err
-		return nil, err
+		return nil, fmt.Errorf("extension: cannot decode into %v: %w", t, err)
 	}
 	return n, nil
 }
 
 func (n *vnode) fill(t reflect.Type) error {
-	if reflect.PointerTo(t).Implements(moderIface) {
-		n.mode = reflect.Zero(t).Interface().(objectModer).objectMode()
-	}
+	n.open = reflect.PointerTo(t).Implements(openIface)
 	n.check = reflect.PointerTo(t).Implements(invariantIface)
 	for i := range t.NumField() {
 		f := t.Field(i)
@@ -302,11 +262,11 @@ func (n *vnode) fill(t reflect.Type) error {
 		case name == "":
 			name = f.Name
 		}
-		tags, err := parseTags(f)
+		tagged, err := tagNode(f)
 		if err != nil {
 			return err
 		}
-		child, err := fieldNode(f.Type, tags)
+		child, err := fieldNode(f.Type, tagged)
 		if err != nil {
 			return fmt.Errorf("field %s: %w", f.Name, err)
 		}
@@ -325,19 +285,16 @@ func (n *vnode) fill(t reflect.Type) error {
 	return nil
 }
 
-// fieldNode builds the node of one field (or of an element or map value).
-func fieldNode(t reflect.Type, tags fieldTags) (*vnode, error) {
+// fieldNode completes n, the node of one field (or of an element or map
+// value), from the field's Go type; a struct field gets the shared node of
+// its struct instead.
+func fieldNode(t reflect.Type, n *vnode) (*vnode, error) {
 	if t == rawMessageType {
-		n := &vnode{kind: vAny, externalizable: tags.externalizable, object: tags.object}
-		if tags.raw {
-			n.kind = vRaw
-		}
-		return n, nil
+		return n, nil // vAny, or vRaw when tagged raw
 	}
 	if t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	n := &vnode{nonempty: tags.nonempty, sha256: tags.sha256, externalizable: tags.externalizable, min: tags.min}
 	switch k := t.Kind(); {
 	case t.Implements(enumIface):
 		n.kind, n.enum = vString, reflect.Zero(t).Interface().(enumType).enumValues()
@@ -352,7 +309,7 @@ func fieldNode(t reflect.Type, tags fieldTags) (*vnode, error) {
 	case k == reflect.Float32 || k == reflect.Float64:
 		n.kind = vNumber
 	case k == reflect.Slice || k == reflect.Map && t.Key().Kind() == reflect.String:
-		elem, err := fieldNode(t.Elem(), fieldTags{})
+		elem, err := fieldNode(t.Elem(), &vnode{})
 		if err != nil {
 			return nil, err
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math/bits"
 	"reflect"
 	"slices"
 	"strconv"
@@ -97,7 +98,12 @@ func walk(n *vnode, doc []byte, dst reflect.Value) error {
 
 // fail builds the error for the current path.
 func (w *walker) fail(r rule, detail, format string, args ...any) *ValidationError {
-	e := &ValidationError{Def: w.def, Msg: fmt.Sprintf(format, args...), rule: r, detail: detail}
+	return w.locate(&ValidationError{Msg: fmt.Sprintf(format, args...), rule: r, detail: detail})
+}
+
+// locate completes e with the $def and the current path.
+func (w *walker) locate(e *ValidationError) *ValidationError {
+	e.Def = w.def
 	var p, f strings.Builder
 	for _, t := range w.path {
 		p.WriteByte('/')
@@ -124,17 +130,17 @@ func (w *walker) fail(r rule, detail, format string, args ...any) *ValidationErr
 // pointerEscaper escapes a member name as an RFC 6901 reference token.
 var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
 
-// syntax converts a lexer error into a validation error at the path.
-func (w *walker) syntax(err error) error {
-	se := err.(*syntaxError)
-	e := w.fail(ruleSyntax, "", "%s", se.msg)
-	e.offset = se.offset
-	return e
-}
+// syntax places a lexer error at the path.
+func (w *walker) syntax(err error) error { return w.locate(err.(*ValidationError)) }
 
+// kindError reports a value of JSON type got where n admits another.
 func (w *walker) kindError(n *vnode, got vkind) error {
-	e := w.fail(ruleKind, "", "want %s, got %s", n.describe(), got)
-	e.want, e.got = n.describe(), got
+	want := n.kind.String()
+	if n.kind == vArray && n.elem.kind == vString {
+		want = "an array of strings"
+	}
+	e := w.fail(ruleKind, "", "want %s, got %s", want, got)
+	e.want, e.got = want, got
 	return e
 }
 
@@ -150,7 +156,7 @@ func (w *walker) value(n *vnode, dst reflect.Value) error {
 	if n.kind == vAny || n.kind == vRaw {
 		return w.free(n, dst)
 	}
-	switch got := kindOf(c); {
+	switch got := kindOf[c]; {
 	case got == n.kind, got == vInteger && n.kind == vNumber:
 	case got == vAny:
 		return w.syntax(w.s.fail("unexpected character"))
@@ -175,32 +181,19 @@ func (w *walker) value(n *vnode, dst reflect.Value) error {
 	case vInteger, vNumber:
 		return w.number(n, dst)
 	}
-	b := c == 't'
-	if err := w.s.literal(strconv.FormatBool(b)); err != nil {
+	if err := w.s.literal(); err != nil {
 		return w.syntax(err)
 	}
-	dst.SetBool(b)
+	dst.SetBool(c == 't')
 	return nil
 }
 
 // kindOf classifies a value by its first byte; numbers are reported as
-// integers and told apart later.
-func kindOf(c byte) vkind {
-	switch {
-	case c == '{':
-		return vObject
-	case c == '[':
-		return vArray
-	case c == '"':
-		return vString
-	case c == '-' || '0' <= c && c <= '9':
-		return vInteger
-	case c == 't' || c == 'f':
-		return vBoolean
-	case c == 'n':
-		return vNull
-	}
-	return vAny // garbage the lexer will name
+// integers and told apart later, and vAny is garbage the lexer will name.
+var kindOf = [256]vkind{
+	'{': vObject, '[': vArray, '"': vString, 't': vBoolean, 'f': vBoolean, 'n': vNull,
+	'-': vInteger, '0': vInteger, '1': vInteger, '2': vInteger, '3': vInteger,
+	'4': vInteger, '5': vInteger, '6': vInteger, '7': vInteger, '8': vInteger, '9': vInteger,
 }
 
 // members walks the object at the scanner: each member is pushed on the
@@ -259,7 +252,7 @@ func (w *walker) duplicate(key []byte, escaped bool) error {
 
 func (w *walker) object(n *vnode, dst reflect.Value) error {
 	var present uint64
-	err := w.members(false, n.mode != closed, func(key []byte, escaped bool) error {
+	err := w.members(false, n.open, func(key []byte, escaped bool) error {
 		var i int
 		var known bool
 		if escaped {
@@ -268,7 +261,7 @@ func (w *walker) object(n *vnode, dst reflect.Value) error {
 			i, known = n.index[string(key[1:len(key)-1])] // no allocation
 		}
 		switch {
-		case !known && n.mode == closed:
+		case !known && !n.open:
 			return w.unknownMember(n, key, escaped)
 		case !known:
 			return w.free(rawNode, reflect.Value{}) // an open object tolerates it
@@ -288,18 +281,12 @@ func (w *walker) object(n *vnode, dst reflect.Value) error {
 		return err
 	}
 	if missing := n.required &^ present; missing != 0 {
-		for i, p := range n.props {
-			if missing&(1<<i) != 0 {
-				w.push(pathToken{key: []byte(strconv.Quote(p.name))})
-				return w.fail(ruleMissing, p.name, "missing required member %q", p.name)
-			}
-		}
+		p := n.props[bits.TrailingZeros64(missing)] // the first missing, by name
+		w.push(pathToken{key: []byte(strconv.Quote(p.name))})
+		return w.fail(ruleMissing, p.name, "missing required member %q", p.name)
 	}
 	if n.check {
-		if member, msg := dst.Addr().Interface().(invariant).invariant(); msg != "" {
-			if member != "" {
-				w.push(pathToken{key: []byte(strconv.Quote(member))})
-			}
+		if msg := dst.Addr().Interface().(invariant).invariant(); msg != "" {
 			return w.fail(ruleOther, "", "%s", msg)
 		}
 	}
@@ -312,8 +299,10 @@ func (w *walker) object(n *vnode, dst reflect.Value) error {
 // GHSA-wvj2-96wp-fq3f).
 func (w *walker) unknownMember(n *vnode, key []byte, escaped bool) error {
 	name := unquote(key, escaped)
-	if s := n.suggest(key, escaped); s != "" {
-		return w.fail(ruleUnknown, s, "unknown member %s: member names are case-sensitive, did you mean %q?", quoteName(name), s)
+	for _, p := range n.props {
+		if strings.EqualFold(p.name, name) {
+			return w.fail(ruleUnknown, p.name, "unknown member %s: member names are case-sensitive, did you mean %q?", quoteName(name), p.name)
+		}
 	}
 	return w.fail(ruleUnknown, "", "unknown member %s: %s has no such member", quoteName(name), n.def)
 }
@@ -351,25 +340,13 @@ func (w *walker) str(n *vnode, dst reflect.Value) error {
 		return w.fail(ruleOther, "", "must not be empty")
 	case n.nonempty && strings.TrimSpace(s) == "":
 		return w.fail(ruleOther, "", "must not be blank")
-	case n.sha256 && !isLowerHex64(s):
+	case n.sha256 && (len(s) != 64 || strings.Trim(s, "0123456789abcdef") != ""):
 		return w.fail(ruleOther, "", "want a SHA-256 as 64 lowercase hex characters")
 	case n.enum != nil && !slices.Contains(n.enum, s):
 		return w.fail(ruleEnum, s, "%s is not one of %s", quoteName(s), strings.Join(n.enum, ", "))
 	}
 	dst.SetString(s)
 	return nil
-}
-
-func isLowerHex64(s string) bool {
-	if len(s) != 64 {
-		return false
-	}
-	for _, c := range []byte(s) {
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return false
-		}
-	}
-	return true
 }
 
 // number checks an integer or number literal against n.
@@ -396,13 +373,13 @@ func (w *walker) number(n *vnode, dst reflect.Value) error {
 		return w.fail(ruleInteger, lit, "want an integer, got %.40s", lit) // D3
 	}
 	if n.unsigned {
-		u, ok := parseUint(lit)
+		u, err := strconv.ParseUint(lit, 10, 64)
 		switch {
 		case num.negative:
 			// D3: encoding/json refuses any sign for an unsigned field,
 			// "-0" included, so the walk does too.
 			return w.fail(ruleRange, lit, "must not be negative")
-		case !ok || dst.OverflowUint(u):
+		case err != nil || dst.OverflowUint(u):
 			return w.fail(ruleRange, lit, "integer %.40s is out of range", lit)
 		}
 		dst.SetUint(u)
@@ -419,13 +396,7 @@ func (w *walker) number(n *vnode, dst reflect.Value) error {
 	return nil
 }
 
-// parseUint and parseInt read the digits of a JSON integer literal the
-// lexer has checked; they are the package's one integer parser.
-func parseUint(digits string) (uint64, bool) {
-	u, err := strconv.ParseUint(digits, 10, 64)
-	return u, err == nil
-}
-
+// parseInt reads a JSON integer literal the lexer has checked.
 func parseInt(lit string) (int64, bool) {
 	i, err := strconv.ParseInt(lit, 10, 64)
 	return i, err == nil
@@ -443,7 +414,7 @@ func (w *walker) free(n *vnode, dst reflect.Value) error {
 	start := w.s.pos
 	if n.object && c != '{' {
 		e := w.fail(ruleKind, "", "want a JSON object")
-		e.want, e.got = "an object", kindOf(c)
+		e.want, e.got = "an object", kindOf[c]
 		return e
 	}
 	if err := w.skip(n.kind == vAny); err != nil {
@@ -471,12 +442,8 @@ func (w *walker) skip(dups bool) error {
 		_, _, err = w.s.str()
 	case c == '-' || '0' <= c && c <= '9':
 		_, err = w.s.num()
-	case c == 't':
-		err = w.s.literal("true")
-	case c == 'f':
-		err = w.s.literal("false")
-	case c == 'n':
-		err = w.s.literal("null")
+	case c == 't' || c == 'f' || c == 'n':
+		err = w.s.literal()
 	case c == 0:
 		err = w.s.fail("unexpected end of input")
 	default:

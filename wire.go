@@ -73,12 +73,6 @@ func (fr *frameReader) consumed() int64 { return fr.in.n.Load() }
 
 func (fr *frameReader) frameEnd() int64 { return fr.in.n.Load() - int64(fr.br.Buffered()) }
 
-// errFrameTooLarge returns the terminal error of an oversized inbound
-// frame.
-func errFrameTooLarge(limit int) *Error {
-	return NewError(ReasonFrameTooLarge, fmt.Sprintf("inbound frame exceeds %d bytes including its newline", limit))
-}
-
 // readFrame returns the next non-empty frame: one line without its "\n",
 // with a trailing "\r" and surrounding spaces and tabs removed. The frame
 // may alias an internal buffer and is valid until the next call.
@@ -113,39 +107,30 @@ func (fr *frameReader) readLine() ([]byte, error) {
 	fr.line = fr.line[:0]
 	for {
 		chunk, err := fr.br.ReadSlice('\n')
-		switch {
-		case err == nil:
-			// chunk ends with the "\n".
-			if len(fr.line)+len(chunk) > fr.limit {
-				return nil, errFrameTooLarge(fr.limit)
-			}
-			if len(fr.line) == 0 {
-				return chunk[:len(chunk)-1], nil // aliases the read buffer
-			}
-			fr.line = fr.appendBounded(chunk)
-			return fr.line[:len(fr.line)-1], nil
-		case errors.Is(err, bufio.ErrBufferFull):
-			// No "\n" yet: the line needs at least one more byte, so
-			// it is already too long once its content reaches limit.
-			if len(fr.line)+len(chunk) >= fr.limit {
-				return nil, errFrameTooLarge(fr.limit)
-			}
-			fr.line = fr.appendBounded(chunk)
-		case err == io.EOF:
-			if len(fr.line)+len(chunk) == 0 {
-				return nil, io.EOF
-			}
-			// A final line without "\n" counts as if it had one.
-			if len(fr.line)+len(chunk) >= fr.limit {
-				return nil, errFrameTooLarge(fr.limit)
-			}
-			if len(fr.line) == 0 {
-				return chunk, nil
-			}
-			fr.line = fr.appendBounded(chunk)
-			return fr.line, nil
-		default:
+		more := errors.Is(err, bufio.ErrBufferFull) // no "\n" yet: the line goes on
+		if err != nil && err != io.EOF && !more {
 			return nil, err
+		}
+		size := len(fr.line) + len(chunk)
+		if err == io.EOF && size == 0 {
+			return nil, io.EOF
+		}
+		if err == nil {
+			chunk = chunk[:len(chunk)-1] // the "\n", counted in size
+		} else {
+			// A line with no "\n" yet needs at least one more byte; a
+			// final line without "\n" counts as if it had one.
+			size++
+		}
+		if size > fr.limit {
+			return nil, NewError(ReasonFrameTooLarge, fmt.Sprintf("inbound frame exceeds %d bytes including its newline", fr.limit)) // terminal
+		}
+		if len(fr.line) == 0 && !more {
+			return chunk, nil // aliases the read buffer
+		}
+		fr.line = fr.appendBounded(chunk)
+		if !more {
+			return fr.line, nil
 		}
 	}
 }
