@@ -290,7 +290,7 @@ func ParseManifest(data []byte) (*Manifest, error) {
 		m.Version, _ = plainString(root["version"])
 		m.Description, _ = plainString(root["description"])
 		if c := root["contributes"]; len(c) > 0 && c[0] == '{' {
-			m.Contributes = cloneRaw(c)
+			m.Contributes = slices.Clone(c)
 		}
 	} else if err := readDocument(data, "the manifest", manifestNode(), m); err != nil {
 		return nil, err

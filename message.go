@@ -3,9 +3,9 @@ package extension
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"reflect"
+	"strconv"
 	"sync"
 	"unicode/utf8"
 )
@@ -97,8 +97,7 @@ func decodeMessage(line []byte) (message, *frameError) {
 	}
 	var env envelope
 	if err := walk(envelopeNode(), line, reflect.ValueOf(&env).Elem()); err != nil {
-		var ve *ValidationError
-		if errors.As(err, &ve) && ve.rule == ruleDuplicate {
+		if ve := err.(*ValidationError); ve.rule == ruleDuplicate {
 			// D3: a repeated member is ambiguous, whatever its name.
 			return message{}, &frameError{err: invalidRequest("duplicate member " + quoteName(ve.detail))}
 		}
@@ -107,13 +106,11 @@ func decodeMessage(line []byte) (message, *frameError) {
 	return buildMessage(&env)
 }
 
+// parseError answers a frame that is not JSON: once a duplicate member is
+// answered, the JSON syntax is all its walk can fail on.
 func parseError(err error) *frameError {
-	msg := err.Error()
-	var ve *ValidationError
-	if errors.As(err, &ve) {
-		msg = fmt.Sprintf("invalid JSON at byte %d: %s", ve.offset, ve.Msg)
-	}
-	e := NewError(ReasonProtocolError, "parse error: "+msg)
+	ve := err.(*ValidationError)
+	e := NewError(ReasonProtocolError, fmt.Sprintf("parse error: invalid JSON at byte %d: %s", ve.offset, ve.Msg))
 	e.Code = codeParseError
 	return &frameError{err: e}
 }
@@ -163,7 +160,7 @@ func buildMessage(env *envelope) (message, *frameError) {
 			// D5: when present, params must be an object.
 			return invalid("params must be an object")
 		}
-		m.kind, m.method, m.params = fe.kind, method, cloneRaw(env.Params)
+		m.kind, m.method, m.params = fe.kind, method, bytes.Clone(env.Params)
 		return m, nil
 	}
 	switch {
@@ -174,7 +171,7 @@ func buildMessage(env *envelope) (message, *frameError) {
 	case (env.Result == nil) == (env.Error == nil):
 		return invalid("a response carries exactly one of result and error")
 	case env.Result != nil:
-		m.kind, m.result = kindResponse, cloneRaw(env.Result)
+		m.kind, m.result = kindResponse, bytes.Clone(env.Result)
 		return m, nil
 	}
 	e, ok := decodeWireError(env.Error)
@@ -192,12 +189,9 @@ func parseID(raw []byte) (msgID, bool) {
 	if len(digits) == 0 || digits[0] == '0' && len(raw) > 1 || bytes.ContainsFunc(digits, func(r rune) bool { return r < '0' || r > '9' }) {
 		return 0, false // not an integer literal, a leading zero, or -0
 	}
-	n, ok := parseInt(string(raw))
-	return msgID(n), ok
+	n, err := strconv.ParseInt(string(raw), 10, 64)
+	return msgID(n), err == nil
 }
-
-// cloneRaw copies a raw value out of the buffer it aliases; nil stays nil.
-func cloneRaw(raw []byte) json.RawMessage { return bytes.Clone(raw) }
 
 // errorObject is a JSON-RPC error object as it is read: code and message
 // are required, other members are tolerated (PROTOCOL.md §8.3).
@@ -228,7 +222,7 @@ func decodeWireError(raw []byte) (*Error, bool) {
 		if walk(errorDataNode(), o.Data, reflect.ValueOf(&d).Elem()) == nil && d.Reason.Valid() && d.Retryable == d.Reason.Retryable() {
 			e.Reason = d.Reason
 		} else {
-			e.Data = cloneRaw(o.Data)
+			e.Data = bytes.Clone(o.Data)
 		}
 	}
 	return e, true

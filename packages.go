@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -231,7 +232,7 @@ func parsePackages(data []byte) ([]PackageEntry, error) {
 	if root["version"] == nil {
 		return nil, &ManifestError{Field: "version", Msg: "missing"}
 	}
-	if v, ok := parseInt(string(root["version"])); ok && v != 1 {
+	if v, err := strconv.ParseInt(string(root["version"]), 10, 64); err == nil && v != 1 {
 		return nil, &ManifestError{Field: "version", Msg: fmt.Sprintf("unsupported version %d; this host reads version 1", v)}
 	}
 	var doc packagesDoc

@@ -2,7 +2,6 @@ package extension
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -278,8 +277,7 @@ func toolRule(name, args string) (pointer, msg string) {
 		return pointer, msg
 	}
 	if err := walk(jsonObjectNode, []byte(args), reflect.Value{}); err != nil {
-		var ve *ValidationError
-		if errors.As(err, &ve) && ve.rule == ruleKind {
+		if err.(*ValidationError).rule == ruleKind {
 			return "/arguments", "arguments must be the text of a JSON object"
 		}
 		return "/arguments", "arguments: " + err.Error()

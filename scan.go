@@ -32,8 +32,8 @@ type scanner struct {
 	depth int
 }
 
-// fail returns a JSON grammar error at the current byte offset; the walk
-// adds where in the document it is (walker.syntax).
+// fail returns a JSON grammar error at the current byte offset; walk adds
+// where in the document it is.
 func (s *scanner) fail(msg string) error {
 	return &ValidationError{rule: ruleSyntax, Msg: msg, offset: s.pos}
 }

@@ -79,7 +79,8 @@ type pathToken struct {
 var walkers = sync.Pool{New: func() any { return new(walker) }}
 
 // walk validates doc against n and decodes it into dst, which must be
-// settable and of n's Go type; on failure dst may be partly filled.
+// settable and of n's Go type; on failure dst may be partly filled. Every
+// error it returns is a *ValidationError.
 func walk(n *vnode, doc []byte, dst reflect.Value) error {
 	w := walkers.Get().(*walker)
 	w.s = scanner{data: doc}
@@ -87,22 +88,28 @@ func walk(n *vnode, doc []byte, dst reflect.Value) error {
 	w.dup.reset()
 	err := w.value(n, dst)
 	if err == nil {
-		if e := w.s.end(); e != nil {
-			err = w.syntax(e)
-		}
+		err = w.s.end()
+	}
+	if err != nil {
+		// Errors are located here, once. The path is still the failing
+		// value's by construction: every error of the walk (the lexer's
+		// and fail's, all *ValidationError) is returned at once, up
+		// through every caller, and a path token is popped only after its
+		// value succeeded (members, elements).
+		w.locate(err.(*ValidationError))
 	}
 	w.s = scanner{}
 	walkers.Put(w)
 	return err
 }
 
-// fail builds the error for the current path.
+// fail builds the error of a rule; walk locates it.
 func (w *walker) fail(r rule, detail, format string, args ...any) *ValidationError {
-	return w.locate(&ValidationError{Msg: fmt.Sprintf(format, args...), rule: r, detail: detail})
+	return &ValidationError{Msg: fmt.Sprintf(format, args...), rule: r, detail: detail}
 }
 
 // locate completes e with the $def and the current path.
-func (w *walker) locate(e *ValidationError) *ValidationError {
+func (w *walker) locate(e *ValidationError) {
 	e.Def = w.def
 	var p, f strings.Builder
 	for _, t := range w.path {
@@ -124,14 +131,10 @@ func (w *walker) locate(e *ValidationError) *ValidationError {
 		}
 	}
 	e.Pointer, e.field = p.String(), f.String()
-	return e
 }
 
 // pointerEscaper escapes a member name as an RFC 6901 reference token.
 var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
-
-// syntax places a lexer error at the path.
-func (w *walker) syntax(err error) error { return w.locate(err.(*ValidationError)) }
 
 // kindError reports a value of JSON type got where n admits another.
 func (w *walker) kindError(n *vnode, got vkind) error {
@@ -151,7 +154,7 @@ func (w *walker) pop()             { w.path = w.path[:len(w.path)-1] }
 func (w *walker) value(n *vnode, dst reflect.Value) error {
 	c := w.s.peek()
 	if c == 0 {
-		return w.syntax(w.s.fail("unexpected end of input"))
+		return w.s.fail("unexpected end of input")
 	}
 	if n.kind == vAny || n.kind == vRaw {
 		return w.free(n, dst)
@@ -159,7 +162,7 @@ func (w *walker) value(n *vnode, dst reflect.Value) error {
 	switch got := kindOf[c]; {
 	case got == n.kind, got == vInteger && n.kind == vNumber:
 	case got == vAny:
-		return w.syntax(w.s.fail("unexpected character"))
+		return w.s.fail("unexpected character")
 	default:
 		return w.kindError(n, got)
 	}
@@ -182,7 +185,7 @@ func (w *walker) value(n *vnode, dst reflect.Value) error {
 		return w.number(n, dst)
 	}
 	if err := w.s.literal(); err != nil {
-		return w.syntax(err)
+		return err
 	}
 	dst.SetBool(c == 't')
 	return nil
@@ -202,13 +205,13 @@ var kindOf = [256]vkind{
 func (w *walker) members(inMap, dups bool, each func(key []byte, escaped bool) error) error {
 	more, err := w.s.open('}')
 	if err != nil {
-		return w.syntax(err)
+		return err
 	}
 	mark := w.dup.push()
 	for more {
 		key, escaped, err := w.s.key()
 		if err != nil {
-			return w.syntax(err)
+			return err
 		}
 		w.push(pathToken{key: key, escaped: escaped, inMap: inMap})
 		if dups && w.dup.seen(mark, key, escaped) {
@@ -219,7 +222,7 @@ func (w *walker) members(inMap, dups bool, each func(key []byte, escaped bool) e
 		}
 		w.pop()
 		if more, err = w.s.next('}'); err != nil {
-			return w.syntax(err)
+			return err
 		}
 	}
 	w.dup.pop(mark)
@@ -230,7 +233,7 @@ func (w *walker) members(inMap, dups bool, each func(key []byte, escaped bool) e
 func (w *walker) elements(each func(i int) error) error {
 	more, err := w.s.open(']')
 	if err != nil {
-		return w.syntax(err)
+		return err
 	}
 	for i := 0; more; i++ {
 		w.push(pathToken{index: i})
@@ -239,7 +242,7 @@ func (w *walker) elements(each func(i int) error) error {
 		}
 		w.pop()
 		if more, err = w.s.next(']'); err != nil {
-			return w.syntax(err)
+			return err
 		}
 	}
 	return nil
@@ -332,7 +335,7 @@ func (w *walker) array(n *vnode, dst reflect.Value) error {
 func (w *walker) str(n *vnode, dst reflect.Value) error {
 	raw, escaped, err := w.s.str()
 	if err != nil {
-		return w.syntax(err)
+		return err
 	}
 	s := unquote(raw, escaped)
 	switch {
@@ -353,7 +356,7 @@ func (w *walker) str(n *vnode, dst reflect.Value) error {
 func (w *walker) number(n *vnode, dst reflect.Value) error {
 	num, err := w.s.num()
 	if err != nil {
-		return w.syntax(err)
+		return err
 	}
 	lit := string(num.raw)
 	if n.kind == vNumber {
@@ -385,21 +388,15 @@ func (w *walker) number(n *vnode, dst reflect.Value) error {
 		dst.SetUint(u)
 		return nil
 	}
-	i, ok := parseInt(lit)
+	i, err := strconv.ParseInt(lit, 10, 64)
 	switch {
-	case !ok || dst.OverflowInt(i):
+	case err != nil || dst.OverflowInt(i):
 		return w.fail(ruleRange, lit, "integer %.40s is out of range", lit) // D3
 	case n.min != nil && i < *n.min:
 		return w.fail(ruleRange, lit, "must be at least %d", *n.min)
 	}
 	dst.SetInt(i)
 	return nil
-}
-
-// parseInt reads a JSON integer literal the lexer has checked.
-func parseInt(lit string) (int64, bool) {
-	i, err := strconv.ParseInt(lit, 10, 64)
-	return i, err == nil
 }
 
 // rawNode skips a value, checking only its syntax.
@@ -432,27 +429,23 @@ func (w *walker) free(n *vnode, dst reflect.Value) error {
 
 // skip walks one value of any shape.
 func (w *walker) skip(dups bool) error {
-	var err error
 	switch c := w.s.peek(); {
 	case c == '{':
 		return w.members(false, dups, func([]byte, bool) error { return w.skip(dups) })
 	case c == '[':
 		return w.elements(func(int) error { return w.skip(dups) })
 	case c == '"':
-		_, _, err = w.s.str()
+		_, _, err := w.s.str()
+		return err
 	case c == '-' || '0' <= c && c <= '9':
-		_, err = w.s.num()
+		_, err := w.s.num()
+		return err
 	case c == 't' || c == 'f' || c == 'n':
-		err = w.s.literal()
+		return w.s.literal()
 	case c == 0:
-		err = w.s.fail("unexpected end of input")
-	default:
-		err = w.s.fail("unexpected character")
+		return w.s.fail("unexpected end of input")
 	}
-	if err != nil {
-		return w.syntax(err)
-	}
-	return nil
+	return w.s.fail("unexpected character")
 }
 
 // Validate checks doc against the $def named def of the canonical schema,
