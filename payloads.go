@@ -203,14 +203,14 @@ func DecodePayload(p Point, doc []byte) (any, error) {
 	if len(bytes.TrimSpace(doc)) == 0 {
 		return nil, fmt.Errorf("%s replacement is empty", p)
 	}
-	v := reflect.New(info.payload)
-	if err := decodeInto(doc, v.Elem()); err != nil {
+	v := reflect.New(info.payload).Interface()
+	if err := Unmarshal(doc, v); err != nil {
 		return nil, err
 	}
-	if pointer, msg := replacementRule(p, v.Interface()); msg != "" {
+	if pointer, msg := replacementRule(p, v); msg != "" {
 		return nil, &ValidationError{Def: info.payload.Name(), Pointer: pointer, Msg: msg}
 	}
-	return v.Interface(), nil
+	return v, nil
 }
 
 // replacementRule applies the replacement rules of PROTOCOL.md §4.1 to a

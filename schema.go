@@ -83,12 +83,11 @@ var registry = []Method{
 func Methods() []Method { return slices.Clone(registry) }
 
 func lookupMethod(name string) (Method, bool) {
-	for _, m := range registry {
-		if m.Name == name {
-			return m, true
-		}
+	i := slices.IndexFunc(registry, func(m Method) bool { return m.Name == name })
+	if i < 0 {
+		return Method{}, false
 	}
-	return Method{}, false
+	return registry[i], true
 }
 
 // dtoTypes maps the name of every $def to its Go DTO: the 41 structs the

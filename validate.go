@@ -302,10 +302,9 @@ func (w *walker) object(n *vnode, dst reflect.Value) error {
 // GHSA-wvj2-96wp-fq3f).
 func (w *walker) unknownMember(n *vnode, key []byte, escaped bool) error {
 	name := unquote(key, escaped)
-	for _, p := range n.props {
-		if strings.EqualFold(p.name, name) {
-			return w.fail(ruleUnknown, p.name, "unknown member %s: member names are case-sensitive, did you mean %q?", quoteName(name), p.name)
-		}
+	if i := slices.IndexFunc(n.props, func(p vprop) bool { return strings.EqualFold(p.name, name) }); i >= 0 {
+		match := n.props[i].name
+		return w.fail(ruleUnknown, match, "unknown member %s: member names are case-sensitive, did you mean %q?", quoteName(name), match)
 	}
 	return w.fail(ruleUnknown, "", "unknown member %s: %s has no such member", quoteName(name), n.def)
 }
@@ -460,7 +459,7 @@ func Validate(def string, doc []byte) error {
 	if t == nil {
 		return &ValidationError{Def: def, Msg: "no such $def in the v1 schema"}
 	}
-	return decodeInto(doc, reflect.New(t).Elem())
+	return Unmarshal(doc, reflect.New(t).Interface())
 }
 
 // Unmarshal is json.Unmarshal with every rule of the strict walk (D3): v
@@ -473,16 +472,11 @@ func Unmarshal(doc []byte, v any) error {
 		return fmt.Errorf("extension: Unmarshal needs a non-nil pointer, got %T", v)
 	}
 	rv.Elem().SetZero()
-	return decodeInto(doc, rv.Elem())
-}
-
-// decodeInto walks doc against the node of dst's type into dst.
-func decodeInto(doc []byte, dst reflect.Value) error {
-	n, err := typeNode(dst.Type())
+	n, err := typeNode(rv.Type().Elem())
 	if err != nil {
 		return err
 	}
-	return walk(n, doc, dst)
+	return walk(n, doc, rv.Elem())
 }
 
 var emptyObject = []byte("{}")

@@ -140,13 +140,9 @@ func (fr *frameReader) readLine() ([]byte, error) {
 // limit, and never to a capacity above the limit. The caller has checked
 // that the result fits.
 func (fr *frameReader) appendBounded(chunk []byte) []byte {
-	need := len(fr.line) + len(chunk)
-	if need > cap(fr.line) {
-		c := max(4*cap(fr.line), need, fr.br.Size())
-		c = min(c, fr.limit)
-		grown := make([]byte, len(fr.line), c)
-		copy(grown, fr.line)
-		fr.line = grown
+	if need := len(fr.line) + len(chunk); need > cap(fr.line) {
+		c := min(max(4*cap(fr.line), need, fr.br.Size()), fr.limit)
+		fr.line = append(make([]byte, 0, c), fr.line...)
 	}
 	return append(fr.line, chunk...)
 }
