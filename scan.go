@@ -259,7 +259,7 @@ func sameName(a []byte, aEsc bool, b []byte, bEsc bool) bool {
 type dupState struct {
 	names   [][]byte // raw names of the open objects' members, innermost last
 	escaped []bool
-	sets    map[int]map[string]struct{} // decoded names of large objects, by mark
+	sets    map[int]map[string]bool // decoded names of large objects, by mark
 }
 
 // dupLinear is how many members an object may have before its duplicate
@@ -283,11 +283,9 @@ func (d *dupState) pop(mark int) {
 func (d *dupState) seen(mark int, key []byte, escaped bool) bool {
 	if set := d.sets[mark]; set != nil {
 		name := unquote(key, escaped)
-		if _, dup := set[name]; dup {
-			return true
-		}
-		set[name] = struct{}{}
-		return false
+		dup := set[name]
+		set[name] = true
+		return dup
 	}
 	for i := mark; i < len(d.names); i++ {
 		if sameName(d.names[i], d.escaped[i], key, escaped) {
@@ -296,12 +294,12 @@ func (d *dupState) seen(mark int, key []byte, escaped bool) bool {
 	}
 	d.names, d.escaped = append(d.names, key), append(d.escaped, escaped)
 	if len(d.names)-mark > dupLinear {
-		set := make(map[string]struct{}, 2*dupLinear)
+		set := make(map[string]bool, 2*dupLinear)
 		for i := mark; i < len(d.names); i++ {
-			set[unquote(d.names[i], d.escaped[i])] = struct{}{}
+			set[unquote(d.names[i], d.escaped[i])] = true
 		}
 		if d.sets == nil {
-			d.sets = map[int]map[string]struct{}{}
+			d.sets = map[int]map[string]bool{}
 		}
 		d.sets[mark] = set
 	}

@@ -379,6 +379,9 @@ func (n *vnode) schema(defs map[string]any) any {
 var canonicalSchema = sync.OnceValue(func() []byte {
 	defs := map[string]any{}
 	def := func(t reflect.Type) any {
+		if t == nil {
+			return nil // a notification's result
+		}
 		n, err := typeNode(t)
 		if err != nil {
 			panic(err) // the DTOs are fixed; TestSchemaHashMatchesFrozenContractD1 covers them
@@ -387,11 +390,7 @@ var canonicalSchema = sync.OnceValue(func() []byte {
 	}
 	methods := map[string]any{}
 	for _, m := range registry {
-		entry := map[string]any{"class": m.Class, "direction": m.Direction, "notification": m.notification(), "params": def(m.params), "result": nil}
-		if m.result != nil {
-			entry["result"] = def(m.result)
-		}
-		methods[m.Name] = entry
+		methods[m.Name] = map[string]any{"class": m.Class, "direction": m.Direction, "notification": m.notification(), "params": def(m.params), "result": def(m.result)}
 	}
 	var errs []any
 	for _, r := range reasons {

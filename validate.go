@@ -167,9 +167,8 @@ func (w *walker) value(n *vnode, dst reflect.Value) error {
 		return w.kindError(n, got)
 	}
 	if dst.Kind() == reflect.Pointer {
-		p := reflect.New(dst.Type().Elem())
-		dst.Set(p)
-		dst = p.Elem()
+		dst.Set(reflect.New(dst.Type().Elem()))
+		dst = dst.Elem()
 	}
 	switch n.kind {
 	case vObject:
@@ -256,12 +255,9 @@ func (w *walker) duplicate(key []byte, escaped bool) error {
 func (w *walker) object(n *vnode, dst reflect.Value) error {
 	var present uint64
 	err := w.members(false, n.open, func(key []byte, escaped bool) error {
-		var i int
-		var known bool
+		i, known := n.index[string(key[1:len(key)-1])] // no allocation
 		if escaped {
 			i, known = n.index[unquote(key, true)]
-		} else {
-			i, known = n.index[string(key[1:len(key)-1])] // no allocation
 		}
 		switch {
 		case !known && !n.open:
