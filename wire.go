@@ -128,23 +128,19 @@ func (fr *frameReader) readLine() ([]byte, error) {
 		if len(fr.line) == 0 && !more {
 			return chunk, nil // aliases the read buffer
 		}
-		fr.line = fr.appendBounded(chunk)
+		// The line buffer grows in steps of four, so that the buffers
+		// allocated for one line add up to well under twice the limit, and
+		// never to a capacity above the limit (size, checked above, is
+		// need plus the "\n").
+		if need := len(fr.line) + len(chunk); need > cap(fr.line) {
+			c := min(max(4*cap(fr.line), need, fr.br.Size()), fr.limit)
+			fr.line = append(make([]byte, 0, c), fr.line...)
+		}
+		fr.line = append(fr.line, chunk...)
 		if !more {
 			return fr.line, nil
 		}
 	}
-}
-
-// appendBounded appends chunk to fr.line, growing it in steps of four so
-// that the buffers allocated for one line add up to well under twice the
-// limit, and never to a capacity above the limit. The caller has checked
-// that the result fits.
-func (fr *frameReader) appendBounded(chunk []byte) []byte {
-	if need := len(fr.line) + len(chunk); need > cap(fr.line) {
-		c := min(max(4*cap(fr.line), need, fr.br.Size()), fr.limit)
-		fr.line = append(make([]byte, 0, c), fr.line...)
-	}
-	return append(fr.line, chunk...)
 }
 
 // frameWriter writes pre-encoded frames, each already ending in "\n". It is
