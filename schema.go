@@ -188,7 +188,7 @@ var (
 	openIface      = reflect.TypeFor[openObject]()
 )
 
-// tagNode starts the node of one field from its proto struct tag: the
+// tagNode builds the node of one field. Its proto struct tag starts it: the
 // rules the JSON Schema cannot say (PROTOCOL.md §10) next to the ones it
 // can. fieldNode completes it from the Go type; each rule only acts on the
 // kinds it names (sha256 on strings, object on free-form values...).
@@ -206,14 +206,14 @@ func tagNode(f reflect.StructField) (*vnode, error) {
 		case isMin:
 			v, err := strconv.ParseInt(bound, 10, 64)
 			if err != nil {
-				return nil, fmt.Errorf("field %s: bad proto tag %q", f.Name, part)
+				return nil, fmt.Errorf("bad proto tag %q", part)
 			}
 			n.min = &v
 		default:
-			return nil, fmt.Errorf("field %s: unknown proto tag %q", f.Name, part)
+			return nil, fmt.Errorf("unknown proto tag %q", part)
 		}
 	}
-	return n, nil
+	return fieldNode(f.Type, n)
 }
 
 // nodes caches the struct nodes by type; building happens under nodesMu,
@@ -261,11 +261,7 @@ func (n *vnode) fill(t reflect.Type) error {
 		case name == "":
 			name = f.Name
 		}
-		tagged, err := tagNode(f)
-		if err != nil {
-			return err
-		}
-		child, err := fieldNode(f.Type, tagged)
+		child, err := tagNode(f)
 		if err != nil {
 			return fmt.Errorf("field %s: %w", f.Name, err)
 		}
