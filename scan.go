@@ -185,9 +185,7 @@ func (s *scanner) open(closer byte) (more bool, err error) {
 	}
 	s.pos++
 	if s.peek() == closer {
-		s.pos++
-		s.depth--
-		return false, nil
+		return s.next(closer) // empty: consumes the closer
 	}
 	return true, nil
 }

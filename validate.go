@@ -2,6 +2,7 @@ package extension
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math/bits"
@@ -36,11 +37,7 @@ type ValidationError struct {
 
 // Error returns "<Def> at <Pointer>: <Msg>".
 func (e *ValidationError) Error() string {
-	where := e.Pointer
-	if where == "" {
-		where = "the document root"
-	}
-	return fmt.Sprintf("%s at %s: %s", e.Def, where, e.Msg)
+	return fmt.Sprintf("%s at %s: %s", e.Def, cmp.Or(e.Pointer, "the document root"), e.Msg)
 }
 
 // rule classifies a ValidationError.
@@ -142,9 +139,7 @@ func (w *walker) kindError(n *vnode, got vkind) error {
 	if n.kind == vArray && n.elem.kind == vString {
 		want = "an array of strings"
 	}
-	e := w.fail(ruleKind, "", "want %s, got %s", want, got)
-	e.want, e.got = want, got
-	return e
+	return &ValidationError{rule: ruleKind, Msg: fmt.Sprintf("want %s, got %s", want, got), want: want, got: got}
 }
 
 func (w *walker) push(t pathToken) { w.path = append(w.path, t) }
@@ -405,9 +400,7 @@ func (w *walker) free(n *vnode, dst reflect.Value) error {
 	c := w.s.peek()
 	start := w.s.pos
 	if n.object && c != '{' {
-		e := w.fail(ruleKind, "", "want a JSON object")
-		e.want, e.got = "an object", kindOf[c]
-		return e
+		return &ValidationError{rule: ruleKind, Msg: "want a JSON object", want: "an object", got: kindOf[c]}
 	}
 	if err := w.skip(n.kind == vAny); err != nil {
 		return err
