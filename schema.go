@@ -147,7 +147,6 @@ type vnode struct {
 	required uint64 // bit i: props[i].required
 	open     bool   // an unknown member is skipped (openObject), not refused
 	isMap    bool
-	check    bool   // the type implements invariant
 	elem     *vnode // array items, map values
 
 	enum           []string
@@ -184,7 +183,6 @@ type openObject interface{ openObject() }
 var (
 	rawMessageType = reflect.TypeFor[json.RawMessage]()
 	enumIface      = reflect.TypeFor[enumType]()
-	invariantIface = reflect.TypeFor[invariant]()
 	openIface      = reflect.TypeFor[openObject]()
 )
 
@@ -249,7 +247,6 @@ func structNode(t reflect.Type) (*vnode, error) {
 
 func (n *vnode) fill(t reflect.Type) error {
 	n.open = reflect.PointerTo(t).Implements(openIface)
-	n.check = reflect.PointerTo(t).Implements(invariantIface)
 	for i := range t.NumField() {
 		f := t.Field(i)
 		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")

@@ -279,8 +279,8 @@ func (w *walker) object(n *vnode, dst reflect.Value) error {
 		w.push(pathToken{key: []byte(strconv.Quote(p.name))})
 		return w.fail(ruleMissing, p.name, "missing required member %q", p.name)
 	}
-	if n.check {
-		if msg := dst.Addr().Interface().(invariant).invariant(); msg != "" {
+	if inv, ok := dst.Addr().Interface().(invariant); ok {
+		if msg := inv.invariant(); msg != "" {
 			return w.fail(ruleOther, "", "%s", msg)
 		}
 	}
