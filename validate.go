@@ -60,7 +60,6 @@ const (
 // allocates only for what it decodes and when it fails.
 type walker struct {
 	s    scanner
-	def  string
 	path []pathToken
 	dup  dupState
 }
@@ -81,7 +80,7 @@ var walkers = sync.Pool{New: func() any { return new(walker) }}
 func walk(n *vnode, doc []byte, dst reflect.Value) error {
 	w := walkers.Get().(*walker)
 	w.s = scanner{data: doc}
-	w.def, w.path = n.def, w.path[:0]
+	w.path = w.path[:0]
 	w.dup.reset()
 	err := w.value(n, dst)
 	if err == nil {
@@ -93,7 +92,7 @@ func walk(n *vnode, doc []byte, dst reflect.Value) error {
 		// and fail's, all *ValidationError) is returned at once, up
 		// through every caller, and a path token is popped only after its
 		// value succeeded (members, elements).
-		w.locate(err.(*ValidationError))
+		w.locate(err.(*ValidationError), n.def)
 	}
 	w.s = scanner{}
 	walkers.Put(w)
@@ -106,8 +105,8 @@ func (w *walker) fail(r rule, detail, format string, args ...any) *ValidationErr
 }
 
 // locate completes e with the $def and the current path.
-func (w *walker) locate(e *ValidationError) {
-	e.Def = w.def
+func (w *walker) locate(e *ValidationError, def string) {
+	e.Def = def
 	var p, f strings.Builder
 	for _, t := range w.path {
 		p.WriteByte('/')
@@ -258,7 +257,7 @@ func (w *walker) object(n *vnode, dst reflect.Value) error {
 		case !known && !n.open:
 			return w.unknownMember(n, key, escaped)
 		case !known:
-			return w.free(rawNode, reflect.Value{}) // an open object tolerates it
+			return w.skip(false) // an open object tolerates it
 		case present&(1<<i) != 0:
 			return w.duplicate(key, escaped)
 		}
