@@ -361,10 +361,7 @@ func (p *redactProgram) anchorAt(s string, i int, a *redactAnchor) bool {
 // user: anything but a port, the userinfo runs on to the first '@'.
 func redactURLUserinfo(st *redactScan, p int) {
 	s := st.s
-	b := p
-	for b > 0 && p-b < 32 && (redactAlnum(s[b-1]) || strings.IndexByte("+.-", s[b-1]) >= 0) {
-		b--
-	}
+	b := redactRunBack(s, p, 32, func(c byte) bool { return redactAlnum(c) || strings.IndexByte("+.-", c) >= 0 })
 	if b == p {
 		return
 	}
@@ -419,10 +416,7 @@ func redactUserFlag(st *redactScan, p int) {
 	if i < len(s) && (s[i] == '"' || s[i] == '\'') {
 		q, i = s[i], i+1
 	}
-	e := i
-	for e < len(s) && s[e] > ' ' && s[e] != q && (q != 0 || s[e] != '"' && s[e] != '\'') {
-		e++
-	}
+	e := redactRun(s, i, len(s), func(c byte) bool { return c > ' ' && c != q && (q != 0 || c != '"' && c != '\'') })
 	st.work += e - p
 	c := strings.IndexByte(s[i:e], ':')
 	if c <= 0 || c+1 == e-i {
@@ -437,17 +431,11 @@ func redactUserFlag(st *redactScan, p int) {
 // /bot<token>/ form of Bot API URLs. The hit is at the colon.
 func redactTelegram(st *redactScan, p int) {
 	s := st.s
-	b := p
-	for b > 0 && p-b < 10 && '0' <= s[b-1] && s[b-1] <= '9' {
-		b--
-	}
+	b := redactRunBack(s, p, 10, func(c byte) bool { return '0' <= c && c <= '9' })
 	if p-b < 8 || !(redactBoundary(s, b) || b >= 3 && s[b-3:b] == "bot") {
 		return
 	}
-	e := p + 1
-	for e < len(s) && (redactAlnum(s[e]) || s[e] == '_' || s[e] == '-') {
-		e++
-	}
+	e := redactRun(s, p+1, len(s), func(c byte) bool { return redactAlnum(c) || c == '_' || c == '-' })
 	st.work += e - b
 	if e-(p+1) == 35 {
 		st.add(b, e, "telegram-bot-token")
@@ -484,10 +472,7 @@ func redactPEM(st *redactScan, p int) {
 // redactPEMLabel reads a PEM label ending in PRIVATE KEY (or PRIVATE KEY
 // BLOCK, for PGP) and the dashes after it; it returns the offset after them.
 func redactPEMLabel(s string, i int) (int, bool) {
-	j := i
-	for j < len(s) && j-i < 64 && ('A' <= s[j] && s[j] <= 'Z' || '0' <= s[j] && s[j] <= '9' || s[j] == ' ') {
-		j++
-	}
+	j := redactRun(s, i, 64, func(c byte) bool { return 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == ' ' })
 	label := s[i:j]
 	if !strings.HasPrefix(s[j:], "-----") ||
 		!strings.HasSuffix(label, "PRIVATE KEY") && !strings.HasSuffix(label, "PRIVATE KEY BLOCK") {
@@ -504,6 +489,26 @@ func redactSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c =
 // redactEscape reports whether a JSON escape \n, \r or \t ends at i.
 func redactEscape(s string, i int) bool {
 	return i >= 2 && s[i-2] == '\\' && (s[i-1] == 'n' || s[i-1] == 'r' || s[i-1] == 't')
+}
+
+// redactRun returns the end of the run of bytes from i on, at most n of
+// them, that in accepts.
+func redactRun(s string, i, n int, in func(byte) bool) int {
+	j := i
+	for j < len(s) && j-i < n && in(s[j]) {
+		j++
+	}
+	return j
+}
+
+// redactRunBack returns the start of the run of bytes before i, at most n
+// of them, that in accepts.
+func redactRunBack(s string, i, n int, in func(byte) bool) int {
+	j := i
+	for j > 0 && i-j < n && in(s[j-1]) {
+		j--
+	}
+	return j
 }
 
 // redactPastBackslashes returns the end of the run of backslashes at i.
@@ -535,14 +540,9 @@ func redactPEMBody(s string, i int) (end, endAt int) {
 		if strings.HasPrefix(s[j:], "-----END ") {
 			return j, j
 		}
-		k := j
-		for k < len(s) && redactB64(s[k]) {
-			k++
-		}
+		k := redactRun(s, j, len(s), redactB64)
 		if !body && k > j && k+1 < len(s) && s[k] == ':' && s[k+1] == ' ' { // Proc-Type: 4,ENCRYPTED
-			for k < len(s) && s[k] != '\n' && s[k] != '\\' {
-				k++
-			}
+			k = redactRun(s, k, len(s), func(c byte) bool { return c != '\n' && c != '\\' })
 			end, i = k, k
 			continue
 		}
@@ -572,10 +572,7 @@ func redactPEMBodyBefore(s string, p int) int {
 				break
 			}
 		}
-		k := i
-		for k > 0 && redactB64(s[k-1]) {
-			k--
-		}
+		k := redactRunBack(s, i, i, redactB64)
 		if k < i && k > 0 && s[k-1] == '\\' { // the n of an escaped line break
 			k++
 		}

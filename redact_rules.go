@@ -106,9 +106,7 @@ func (t redactTokenRule) rule() redactRule {
 			return
 		}
 		if end == len(w) { // cut by the window: take the rest of the token too
-			for p+end < len(s) && redactKeyChar(s[p+end]) {
-				end++
-			}
+			end = redactRun(s, p+end, len(s), redactKeyChar) - p
 		}
 		st.add(p+start, p+end, t.name)
 	}}
@@ -234,12 +232,9 @@ func redactKeyKind(prev, key string) int {
 // keys inside it are not examined again.
 func redactKeyValue(st *redactScan, p int) {
 	s := st.s
-	ks, ke := p, p
+	ks, ke := p, redactRun(s, p, 64, redactKeyChar)
 	for ks > 0 && p-ks < 64 && redactKeyChar(s[ks-1]) && !redactEscape(s, ks) { // \nkey
 		ks--
-	}
-	for ke < len(s) && ke-p < 64 && redactKeyChar(s[ke]) {
-		ke++
 	}
 	st.examined(ke)
 	st.work += ke - ks
@@ -270,10 +265,7 @@ func redactKeyValue(st *redactScan, p int) {
 	}
 	kind := redactKeyKind("", s[ks:ke])
 	if kind == redactKeyNone && ks >= 2 && s[ks-1] == ' ' { // "API key", "access token"
-		ps := ks - 1
-		for ps > 0 && ks-1-ps < 32 && redactKeyChar(s[ps-1]) {
-			ps--
-		}
+		ps := redactRunBack(s, ks-1, 32, redactKeyChar)
 		st.work += ks - ps
 		kind = redactKeyKind(s[ps:ks-1], s[ks:ke])
 	}
@@ -307,10 +299,7 @@ func redactRejectValue(s string, i, vs, ve int, header bool) bool {
 
 // redactBlank returns the end of the run of blanks at i.
 func redactBlank(s string, i int) int {
-	for i < len(s) && (s[i] == ' ' || s[i] == '\t') {
-		i++
-	}
-	return i
+	return redactRun(s, i, len(s), func(c byte) bool { return c == ' ' || c == '\t' })
 }
 
 // redactValueStop is what ends an unquoted value of a secret key.
@@ -375,10 +364,7 @@ func redactValue(s string, i, ks int, header, words bool) (vs, ve, end int) {
 		end = k
 		for words && k < len(s) && (s[k] == ' ' || s[k] == '\t') {
 			w := redactBlank(s, k)
-			e := w
-			for e < len(s) && !redactValueStop(s[e]) {
-				e++
-			}
+			e := redactRun(s, w, len(s), func(c byte) bool { return !redactValueStop(c) })
 			end = max(end, e)
 			if e == w || s[w] == '#' || strings.ContainsAny(s[w:e], ":=") {
 				break

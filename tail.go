@@ -110,10 +110,7 @@ func tailBlank(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == 
 // tailRun returns the end of the run of blank (or, if not blank, non-blank)
 // bytes at i.
 func tailRun(text string, i int, blank bool) int {
-	for i < len(text) && tailBlank(text[i]) == blank {
-		i++
-	}
-	return i
+	return redactRun(text, i, len(text), func(c byte) bool { return tailBlank(c) == blank })
 }
 
 // tailAuthScheme reports whether w names an HTTP authentication scheme,
