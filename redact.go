@@ -119,12 +119,8 @@ func (r *Redactor) redact(s string) (string, int) {
 // ordered by start offset. Spans of different rules may overlap.
 func (r *Redactor) Findings(s string) []Finding {
 	spans, _ := r.program().scan(s)
-	slices.SortStableFunc(spans, func(a, b redactSpan) int { return a.start - b.start })
-	out := make([]Finding, len(spans))
-	for i, sp := range spans {
-		out[i] = Finding{Rule: sp.rule, Start: sp.start, End: sp.end}
-	}
-	return out
+	slices.SortStableFunc(spans, func(a, b Finding) int { return a.Start - b.Start })
+	return append(make([]Finding, 0, len(spans)), spans...) // never nil
 }
 
 func (r *Redactor) program() *redactProgram {
@@ -132,23 +128,16 @@ func (r *Redactor) program() *redactProgram {
 	return r.prog
 }
 
-// redactSpan is a byte range of the input to replace, and the rule that
-// asked for it.
-type redactSpan struct {
-	start, end int
-	rule       string
-}
-
 // redactApply replaces the spans of s, merging those that overlap or touch.
-func redactApply(s string, spans []redactSpan) string {
-	slices.SortFunc(spans, func(a, b redactSpan) int { return a.start - b.start })
+func redactApply(s string, spans []Finding) string {
+	slices.SortFunc(spans, func(a, b Finding) int { return a.Start - b.Start })
 	var b strings.Builder
 	b.Grow(len(s))
 	last := 0
 	for i := 0; i < len(spans); {
-		start, end := spans[i].start, spans[i].end
-		for i++; i < len(spans) && spans[i].start <= end; i++ {
-			end = max(end, spans[i].end)
+		start, end := spans[i].Start, spans[i].End
+		for i++; i < len(spans) && spans[i].Start <= end; i++ {
+			end = max(end, spans[i].End)
 		}
 		start = max(start, last)
 		b.WriteString(s[last:start])
@@ -302,11 +291,11 @@ func redactSecretEnvName(name string) bool {
 // redactScan is the state of one pass over one input.
 type redactScan struct {
 	s     string
-	spans []redactSpan
-	cur   int   // rule being run
-	done  []int // per rule: end of its last span; hits before it are skipped
-	pemAt int   // offset of the END line closing the last PEM block, or -1
-	work  int   // bytes the rules examined (see Redactor.redact)
+	spans []Finding // the spans to replace, and the rules that asked for them
+	cur   int       // rule being run
+	done  []int     // per rule: end of its last span; hits before it are skipped
+	pemAt int       // offset of the END line closing the last PEM block, or -1
+	work  int       // bytes the rules examined (see Redactor.redact)
 }
 
 // add records a span of the current rule under the given name.
@@ -314,7 +303,7 @@ func (st *redactScan) add(start, end int, name string) {
 	if end <= start {
 		return
 	}
-	st.spans = append(st.spans, redactSpan{start: start, end: end, rule: name})
+	st.spans = append(st.spans, Finding{Rule: name, Start: start, End: end})
 	st.done[st.cur] = max(st.done[st.cur], end)
 }
 
@@ -324,7 +313,7 @@ func (st *redactScan) examined(end int) { st.done[st.cur] = max(st.done[st.cur],
 
 // scan runs every rule over s once and returns the spans to replace and
 // the bytes its rules examined.
-func (p *redactProgram) scan(s string) ([]redactSpan, int) {
+func (p *redactProgram) scan(s string) ([]Finding, int) {
 	st := redactScan{s: s, done: make([]int, len(p.rules)), pemAt: -1}
 	for i, a := range p.hits(s) {
 		if i >= st.done[a.rule] {
@@ -576,10 +565,7 @@ func redactPEMBodyBefore(s string, p int) int {
 		if k < i && k > 0 && s[k-1] == '\\' { // the n of an escaped line break
 			k++
 		}
-		if k == i {
-			return start
-		}
-		if k > 0 && !redactSpace(s[k-1]) && !redactEscape(s, k) {
+		if k == i || k > 0 && !redactSpace(s[k-1]) && !redactEscape(s, k) {
 			return start
 		}
 		start, i = k, k

@@ -332,12 +332,11 @@ func redactValue(s string, i, ks int, header, words bool) (vs, ve, end int) {
 		vs = j + 1
 		for k := vs; k < len(s); k++ {
 			switch c := s[k]; {
-			case c == '\n' || c == '\\' && k+1 < len(s) && s[k+1] == '\n': // quotes never span lines
+			case c == '\n' || c == '\\' && k+1 < len(s) && s[k+1] == '\n', // quotes never span lines
+				strings.HasPrefix(s[k:], q):
 				return vs, k, k + 1
 			case q == `"` && c == '\\':
 				k++
-			case len(q) > 1 && strings.HasPrefix(s[k:], q), len(q) == 1 && c == q[0]:
-				return vs, k, k + 1
 			}
 		}
 		return vs, len(s), len(s)
@@ -466,7 +465,6 @@ func redactPlaceholderLen(v string) int {
 			if j := closing(")"); j > 2 && j+1 < len(v) && redactAlnum(v[j+1]) {
 				return j + 2
 			}
-			return 0
 		}
 		if n := ident(v[1:], false); n > 0 && 1+n < len(v) && v[1+n] == '%' {
 			return n + 2
