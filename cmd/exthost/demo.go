@@ -29,11 +29,7 @@ func demoCommand(fs *flag.FlagSet) func(*env) int {
 			return 2
 		}
 		d := &demo{out: e.stdout, wire: *wire, redactor: &extension.Redactor{}}
-		if err := d.run(e.args); err != nil {
-			fmt.Fprintf(e.stderr, "exthost demo: %v\n", err)
-			return 1
-		}
-		return 0
+		return e.exit(d.run(e.args))
 	}
 }
 

@@ -33,9 +33,11 @@ type command struct {
 	flags   func(fs *flag.FlagSet) func(*env) int // declares the flags, returns the action
 }
 
-// env is what a command runs with: its arguments after the flags, the
-// standard streams, and its usage, for a wrong number of arguments.
+// env is what a command runs with: its name, its arguments after the
+// flags, the standard streams, and its usage, for a wrong number of
+// arguments.
 type env struct {
+	name           string
 	args           []string
 	usage          func()
 	stdin          io.Reader
@@ -67,10 +69,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if slices.Contains([]string{"-h", "-help", "--help"}, name) {
 		name = "help"
 	}
-	c, ok := lookup(name)
+	c, ok := lookup(name, "exthost", stderr)
 	if !ok {
-		fmt.Fprintf(stderr, "exthost: unknown command %q\n\n", name)
-		usage(stderr)
 		return 2
 	}
 	fs := newFlagSet(c, stderr)
@@ -81,15 +81,29 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		return 2
 	}
-	return action(&env{args: fs.Args(), usage: fs.Usage, stdin: stdin, stdout: stdout, stderr: stderr})
+	return action(&env{name: c.name, args: fs.Args(), usage: fs.Usage, stdin: stdin, stdout: stdout, stderr: stderr})
 }
 
-func lookup(name string) (command, bool) {
+// exit returns the exit status of a command that ended with err: 0 when
+// err is nil, else 1, after printing err.
+func (e *env) exit(err error) int {
+	if err == nil {
+		return 0
+	}
+	fmt.Fprintf(e.stderr, "exthost %s: %v\n", e.name, err)
+	return 1
+}
+
+// lookup returns the command called name. When there is none, it says so on
+// stderr, as who, followed by the usage.
+func lookup(name, who string, stderr io.Writer) (command, bool) {
 	for _, c := range commands() {
 		if c.name == name {
 			return c, true
 		}
 	}
+	fmt.Fprintf(stderr, "%s: unknown command %q\n\n", who, name)
+	usage(stderr)
 	return command{}, false
 }
 
@@ -123,10 +137,8 @@ func helpCommand(fs *flag.FlagSet) func(*env) int {
 			usage(e.stderr)
 			return 0
 		}
-		c, ok := lookup(e.args[0])
+		c, ok := lookup(e.args[0], "exthost help", e.stderr)
 		if !ok {
-			fmt.Fprintf(e.stderr, "exthost help: unknown command %q\n\n", e.args[0])
-			usage(e.stderr)
 			return 2
 		}
 		sub := newFlagSet(c, e.stderr)
