@@ -120,14 +120,8 @@ func redactAlnum(c byte) bool {
 // or something other than a letter, digit, '_' or '-', or a JSON escape
 // (\n, \r, \t, \uXXXX) right before it.
 func redactBoundary(s string, p int) bool {
-	if p == 0 {
-		return true
-	}
-	c := s[p-1]
-	if !redactAlnum(c) && c != '_' && c != '-' {
-		return true
-	}
-	return redactEscape(s, p) || p >= 6 && s[p-6] == '\\' && s[p-5] == 'u' && strings.Trim(s[p-4:p], redactHexDigits) == ""
+	return p == 0 || !redactAlnum(s[p-1]) && s[p-1] != '_' && s[p-1] != '-' ||
+		redactEscape(s, p) || p >= 6 && s[p-6] == '\\' && s[p-5] == 'u' && strings.Trim(s[p-4:p], redactHexDigits) == ""
 }
 
 const redactHexDigits = "0123456789abcdefABCDEF"
@@ -379,16 +373,9 @@ func redactValue(s string, i, ks int, header, words bool) (vs, ve, end int) {
 	digest := len(s)-i >= 7 && strings.EqualFold(s[i:i+7], "digest ")
 	for ; k < len(s); k++ {
 		c := s[k]
-		if c == '\n' || c == '\r' || c == '\\' && k+1 < len(s) && (s[k+1] == 'n' || s[k+1] == 'r') || bracket && c == ']' {
-			break
-		}
-		if qc != "" {
-			if strings.HasPrefix(s[k:], qc) && (len(qc) > 1 || s[k-1] != '\\') {
-				break
-			}
-			continue
-		}
-		if !digest && (c == '"' || c == '\'') {
+		if c == '\n' || c == '\r' || c == '\\' && k+1 < len(s) && (s[k+1] == 'n' || s[k+1] == 'r') || bracket && c == ']' ||
+			qc != "" && strings.HasPrefix(s[k:], qc) && (len(qc) > 1 || s[k-1] != '\\') || // the key's closing quote
+			qc == "" && !digest && (c == '"' || c == '\'') { // Digest values quote their parameters
 			break
 		}
 	}
