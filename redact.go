@@ -356,24 +356,21 @@ func redactURLUserinfo(st *redactScan, p int) {
 	}
 	start, at, colon, past := p+3, -1, -1, false
 	i := start
+scan:
 	for ; i < len(s); i++ {
-		c := s[i]
-		if c == '@' {
+		switch c := s[i]; {
+		case c == '@':
 			at = i
 			if past {
-				break
+				break scan
 			}
-			continue
-		}
-		if c == ':' && colon < 0 && at < 0 {
+		case c <= ' ' || strings.IndexByte("\"'<>\\`()[]{}|,", c) >= 0:
+			break scan
+		case c == ':' && colon < 0 && at < 0:
 			colon = i
-		}
-		if c <= ' ' || strings.IndexByte("\"'<>\\`()[]{}|,", c) >= 0 {
-			break
-		}
-		if !past && (c == '/' || c == '?' || c == '#') {
+		case !past && (c == '/' || c == '?' || c == '#'):
 			if at >= 0 || colon < 0 || strings.Trim(s[colon+1:i], "0123456789") == "" { // host:port/path
-				break
+				break scan
 			}
 			past = true
 		}
@@ -407,12 +404,9 @@ func redactUserFlag(st *redactScan, p int) {
 	}
 	e := redactRun(s, i, len(s), func(c byte) bool { return c > ' ' && c != q && (q != 0 || c != '"' && c != '\'') })
 	st.work += e - p
-	c := strings.IndexByte(s[i:e], ':')
-	if c <= 0 || c+1 == e-i {
-		return
-	}
-	if pw := s[i+c+1 : e]; !strings.HasPrefix(pw, RedactedMarker) && strings.Trim(pw, "0123456789") != "" { // not docker -u 1000:1000
-		st.add(i+c+1, e, "user-password-flag")
+	user, pw, _ := strings.Cut(s[i:e], ":")
+	if user != "" && pw != "" && !strings.HasPrefix(pw, RedactedMarker) && strings.Trim(pw, "0123456789") != "" { // not docker -u 1000:1000
+		st.add(e-len(pw), e, "user-password-flag")
 	}
 }
 
@@ -529,21 +523,17 @@ func redactPEMBody(s string, i int) (end, endAt int) {
 		if strings.HasPrefix(s[j:], "-----END ") {
 			return j, j
 		}
-		k := redactRun(s, j, len(s), redactB64)
-		if !body && k > j && k+1 < len(s) && s[k] == ':' && s[k+1] == ' ' { // Proc-Type: 4,ENCRYPTED
-			k = redactRun(s, k, len(s), func(c byte) bool { return c != '\n' && c != '\\' })
-			end, i = k, k
-			continue
-		}
-		if k == j {
+		switch k := redactRun(s, j, len(s), redactB64); {
+		case !body && k > j && strings.HasPrefix(s[k:], ": "): // Proc-Type: 4,ENCRYPTED
+			end = redactRun(s, k, len(s), func(c byte) bool { return c != '\n' && c != '\\' })
+		case k == j:
 			return end, -1
+		case k == len(s) || redactPEMBreaks(s, k) == k: // the last line
+			return k, -1
+		default:
+			body, end = true, k
 		}
-		body = true
-		end = k
-		if k == len(s) || redactPEMBreaks(s, k) == k {
-			return end, -1
-		}
-		i = k
+		i = end
 	}
 }
 

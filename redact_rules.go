@@ -247,10 +247,9 @@ func redactKeyValue(st *redactScan, p int) {
 	switch {
 	case strings.HasPrefix(s[i:], ":=") || strings.HasPrefix(s[i:], "=>"):
 		i += 2
+	case i+1 < len(s) && (s[i] == '=' || s[i] == ':') && (s[i+1] == ':' || s[i+1] == '='): // key::path, key == x
+		return
 	case i < len(s) && (s[i] == '=' || s[i] == ':'):
-		if i+1 < len(s) && (s[i+1] == ':' || s[i+1] == '=') { // key::path, key == x
-			return
-		}
 		words = s[i] == ':' && redactBlank(s, i+1) > i+1 || s[i] == '=' && (s[i-1] == ' ' || s[i-1] == '\t')
 		i++
 	case strings.HasPrefix(s[ks:], "--") && i > ke && i < len(s): // --password value
@@ -390,13 +389,9 @@ func redactPlaceholder(v string) bool {
 	if v == "" || strings.HasPrefix(v, RedactedMarker) || strings.Trim(v, "*") == "" {
 		return true
 	}
-	switch strings.ToLower(v) {
-	case "null", "nil", "none", "true", "false", "undefined", "redacted":
-		return true
-	}
 	// A hex constant of up to 64 bits, not a 256-bit private key.
 	hex := len(v) > 2 && len(v) <= 18 && v[0] == '0' && (v[1] == 'x' || v[1] == 'X') && strings.Trim(v[2:], redactHexDigits) == ""
-	return hex || redactPlaceholderLen(v) == len(v) ||
+	return hex || slices.Contains([]string{"null", "nil", "none", "true", "false", "undefined", "redacted"}, strings.ToLower(v)) || redactPlaceholderLen(v) == len(v) ||
 		strings.IndexByte("{[(", v[0]) >= 0 || // a nested structure
 		v[0] == '<' && v[len(v)-1] == '>' // <your-token>
 }
@@ -480,17 +475,13 @@ func redactProse(v string) bool {
 	for i := 0; i < len(v); i++ {
 		buf[i] = redactLower[v[i]]
 	}
-	switch string(buf[:len(v)]) {
-	case "a", "an", "all", "any", "nothing", "not", "no", "is", "are", "was", "were", "has", "have",
+	return slices.Contains([]string{"a", "an", "all", "any", "nothing", "not", "no", "is", "are", "was", "were", "has", "have",
 		"will", "must", "cannot", "set", "unset", "empty", "missing", "required", "optional",
 		"invalid", "incorrect", "wrong", "expired", "revoked", "rotated", "changed", "updated",
 		"unchanged", "ok", "yes", "hidden", "masked", "omitted", "provided",
 		"ed25519", "ed448", "rsa", "ecdsa", "dsa", "eddsa", "hmac", "hs256", "hs384", "hs512",
 		"rs256", "rs384", "rs512", "es256", "es384", "es512", "ps256", "aes", "aes128", "aes256",
-		"sha1", "sha256", "sha512", "x25519":
-		return true
-	}
-	return false
+		"sha1", "sha256", "sha512", "x25519"}, string(buf[:len(v)]))
 }
 
 // redactDrivePath reports whether v is a Windows path: C:\... or C:/...,

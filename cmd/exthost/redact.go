@@ -80,15 +80,14 @@ func (s *streamRedactor) copy(dst io.Writer, src io.Reader) error {
 				return err
 			}
 		}
-		if discard { // the rest of a line whose credential outgrew maxHold
-			if i := bytes.IndexByte(buf[ctx:], '\n'); i < 0 {
-				base += len(buf) - ctx
-				buf = buf[:ctx]
-			} else {
-				base += i
-				buf = append(buf[:ctx], buf[ctx+i:]...)
-				discard = false
+		if discard { // the rest of a line whose credential outgrew maxHold, up to its line break
+			i := bytes.IndexByte(buf[ctx:], '\n')
+			discard = i < 0 // no line break yet: all of pending goes
+			if discard {
+				i = len(buf) - ctx
 			}
+			base += i
+			buf = append(buf[:ctx], buf[ctx+i:]...)
 		}
 		if len(buf) == ctx { // nothing pending, or all of it discarded
 			if eof {
