@@ -386,12 +386,11 @@ func redactValue(s string, i, ks int, header, words bool) (vs, ve, end int) {
 // ${VAR} and the other forms of redactPlaceholderLen, <your-token>, ****, a
 // nested object or list.
 func redactPlaceholder(v string) bool {
-	if v == "" || strings.HasPrefix(v, RedactedMarker) || strings.Trim(v, "*") == "" {
-		return true
-	}
 	// A hex constant of up to 64 bits, not a 256-bit private key.
 	hex := len(v) > 2 && len(v) <= 18 && v[0] == '0' && (v[1] == 'x' || v[1] == 'X') && strings.Trim(v[2:], redactHexDigits) == ""
-	return hex || slices.Contains([]string{"null", "nil", "none", "true", "false", "undefined", "redacted"}, strings.ToLower(v)) || redactPlaceholderLen(v) == len(v) ||
+	return v == "" || strings.HasPrefix(v, RedactedMarker) || strings.Trim(v, "*") == "" || hex ||
+		slices.Contains([]string{"null", "nil", "none", "true", "false", "undefined", "redacted"}, strings.ToLower(v)) ||
+		redactPlaceholderLen(v) == len(v) ||
 		strings.IndexByte("{[(", v[0]) >= 0 || // a nested structure
 		v[0] == '<' && v[len(v)-1] == '>' // <your-token>
 }
@@ -418,36 +417,30 @@ func redactPlaceholderLen(v string) int {
 		}
 		return n
 	}
-	switch v[0] {
-	case '$':
-		switch {
-		case strings.HasPrefix(v, "${{"):
-			if j := closing("}}"); j > 3 {
-				return j + 2
-			}
-		case v[1] == '{': // ${NAME}, ${NAME:?message}; not ${NAME:-default}, whose default may be a secret
-			n := ident(v[2:], false)
-			rest := v[2+n:]
-			if n > 0 && (strings.HasPrefix(rest, "}") || strings.HasPrefix(rest, ":?") || strings.HasPrefix(rest, "?")) {
-				if j := closing("}"); j > 0 {
-					return j + 1
-				}
-			}
-		case v[1] == '(':
-			if j := closing(")"); j > 2 {
-				return j + 1
-			}
-		default:
-			if n := ident(v[1:], true); n > 0 {
-				return n + 1
-			}
+	switch {
+	case strings.HasPrefix(v, "${{"):
+		if j := closing("}}"); j > 3 {
+			return j + 2
 		}
-	case '%':
-		if v[1] == '(' {
-			if j := closing(")"); j > 2 && j+1 < len(v) && redactAlnum(v[j+1]) {
-				return j + 2
-			}
+	case strings.HasPrefix(v, "${"): // ${NAME}, ${NAME:?message}; not ${NAME:-default}, whose default may be a secret
+		n := ident(v[2:], false)
+		rest := v[2+n:]
+		if j := closing("}"); n > 0 && j > 0 && (strings.HasPrefix(rest, "}") || strings.HasPrefix(rest, ":?") || strings.HasPrefix(rest, "?")) {
+			return j + 1
 		}
+	case strings.HasPrefix(v, "$("):
+		if j := closing(")"); j > 2 {
+			return j + 1
+		}
+	case v[0] == '$':
+		if n := ident(v[1:], true); n > 0 {
+			return n + 1
+		}
+	case strings.HasPrefix(v, "%("):
+		if j := closing(")"); j > 2 && j+1 < len(v) && redactAlnum(v[j+1]) {
+			return j + 2
+		}
+	case v[0] == '%':
 		if n := ident(v[1:], false); n > 0 && 1+n < len(v) && v[1+n] == '%' {
 			return n + 2
 		}
@@ -465,9 +458,7 @@ func redactPlaceholderLen(v string) int {
 // "signing_key: ed25519". A passphrase that starts with one of these words
 // is missed; none of them is a credential on its own.
 func redactProse(v string) bool {
-	if i := strings.IndexAny(v, " \t"); i >= 0 {
-		v = v[:i]
-	}
+	v = v[:redactRun(v, 0, len(v), func(c byte) bool { return c != ' ' && c != '\t' })] // the first word
 	var buf [10]byte
 	if len(v) > len(buf) {
 		return false
