@@ -55,10 +55,9 @@ func (d *demo) run(args []string) error {
 	dir, id := "", ""
 	if len(args) == 1 {
 		dir = args[0]
+	} else if dir, err = buildReference(work); err != nil {
+		return err
 	} else {
-		if dir, err = buildReference(work); err != nil {
-			return err
-		}
 		id = "fullsidecar"
 	}
 	home := filepath.Join(work, "home")

@@ -73,7 +73,17 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if !ok {
 		return 2
 	}
-	fs := newFlagSet(c, stderr)
+	fs := flag.NewFlagSet("exthost "+c.name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: %s\n\n%s\n", strings.TrimSpace("exthost "+c.name+" [flags] "+c.args), c.summary)
+		flags := 0
+		fs.VisitAll(func(*flag.Flag) { flags++ })
+		if flags > 0 {
+			fmt.Fprintf(stderr, "\nflags:\n")
+			fs.PrintDefaults()
+		}
+	}
 	action := c.flags(fs)
 	if err := fs.Parse(args[1:]); err != nil {
 		if err == flag.ErrHelp {
@@ -107,21 +117,6 @@ func lookup(name, who string, stderr io.Writer) (command, bool) {
 	return command{}, false
 }
 
-func newFlagSet(c command, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("exthost "+c.name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: %s\n\n%s\n", strings.TrimSpace("exthost "+c.name+" [flags] "+c.args), c.summary)
-		flags := 0
-		fs.VisitAll(func(*flag.Flag) { flags++ })
-		if flags > 0 {
-			fmt.Fprintf(stderr, "\nflags:\n")
-			fs.PrintDefaults()
-		}
-	}
-	return fs
-}
-
 func usage(w io.Writer) {
 	fmt.Fprintf(w, "usage: exthost <command> [flags] [arguments]\n\ncommands:\n")
 	for _, c := range commands() {
@@ -130,20 +125,17 @@ func usage(w io.Writer) {
 	fmt.Fprintf(w, "\nRun \"exthost help <command>\" for a command's flags.\n")
 }
 
-// helpCommand prints the usage, or one command's.
+// helpCommand prints the usage, or one command's: what "exthost <command> -h"
+// prints.
 func helpCommand(fs *flag.FlagSet) func(*env) int {
 	return func(e *env) int {
 		if len(e.args) == 0 {
 			usage(e.stderr)
 			return 0
 		}
-		c, ok := lookup(e.args[0], "exthost help", e.stderr)
-		if !ok {
+		if _, ok := lookup(e.args[0], "exthost help", e.stderr); !ok {
 			return 2
 		}
-		sub := newFlagSet(c, e.stderr)
-		c.flags(sub)
-		sub.Usage()
-		return 0
+		return run([]string{e.args[0], "-h"}, e.stdin, e.stdout, e.stderr)
 	}
 }

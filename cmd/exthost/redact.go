@@ -98,10 +98,9 @@ func (s *streamRedactor) copy(dst io.Writer, src io.Reader) error {
 		spans := s.spans(buf)
 		end := len(buf)
 		if !eof {
+			end = max(ctx+1, len(buf)-context) // a long line is cut
 			if i := bytes.LastIndexByte(buf[ctx:], '\n'); i >= 0 {
 				end = ctx + i + 1
-			} else {
-				end = max(ctx+1, len(buf)-context)
 			}
 			for _, sp := range spans {
 				if sp.Start < end && end < sp.End {
