@@ -139,8 +139,7 @@ func redactApply(s string, spans []Finding) string {
 		for i++; i < len(spans) && spans[i].Start <= end; i++ {
 			end = max(end, spans[i].End)
 		}
-		start = max(start, last)
-		b.WriteString(s[last:start])
+		b.WriteString(s[last:start]) // start > last: the spans before it are merged
 		b.WriteString(RedactedMarker)
 		last = end
 	}
@@ -379,10 +378,7 @@ scan:
 	if past && at < 0 { // no userinfo, nor for a "://" inside what was read
 		st.examined(i)
 	}
-	if at <= start {
-		return
-	}
-	if info := s[start:at]; info != RedactedMarker && (strings.Contains(info, ":") || len(info) >= 16 && redactLetterDigit(info)) {
+	if info := s[start:max(start, at)]; info != RedactedMarker && (strings.Contains(info, ":") || len(info) >= 16 && redactLetterDigit(info)) {
 		st.add(start, at, "url-userinfo")
 	}
 }

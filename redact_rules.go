@@ -339,9 +339,8 @@ func redactValue(s string, i, ks int, header, words bool) (vs, ve, end int) {
 		w := s[i:min(len(s), i+128)]
 		n := redactPlaceholderLen(w) // ${NAME} holds '{'
 		if n == 0 && strings.HasPrefix(w, "${") {
-			n = strings.IndexAny(w, "}\n\r\\") + 1 // ${NAME:-default}, a value
-			if n > 0 && w[n-1] != '}' {
-				n = 0
+			if j := strings.IndexAny(w, "}\n\r\\"); j >= 0 && w[j] == '}' { // ${NAME:-default}, a value
+				n = j + 1
 			}
 		}
 		path := redactDrivePath(w) // C:\dir holds '\', but not a JSON-escaped line break

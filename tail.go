@@ -30,10 +30,7 @@ type tail struct {
 // Write keeps the last bytes of p. It always returns len(p), nil.
 func (t *tail) Write(p []byte) (int, error) {
 	n := len(p)
-	size := t.size
-	if size <= 0 {
-		size = defaultTailSize
-	}
+	size := cmp.Or(max(t.size, 0), defaultTailSize) // zero or less means the default
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.written += int64(n)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -160,10 +161,7 @@ func (d *demo) run(args []string) error {
 }
 
 func orNone(ids []string) string {
-	if len(ids) == 0 {
-		return "no interceptor"
-	}
-	return strings.Join(ids, " → ")
+	return cmp.Or(strings.Join(ids, " → "), "no interceptor") // plugin IDs are never empty
 }
 
 // clip cuts s to n bytes, marking the cut.
