@@ -107,35 +107,6 @@ func envKey(kv string) string {
 	return k
 }
 
-// resolveLaunch runs the launch gate for the installed plugin id (D8). It
-// returns a spec only for a plugin that is recorded in
-// <home>/plugin-packages.json, enabled, user-level, whose manifest is v1
-// with a runtime, and whose command resolves to an absolute path that is
-// not a shell. Every refusal is a [*LaunchError] wrapping
-// [ErrNotInstalled], [ErrDisabled], [ErrNoRuntime], [ErrProjectRuntime],
-// [ErrShellCommand], [ErrBareCommand], [ErrRelativeCommand], a
-// [*ManifestError] or a [*PackagesError]. A package root inside
-// <workspaceRoot>/.reasonix is project configuration; an empty
-// workspaceRoot skips that check. Nothing is started: this layer has no
-// process code.
-//
-// The project-level check compares paths exactly after resolving
-// symlinks; on a case-insensitive filesystem a root under
-// <workspaceRoot>/.Reasonix names the same directory but is not
-// recognized, so that check is weaker there.
-func resolveLaunch(home, id, workspaceRoot string) (*launchSpec, error) {
-	pkgs, err := LoadPackages(home)
-	if err != nil {
-		return nil, &LaunchError{Plugin: id, Cause: err}
-	}
-	e := findEntry(pkgs, id)
-	if e == nil {
-		// D8: only an installed plugin launches.
-		return nil, &LaunchError{Plugin: id, Cause: fmt.Errorf("%w in %s; install it first", ErrNotInstalled, filepath.Join(home, packagesFile))}
-	}
-	return launchGate(home, e, workspaceRoot)
-}
-
 // gated is one enabled runtime package past the launch gate: its spec, or
 // the gate's refusal, a *LaunchError.
 type gated struct {
@@ -174,8 +145,21 @@ func launchablePlugins(home, workspaceRoot string) ([]gated, error) {
 	return out, nil
 }
 
-// launchGate checks one entry; a refusal is a *LaunchError, which wraps
-// [ErrNoRuntime] only when the manifest has no runtime.
+// launchGate runs the launch gate (D8) for one installed entry. It returns
+// a spec only for a plugin that is enabled, user-level, whose manifest is
+// v1 with a runtime, and whose command resolves to an absolute path that
+// is not a shell. Every refusal is a [*LaunchError] wrapping [ErrDisabled],
+// [ErrNoRuntime] (only when the manifest has no runtime),
+// [ErrProjectRuntime], [ErrShellCommand], [ErrBareCommand],
+// [ErrRelativeCommand] or a [*ManifestError]. A package root inside
+// <workspaceRoot>/.reasonix is project configuration; an empty
+// workspaceRoot skips that check. Nothing is started: this layer has no
+// process code.
+//
+// The project-level check compares paths exactly after resolving
+// symlinks; on a case-insensitive filesystem a root under
+// <workspaceRoot>/.Reasonix names the same directory but is not
+// recognized, so that check is weaker there.
 func launchGate(home string, e *PackageEntry, workspaceRoot string) (*launchSpec, error) {
 	refuse := func(required bool, format string, args ...any) (*launchSpec, error) {
 		return nil, &LaunchError{Plugin: e.Name, Required: required, Cause: fmt.Errorf(format, args...)}
