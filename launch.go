@@ -70,27 +70,23 @@ type launchSpec struct {
 // at its first position, so the manifest cannot forge the identity
 // variables. Keys compare case-insensitively on Windows.
 func (s *launchSpec) env(base []string) []string {
-	out := make([]string, 0, len(base)+len(s.Runtime.Env)+3)
-	index := make(map[string]int, cap(out))
-	add := func(kv string) {
+	layers := slices.Clone(base)
+	for _, k := range slices.Sorted(maps.Keys(s.Runtime.Env)) {
+		layers = append(layers, k+"="+s.Runtime.Env[k])
+	}
+	// D8: the identity variables come last and win over the manifest.
+	layers = append(layers, "REASONIX_PLUGIN_ROOT="+s.Root, "REASONIX_PLUGIN_NAME="+s.ID, "REASONIX_PLUGIN_VERSION="+s.Version)
+	out := make([]string, 0, len(layers))
+	index := make(map[string]int, len(layers))
+	for _, kv := range layers {
 		k := envKey(kv)
 		if i, ok := index[k]; ok {
 			out[i] = kv
-			return
+		} else {
+			index[k] = len(out)
+			out = append(out, kv)
 		}
-		index[k] = len(out)
-		out = append(out, kv)
 	}
-	for _, kv := range base {
-		add(kv)
-	}
-	for _, k := range slices.Sorted(maps.Keys(s.Runtime.Env)) {
-		add(k + "=" + s.Runtime.Env[k])
-	}
-	// D8: the identity variables come last and win over the manifest.
-	add("REASONIX_PLUGIN_ROOT=" + s.Root)
-	add("REASONIX_PLUGIN_NAME=" + s.ID)
-	add("REASONIX_PLUGIN_VERSION=" + s.Version)
 	return out
 }
 
@@ -128,12 +124,11 @@ func launchablePlugins(home, workspaceRoot string) ([]gated, error) {
 		return nil, err
 	}
 	var out []gated
-	for i := range pkgs {
-		e := &pkgs[i]
+	for i, e := range pkgs {
 		if !e.Enabled {
 			continue
 		}
-		spec, err := launchGate(home, e, workspaceRoot)
+		spec, err := launchGate(home, &pkgs[i], workspaceRoot)
 		var le *LaunchError
 		switch {
 		case err == nil:
@@ -259,19 +254,13 @@ func isShell(command string) bool {
 	base := strings.ToLower(command[strings.LastIndexAny(command, `/\`)+1:])
 	base = strings.TrimSuffix(base, "::$data")
 	base = strings.TrimRight(base, ". ")
-	if i := strings.LastIndexByte(base, '.'); i >= 0 {
-		switch base[i:] {
-		case ".bat", ".cmd":
-			return true
-		case ".exe", ".com":
-			base = base[:i]
-		}
-	}
-	switch base {
-	case "sh", "bash", "zsh", "fish", "dash", "ksh", "cmd", "powershell", "pwsh":
+	switch ext := filepath.Ext(base); ext {
+	case ".bat", ".cmd":
 		return true
+	case ".exe", ".com":
+		base = strings.TrimSuffix(base, ext)
 	}
-	return false
+	return slices.Contains([]string{"sh", "bash", "zsh", "fish", "dash", "ksh", "cmd", "powershell", "pwsh"}, base)
 }
 
 // insideDir reports whether path is dir or lies below it, comparing
