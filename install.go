@@ -78,9 +78,8 @@ func Install(home, pluginDir string, opts InstallOptions) (*PackageEntry, error)
 	err = updatePackages(home, func(pkgs *[]PackageEntry) error {
 		// The copy happens under the lock, so two installs of one name
 		// cannot interleave their copies.
-		if opts.Link {
-			e.Root = src
-		} else {
+		e.Root = src
+		if !opts.Link {
 			if err := copyInto(home, src, name); err != nil {
 				return err
 			}

@@ -124,16 +124,13 @@ func launchablePlugins(home, workspaceRoot string) ([]gated, error) {
 		return nil, err
 	}
 	var out []gated
-	for i, e := range pkgs {
-		if !e.Enabled {
-			continue
-		}
+	for i := range pkgs {
 		spec, err := launchGate(home, &pkgs[i], workspaceRoot)
 		var le *LaunchError
 		switch {
 		case err == nil:
 			out = append(out, gated{id: spec.ID, required: spec.Runtime.Required, spec: spec})
-		case !errors.Is(err, ErrNoRuntime) && errors.As(err, &le):
+		case !errors.Is(err, ErrDisabled) && !errors.Is(err, ErrNoRuntime) && errors.As(err, &le):
 			out = append(out, gated{id: le.Plugin, required: le.Required, err: err})
 		}
 	}
@@ -143,8 +140,9 @@ func launchablePlugins(home, workspaceRoot string) ([]gated, error) {
 // launchGate runs the launch gate (D8) for one installed entry. It returns
 // a spec only for a plugin that is enabled, user-level, whose manifest is
 // v1 with a runtime, and whose command resolves to an absolute path that
-// is not a shell. Every refusal is a [*LaunchError] wrapping [ErrDisabled],
-// [ErrNoRuntime] (only when the manifest has no runtime),
+// is not a shell. Every refusal is a [*LaunchError] wrapping [ErrDisabled]
+// (only for a disabled entry, before its manifest is read), [ErrNoRuntime]
+// (only when the manifest has no runtime),
 // [ErrProjectRuntime], [ErrShellCommand], [ErrBareCommand],
 // [ErrRelativeCommand] or a [*ManifestError]. A package root inside
 // <workspaceRoot>/.reasonix is project configuration; an empty
