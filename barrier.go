@@ -61,11 +61,11 @@ func (c *Conn) admit(m *message, fe *frameError, end int64) bool {
 		if fe != nil {
 			return true // answered as malformed, whatever the barrier
 		}
-		reject := c.sidecarAdmit(m)
+		reject, admitted := c.sidecarAdmit(m)
 		if reject != nil {
 			c.sendAnswer(&outFrame{data: encodeError(&m.id, reject)})
 		}
-		return reject == nil && (m.kind != kindNotification || c.handshake() == barrierOpen)
+		return admitted
 	}
 	return true
 }
@@ -82,8 +82,7 @@ func (c *Conn) poison(m *message, fe *frameError) {
 	default:
 		what = fmt.Sprintf("%s %q", m.kind, m.method)
 	}
-	err := Errorf(ReasonProtocolError, "sent %s before extension/initialized", what)
-	err.Err = errPreBarrier
+	err := causedError(errPreBarrier, ReasonProtocolError, "sent %s before extension/initialized", what)
 	switch {
 	case fe == nil && m.kind == kindRequest:
 		c.sendAnswer(&outFrame{data: encodeError(&m.id, err)})
@@ -93,39 +92,34 @@ func (c *Conn) poison(m *message, fe *frameError) {
 	c.fail(err)
 }
 
-func (c *Conn) handshake() handshakeState {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.side
-}
-
 // sidecarAdmit moves the sidecar's handshake along for one well-formed
-// frame and returns the error to answer a request it refuses. A refused
-// notification is dropped by the caller.
-func (c *Conn) sidecarAdmit(m *message) *Error {
+// frame and reports whether it goes on to dispatch; reject is the error to
+// answer a request it refuses. A notification before the barrier opens is
+// dropped, unanswered.
+func (c *Conn) sidecarAdmit(m *message) (reject *Error, admitted bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {
 	case m.kind == kindResponse:
-		return nil
+		return nil, true
 	case c.side == barrierOpen:
 		if m.kind == kindRequest && m.method == MethodInitialize {
 			// D6: the handshake happens once per connection.
-			return Errorf(ReasonProtocolError, "%s after the handshake", m.method)
+			return Errorf(ReasonProtocolError, "%s after the handshake", m.method), false
 		}
-		return nil
+		return nil, true
 	case m.kind == kindNotification:
 		if m.method == MethodInitialized && c.side == awaitInitialized {
 			c.side = barrierOpen // on the reader: nothing can overtake it
 		}
-		return nil
+		return nil, c.side == barrierOpen
 	case m.method == MethodShutdown:
-		return nil
+		return nil, true
 	case m.method == MethodInitialize && c.side == awaitInitialize:
 		c.side = initializing // D6: one handshake, even when pipelined
-		return nil
+		return nil, true
 	}
-	return Errorf(ReasonProtocolError, "%s before extension/initialized", m.method)
+	return Errorf(ReasonProtocolError, "%s before extension/initialized", m.method), false
 }
 
 // answered applies the sidecar's side of the lifecycle to the answer of a

@@ -1,6 +1,7 @@
 package extension
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -283,10 +284,8 @@ func (c *Conn) Close() error {
 	// An answer a handler queued after the writer had stopped is never
 	// written; dropping it frees its handler slot.
 	c.dropQueued()
-	if err := c.closeReader(); err != nil {
-		return err
-	}
-	return c.closeWriter()
+	// The supervisor's teardown has closed both (once); the first error.
+	return cmp.Or(c.closeReader(), c.closeWriter())
 }
 
 // Done returns a channel that is closed when the connection has ended.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // JSON-RPC 2.0 error codes used by the protocol (PROTOCOL.md §8). The
@@ -73,10 +74,8 @@ var reasons = []reasonInfo{
 
 // info returns the frozen row of r and whether r is one of the 14.
 func (r Reason) info() (reasonInfo, bool) {
-	for _, row := range reasons {
-		if row.reason == r {
-			return row, true
-		}
+	if i := slices.IndexFunc(reasons, func(row reasonInfo) bool { return row.reason == r }); i >= 0 {
+		return reasons[i], true
 	}
 	return reasonInfo{code: codeInternal}, false
 }
@@ -141,8 +140,15 @@ func NewError(reason Reason, message string) *Error {
 // wrapped error becomes Err and stays reachable with errors.As.
 func Errorf(reason Reason, format string, args ...any) *Error {
 	err := fmt.Errorf(format, args...)
-	e := NewError(reason, err.Error())
-	e.Err = errUnwrap(err)
+	return causedError(errUnwrap(err), reason, "%s", err.Error())
+}
+
+// causedError is [NewError] with a formatted message and Err set to cause:
+// the cause stays reachable with errors.Is and errors.As, but unlike a %w
+// operand its text is not part of the message.
+func causedError(cause error, reason Reason, format string, args ...any) *Error {
+	e := NewError(reason, fmt.Sprintf(format, args...))
+	e.Err = cause
 	return e
 }
 

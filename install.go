@@ -78,9 +78,8 @@ func Install(home, pluginDir string, opts InstallOptions) (*PackageEntry, error)
 	err = updatePackages(home, func(pkgs *[]PackageEntry) error {
 		// The copy happens under the lock, so two installs of one name
 		// cannot interleave their copies.
-		if opts.Link {
-			e.Root = src
-		} else {
+		e.Root = src
+		if !opts.Link {
 			if err := copyInto(home, src, name); err != nil {
 				return err
 			}
@@ -112,21 +111,17 @@ func copyInto(home, src, name string) error {
 	if err != nil {
 		return err
 	}
-	insideSrc := func(p string) error {
-		if rel, err := filepath.Rel(src, p); err == nil && filepath.IsLocal(rel) {
-			return fmt.Errorf("the home directory %s is inside the plugin directory %s; install with Link or from elsewhere", home, src)
-		}
-		return nil
+	insideSrc := func(p string) bool {
+		rel, err := filepath.Rel(src, p)
+		return err == nil && filepath.IsLocal(rel)
 	}
-	// Check before creating anything, as far as the path exists, and again
-	// once it does.
-	if err := insideSrc(plugins); err != nil {
-		return err
-	}
-	if real, err := filepath.EvalSymlinks(home); err == nil {
-		if err := insideSrc(filepath.Join(real, "plugins")); err != nil {
-			return err
-		}
+	errInside := fmt.Errorf("the home directory %s is inside the plugin directory %s; install with Link or from elsewhere", home, src)
+	// Check before creating anything, as far as the path exists (home as
+	// given and, when it exists, with its links resolved), and again once
+	// it does.
+	realHome, err := filepath.EvalSymlinks(home)
+	if insideSrc(plugins) || err == nil && insideSrc(filepath.Join(realHome, "plugins")) {
+		return errInside
 	}
 	if err := os.MkdirAll(plugins, 0o755); err != nil {
 		return err
@@ -134,8 +129,8 @@ func copyInto(home, src, name string) error {
 	if plugins, err = filepath.EvalSymlinks(plugins); err != nil {
 		return err
 	}
-	if err := insideSrc(plugins); err != nil {
-		return err
+	if insideSrc(plugins) {
+		return errInside
 	}
 	tmp, err := os.MkdirTemp(plugins, "."+name+".*.install")
 	if err != nil {

@@ -70,27 +70,23 @@ type launchSpec struct {
 // at its first position, so the manifest cannot forge the identity
 // variables. Keys compare case-insensitively on Windows.
 func (s *launchSpec) env(base []string) []string {
-	out := make([]string, 0, len(base)+len(s.Runtime.Env)+3)
-	index := make(map[string]int, cap(out))
-	add := func(kv string) {
+	layers := slices.Clone(base)
+	for _, k := range slices.Sorted(maps.Keys(s.Runtime.Env)) {
+		layers = append(layers, k+"="+s.Runtime.Env[k])
+	}
+	// D8: the identity variables come last and win over the manifest.
+	layers = append(layers, "REASONIX_PLUGIN_ROOT="+s.Root, "REASONIX_PLUGIN_NAME="+s.ID, "REASONIX_PLUGIN_VERSION="+s.Version)
+	out := make([]string, 0, len(layers))
+	index := make(map[string]int, len(layers))
+	for _, kv := range layers {
 		k := envKey(kv)
 		if i, ok := index[k]; ok {
 			out[i] = kv
-			return
+		} else {
+			index[k] = len(out)
+			out = append(out, kv)
 		}
-		index[k] = len(out)
-		out = append(out, kv)
 	}
-	for _, kv := range base {
-		add(kv)
-	}
-	for _, k := range slices.Sorted(maps.Keys(s.Runtime.Env)) {
-		add(k + "=" + s.Runtime.Env[k])
-	}
-	// D8: the identity variables come last and win over the manifest.
-	add("REASONIX_PLUGIN_ROOT=" + s.Root)
-	add("REASONIX_PLUGIN_NAME=" + s.ID)
-	add("REASONIX_PLUGIN_VERSION=" + s.Version)
 	return out
 }
 
@@ -105,35 +101,6 @@ func envKey(kv string) string {
 		k = strings.ToUpper(k)
 	}
 	return k
-}
-
-// resolveLaunch runs the launch gate for the installed plugin id (D8). It
-// returns a spec only for a plugin that is recorded in
-// <home>/plugin-packages.json, enabled, user-level, whose manifest is v1
-// with a runtime, and whose command resolves to an absolute path that is
-// not a shell. Every refusal is a [*LaunchError] wrapping
-// [ErrNotInstalled], [ErrDisabled], [ErrNoRuntime], [ErrProjectRuntime],
-// [ErrShellCommand], [ErrBareCommand], [ErrRelativeCommand], a
-// [*ManifestError] or a [*PackagesError]. A package root inside
-// <workspaceRoot>/.reasonix is project configuration; an empty
-// workspaceRoot skips that check. Nothing is started: this layer has no
-// process code.
-//
-// The project-level check compares paths exactly after resolving
-// symlinks; on a case-insensitive filesystem a root under
-// <workspaceRoot>/.Reasonix names the same directory but is not
-// recognized, so that check is weaker there.
-func resolveLaunch(home, id, workspaceRoot string) (*launchSpec, error) {
-	pkgs, err := LoadPackages(home)
-	if err != nil {
-		return nil, &LaunchError{Plugin: id, Cause: err}
-	}
-	e := findEntry(pkgs, id)
-	if e == nil {
-		// D8: only an installed plugin launches.
-		return nil, &LaunchError{Plugin: id, Cause: fmt.Errorf("%w in %s; install it first", ErrNotInstalled, filepath.Join(home, packagesFile))}
-	}
-	return launchGate(home, e, workspaceRoot)
 }
 
 // gated is one enabled runtime package past the launch gate: its spec, or
@@ -158,24 +125,34 @@ func launchablePlugins(home, workspaceRoot string) ([]gated, error) {
 	}
 	var out []gated
 	for i := range pkgs {
-		e := &pkgs[i]
-		if !e.Enabled {
-			continue
-		}
-		spec, err := launchGate(home, e, workspaceRoot)
+		spec, err := launchGate(home, &pkgs[i], workspaceRoot)
 		var le *LaunchError
 		switch {
 		case err == nil:
 			out = append(out, gated{id: spec.ID, required: spec.Runtime.Required, spec: spec})
-		case !errors.Is(err, ErrNoRuntime) && errors.As(err, &le):
+		case !errors.Is(err, ErrDisabled) && !errors.Is(err, ErrNoRuntime) && errors.As(err, &le):
 			out = append(out, gated{id: le.Plugin, required: le.Required, err: err})
 		}
 	}
 	return out, nil
 }
 
-// launchGate checks one entry; a refusal is a *LaunchError, which wraps
-// [ErrNoRuntime] only when the manifest has no runtime.
+// launchGate runs the launch gate (D8) for one installed entry. It returns
+// a spec only for a plugin that is enabled, user-level, whose manifest is
+// v1 with a runtime, and whose command resolves to an absolute path that
+// is not a shell. Every refusal is a [*LaunchError] wrapping [ErrDisabled]
+// (only for a disabled entry, before its manifest is read), [ErrNoRuntime]
+// (only when the manifest has no runtime),
+// [ErrProjectRuntime], [ErrShellCommand], [ErrBareCommand],
+// [ErrRelativeCommand] or a [*ManifestError]. A package root inside
+// <workspaceRoot>/.reasonix is project configuration; an empty
+// workspaceRoot skips that check. Nothing is started: this layer has no
+// process code.
+//
+// The project-level check compares paths exactly after resolving
+// symlinks; on a case-insensitive filesystem a root under
+// <workspaceRoot>/.Reasonix names the same directory but is not
+// recognized, so that check is weaker there.
 func launchGate(home string, e *PackageEntry, workspaceRoot string) (*launchSpec, error) {
 	refuse := func(required bool, format string, args ...any) (*launchSpec, error) {
 		return nil, &LaunchError{Plugin: e.Name, Required: required, Cause: fmt.Errorf(format, args...)}
@@ -275,19 +252,13 @@ func isShell(command string) bool {
 	base := strings.ToLower(command[strings.LastIndexAny(command, `/\`)+1:])
 	base = strings.TrimSuffix(base, "::$data")
 	base = strings.TrimRight(base, ". ")
-	if i := strings.LastIndexByte(base, '.'); i >= 0 {
-		switch base[i:] {
-		case ".bat", ".cmd":
-			return true
-		case ".exe", ".com":
-			base = base[:i]
-		}
-	}
-	switch base {
-	case "sh", "bash", "zsh", "fish", "dash", "ksh", "cmd", "powershell", "pwsh":
+	switch ext := filepath.Ext(base); ext {
+	case ".bat", ".cmd":
 		return true
+	case ".exe", ".com":
+		base = strings.TrimSuffix(base, ext)
 	}
-	return false
+	return slices.Contains([]string{"sh", "bash", "zsh", "fish", "dash", "ksh", "cmd", "powershell", "pwsh"}, base)
 }
 
 // insideDir reports whether path is dir or lies below it, comparing

@@ -456,13 +456,7 @@ func validProviderRef(ref string) bool {
 	if slices.Contains(parts, "") {
 		return false
 	}
-	switch len(parts) {
-	case 2:
-		return true
-	case 4:
-		return parts[0] == "plugin" && strings.IndexFunc(parts[1], unicode.IsSpace) < 0
-	}
-	return false
+	return len(parts) == 2 || len(parts) == 4 && parts[0] == "plugin" && strings.IndexFunc(parts[1], unicode.IsSpace) < 0
 }
 
 // validPluginProviderRef reports whether ref is a validProviderRef of the

@@ -65,18 +65,11 @@ func (c *Conn) Call(ctx context.Context, method string, params any) (json.RawMes
 	c.pending[id] = call
 	c.mu.Unlock()
 
-	data, err := encodeRequest(&id, method, params)
+	f, err := newFrame(&id, method, params)
 	if err != nil {
 		c.forget(id, call)
-		return nil, fmt.Errorf("extension: encode %s params: %w", method, err)
+		return nil, err
 	}
-	if len(data) > FrameBytes {
-		// D2: an oversized outbound frame fails only this call.
-		c.forget(id, call)
-		return nil, outboundTooLarge("request", method, len(data))
-	}
-
-	f := &outFrame{data: data, call: true}
 	select {
 	case c.writeq <- f:
 	case <-ctx.Done():
@@ -179,19 +172,25 @@ func (c *Conn) newNotification(method string, params any) (*outFrame, error) {
 	if err := c.Err(); err != nil {
 		return nil, err
 	}
-	data, err := encodeRequest(nil, method, params)
+	return newFrame(nil, method, params)
+}
+
+// newFrame encodes a request frame, or a notification frame when id is
+// nil, or returns the error that keeps it from being sent.
+func newFrame(id *msgID, method string, params any) (*outFrame, error) {
+	data, err := encodeRequest(id, method, params)
 	if err != nil {
 		return nil, fmt.Errorf("extension: encode %s params: %w", method, err)
 	}
 	if len(data) > FrameBytes {
 		// D2: an oversized outbound frame fails only this call.
-		return nil, outboundTooLarge("notification", method, len(data))
+		what := "request"
+		if id == nil {
+			what = "notification"
+		}
+		return nil, NewError(ReasonFrameTooLarge, fmt.Sprintf("outbound %s %s is %d bytes, over the %d-byte frame limit", what, method, len(data), FrameBytes))
 	}
-	return &outFrame{data: data}, nil
-}
-
-func outboundTooLarge(what, method string, n int) *Error {
-	return NewError(ReasonFrameTooLarge, fmt.Sprintf("outbound %s %s is %d bytes, over the %d-byte frame limit", what, method, n, FrameBytes))
+	return &outFrame{data: data, call: id != nil}, nil
 }
 
 // sendAnswer queues an answer from the reader. It waits for room, but not

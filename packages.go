@@ -272,13 +272,11 @@ func savePackages(home string, entries []PackageEntry) error {
 	if entries == nil {
 		entries = []PackageEntry{}
 	}
-	data, err := json.MarshalIndent(struct {
+	// Strings and bools only: encoding cannot fail.
+	data, _ := json.MarshalIndent(struct {
 		Version  int            `json:"version"`
 		Packages []PackageEntry `json:"packages"`
 	}{1, entries}, "", "  ")
-	if err != nil {
-		return &PackagesError{Path: path, Msg: "cannot encode: " + err.Error(), Err: err}
-	}
 	data = append(data, '\n')
 	// Never write what LoadPackages would reject.
 	if _, err := parsePackages(data); err != nil {

@@ -1,6 +1,7 @@
 package extension
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -184,8 +185,5 @@ func (p *process) release() {
 // exitError describes how the child ended, for crash reports; it is
 // called only once exited is closed.
 func (p *process) exitError() error {
-	if p.waitErr == nil {
-		return errors.New("exited with status 0")
-	}
-	return p.waitErr
+	return cmp.Or(p.waitErr, errors.New("exited with status 0"))
 }

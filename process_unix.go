@@ -29,22 +29,13 @@ func killGroup(cmd *exec.Cmd) error {
 }
 
 // groupAlive reports whether any live process is left in the group led by
-// pid. On Linux it reads /proc, where a zombie that only waits for its
-// reaper (init, once its parent is gone) no longer counts; elsewhere any
-// member counts, zombies included.
+// pid. On Linux it scans /proc, where a zombie that only waits for its
+// reaper (init, once its parent is gone) no longer counts; where /proc
+// cannot be read, any member counts, zombies included.
 func groupAlive(pid int) bool {
-	if alive, ok := procGroupAlive(pid); ok {
-		return alive
-	}
-	return syscall.Kill(-pid, 0) == nil
-}
-
-// procGroupAlive scans /proc for a member of group pgid that is not a
-// zombie; ok is false when /proc cannot be read.
-func procGroupAlive(pgid int) (alive, ok bool) {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
-		return false, false
+		return syscall.Kill(-pid, 0) == nil
 	}
 	for _, e := range entries {
 		if e.Name()[0] < '0' || e.Name()[0] > '9' {
@@ -61,9 +52,9 @@ func procGroupAlive(pgid int) (alive, ok bool) {
 			continue
 		}
 		f := strings.Fields(s[i+1:])
-		if len(f) >= 3 && f[0] != "Z" && f[2] == strconv.Itoa(pgid) {
-			return true, true
+		if len(f) >= 3 && f[0] != "Z" && f[2] == strconv.Itoa(pid) {
+			return true
 		}
 	}
-	return false, true
+	return false
 }

@@ -119,12 +119,8 @@ func (r *Redactor) redact(s string) (string, int) {
 // ordered by start offset. Spans of different rules may overlap.
 func (r *Redactor) Findings(s string) []Finding {
 	spans, _ := r.program().scan(s)
-	slices.SortStableFunc(spans, func(a, b redactSpan) int { return a.start - b.start })
-	out := make([]Finding, len(spans))
-	for i, sp := range spans {
-		out[i] = Finding{Rule: sp.rule, Start: sp.start, End: sp.end}
-	}
-	return out
+	slices.SortStableFunc(spans, func(a, b Finding) int { return a.Start - b.Start })
+	return append(make([]Finding, 0, len(spans)), spans...) // never nil
 }
 
 func (r *Redactor) program() *redactProgram {
@@ -132,26 +128,18 @@ func (r *Redactor) program() *redactProgram {
 	return r.prog
 }
 
-// redactSpan is a byte range of the input to replace, and the rule that
-// asked for it.
-type redactSpan struct {
-	start, end int
-	rule       string
-}
-
 // redactApply replaces the spans of s, merging those that overlap or touch.
-func redactApply(s string, spans []redactSpan) string {
-	slices.SortFunc(spans, func(a, b redactSpan) int { return a.start - b.start })
+func redactApply(s string, spans []Finding) string {
+	slices.SortFunc(spans, func(a, b Finding) int { return a.Start - b.Start })
 	var b strings.Builder
 	b.Grow(len(s))
 	last := 0
 	for i := 0; i < len(spans); {
-		start, end := spans[i].start, spans[i].end
-		for i++; i < len(spans) && spans[i].start <= end; i++ {
-			end = max(end, spans[i].end)
+		start, end := spans[i].Start, spans[i].End
+		for i++; i < len(spans) && spans[i].Start <= end; i++ {
+			end = max(end, spans[i].End)
 		}
-		start = max(start, last)
-		b.WriteString(s[last:start])
+		b.WriteString(s[last:start]) // start > last: the spans before it are merged
 		b.WriteString(RedactedMarker)
 		last = end
 	}
@@ -302,11 +290,11 @@ func redactSecretEnvName(name string) bool {
 // redactScan is the state of one pass over one input.
 type redactScan struct {
 	s     string
-	spans []redactSpan
-	cur   int   // rule being run
-	done  []int // per rule: end of its last span; hits before it are skipped
-	pemAt int   // offset of the END line closing the last PEM block, or -1
-	work  int   // bytes the rules examined (see Redactor.redact)
+	spans []Finding // the spans to replace, and the rules that asked for them
+	cur   int       // rule being run
+	done  []int     // per rule: end of its last span; hits before it are skipped
+	pemAt int       // offset of the END line closing the last PEM block, or -1
+	work  int       // bytes the rules examined (see Redactor.redact)
 }
 
 // add records a span of the current rule under the given name.
@@ -314,7 +302,7 @@ func (st *redactScan) add(start, end int, name string) {
 	if end <= start {
 		return
 	}
-	st.spans = append(st.spans, redactSpan{start: start, end: end, rule: name})
+	st.spans = append(st.spans, Finding{Rule: name, Start: start, End: end})
 	st.done[st.cur] = max(st.done[st.cur], end)
 }
 
@@ -324,7 +312,7 @@ func (st *redactScan) examined(end int) { st.done[st.cur] = max(st.done[st.cur],
 
 // scan runs every rule over s once and returns the spans to replace and
 // the bytes its rules examined.
-func (p *redactProgram) scan(s string) ([]redactSpan, int) {
+func (p *redactProgram) scan(s string) ([]Finding, int) {
 	st := redactScan{s: s, done: make([]int, len(p.rules)), pemAt: -1}
 	for i, a := range p.hits(s) {
 		if i >= st.done[a.rule] {
@@ -361,33 +349,27 @@ func (p *redactProgram) anchorAt(s string, i int, a *redactAnchor) bool {
 // user: anything but a port, the userinfo runs on to the first '@'.
 func redactURLUserinfo(st *redactScan, p int) {
 	s := st.s
-	b := p
-	for b > 0 && p-b < 32 && (redactAlnum(s[b-1]) || strings.IndexByte("+.-", s[b-1]) >= 0) {
-		b--
-	}
+	b := redactRunBack(s, p, 32, func(c byte) bool { return redactAlnum(c) || strings.IndexByte("+.-", c) >= 0 })
 	if b == p {
 		return
 	}
 	start, at, colon, past := p+3, -1, -1, false
 	i := start
+scan:
 	for ; i < len(s); i++ {
-		c := s[i]
-		if c == '@' {
+		switch c := s[i]; {
+		case c == '@':
 			at = i
 			if past {
-				break
+				break scan
 			}
-			continue
-		}
-		if c == ':' && colon < 0 && at < 0 {
+		case c <= ' ' || strings.IndexByte("\"'<>\\`()[]{}|,", c) >= 0:
+			break scan
+		case c == ':' && colon < 0 && at < 0:
 			colon = i
-		}
-		if c <= ' ' || strings.IndexByte("\"'<>\\`()[]{}|,", c) >= 0 {
-			break
-		}
-		if !past && (c == '/' || c == '?' || c == '#') {
+		case !past && (c == '/' || c == '?' || c == '#'):
 			if at >= 0 || colon < 0 || strings.Trim(s[colon+1:i], "0123456789") == "" { // host:port/path
-				break
+				break scan
 			}
 			past = true
 		}
@@ -396,10 +378,7 @@ func redactURLUserinfo(st *redactScan, p int) {
 	if past && at < 0 { // no userinfo, nor for a "://" inside what was read
 		st.examined(i)
 	}
-	if at <= start {
-		return
-	}
-	if info := s[start:at]; info != RedactedMarker && (strings.Contains(info, ":") || len(info) >= 16 && redactLetterDigit(info)) {
+	if info := s[start:max(start, at)]; info != RedactedMarker && (strings.Contains(info, ":") || len(info) >= 16 && redactLetterDigit(info)) {
 		st.add(start, at, "url-userinfo")
 	}
 }
@@ -419,17 +398,11 @@ func redactUserFlag(st *redactScan, p int) {
 	if i < len(s) && (s[i] == '"' || s[i] == '\'') {
 		q, i = s[i], i+1
 	}
-	e := i
-	for e < len(s) && s[e] > ' ' && s[e] != q && (q != 0 || s[e] != '"' && s[e] != '\'') {
-		e++
-	}
+	e := redactRun(s, i, len(s), func(c byte) bool { return c > ' ' && c != q && (q != 0 || c != '"' && c != '\'') })
 	st.work += e - p
-	c := strings.IndexByte(s[i:e], ':')
-	if c <= 0 || c+1 == e-i {
-		return
-	}
-	if pw := s[i+c+1 : e]; !strings.HasPrefix(pw, RedactedMarker) && strings.Trim(pw, "0123456789") != "" { // not docker -u 1000:1000
-		st.add(i+c+1, e, "user-password-flag")
+	user, pw, _ := strings.Cut(s[i:e], ":")
+	if user != "" && pw != "" && !strings.HasPrefix(pw, RedactedMarker) && strings.Trim(pw, "0123456789") != "" { // not docker -u 1000:1000
+		st.add(e-len(pw), e, "user-password-flag")
 	}
 }
 
@@ -437,17 +410,11 @@ func redactUserFlag(st *redactScan, p int) {
 // /bot<token>/ form of Bot API URLs. The hit is at the colon.
 func redactTelegram(st *redactScan, p int) {
 	s := st.s
-	b := p
-	for b > 0 && p-b < 10 && '0' <= s[b-1] && s[b-1] <= '9' {
-		b--
-	}
+	b := redactRunBack(s, p, 10, func(c byte) bool { return '0' <= c && c <= '9' })
 	if p-b < 8 || !(redactBoundary(s, b) || b >= 3 && s[b-3:b] == "bot") {
 		return
 	}
-	e := p + 1
-	for e < len(s) && (redactAlnum(s[e]) || s[e] == '_' || s[e] == '-') {
-		e++
-	}
+	e := redactRun(s, p+1, len(s), func(c byte) bool { return redactAlnum(c) || c == '_' || c == '-' })
 	st.work += e - b
 	if e-(p+1) == 35 {
 		st.add(b, e, "telegram-bot-token")
@@ -484,10 +451,7 @@ func redactPEM(st *redactScan, p int) {
 // redactPEMLabel reads a PEM label ending in PRIVATE KEY (or PRIVATE KEY
 // BLOCK, for PGP) and the dashes after it; it returns the offset after them.
 func redactPEMLabel(s string, i int) (int, bool) {
-	j := i
-	for j < len(s) && j-i < 64 && ('A' <= s[j] && s[j] <= 'Z' || '0' <= s[j] && s[j] <= '9' || s[j] == ' ') {
-		j++
-	}
+	j := redactRun(s, i, 64, func(c byte) bool { return 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == ' ' })
 	label := s[i:j]
 	if !strings.HasPrefix(s[j:], "-----") ||
 		!strings.HasSuffix(label, "PRIVATE KEY") && !strings.HasSuffix(label, "PRIVATE KEY BLOCK") {
@@ -504,6 +468,26 @@ func redactSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c =
 // redactEscape reports whether a JSON escape \n, \r or \t ends at i.
 func redactEscape(s string, i int) bool {
 	return i >= 2 && s[i-2] == '\\' && (s[i-1] == 'n' || s[i-1] == 'r' || s[i-1] == 't')
+}
+
+// redactRun returns the end of the run of bytes from i on, at most n of
+// them, that in accepts.
+func redactRun(s string, i, n int, in func(byte) bool) int {
+	j := i
+	for j < len(s) && j-i < n && in(s[j]) {
+		j++
+	}
+	return j
+}
+
+// redactRunBack returns the start of the run of bytes before i, at most n
+// of them, that in accepts.
+func redactRunBack(s string, i, n int, in func(byte) bool) int {
+	j := i
+	for j > 0 && i-j < n && in(s[j-1]) {
+		j--
+	}
+	return j
 }
 
 // redactPastBackslashes returns the end of the run of backslashes at i.
@@ -535,26 +519,17 @@ func redactPEMBody(s string, i int) (end, endAt int) {
 		if strings.HasPrefix(s[j:], "-----END ") {
 			return j, j
 		}
-		k := j
-		for k < len(s) && redactB64(s[k]) {
-			k++
-		}
-		if !body && k > j && k+1 < len(s) && s[k] == ':' && s[k+1] == ' ' { // Proc-Type: 4,ENCRYPTED
-			for k < len(s) && s[k] != '\n' && s[k] != '\\' {
-				k++
-			}
-			end, i = k, k
-			continue
-		}
-		if k == j {
+		switch k := redactRun(s, j, len(s), redactB64); {
+		case !body && k > j && strings.HasPrefix(s[k:], ": "): // Proc-Type: 4,ENCRYPTED
+			end = redactRun(s, k, len(s), func(c byte) bool { return c != '\n' && c != '\\' })
+		case k == j:
 			return end, -1
+		case k == len(s) || redactPEMBreaks(s, k) == k: // the last line
+			return k, -1
+		default:
+			body, end = true, k
 		}
-		body = true
-		end = k
-		if k == len(s) || redactPEMBreaks(s, k) == k {
-			return end, -1
-		}
-		i = k
+		i = end
 	}
 }
 
@@ -572,17 +547,11 @@ func redactPEMBodyBefore(s string, p int) int {
 				break
 			}
 		}
-		k := i
-		for k > 0 && redactB64(s[k-1]) {
-			k--
-		}
+		k := redactRunBack(s, i, i, redactB64)
 		if k < i && k > 0 && s[k-1] == '\\' { // the n of an escaped line break
 			k++
 		}
-		if k == i {
-			return start
-		}
-		if k > 0 && !redactSpace(s[k-1]) && !redactEscape(s, k) {
+		if k == i || k > 0 && !redactSpace(s[k-1]) && !redactEscape(s, k) {
 			return start
 		}
 		start, i = k, k

@@ -106,9 +106,7 @@ func (t redactTokenRule) rule() redactRule {
 			return
 		}
 		if end == len(w) { // cut by the window: take the rest of the token too
-			for p+end < len(s) && redactKeyChar(s[p+end]) {
-				end++
-			}
+			end = redactRun(s, p+end, len(s), redactKeyChar) - p
 		}
 		st.add(p+start, p+end, t.name)
 	}}
@@ -122,14 +120,8 @@ func redactAlnum(c byte) bool {
 // or something other than a letter, digit, '_' or '-', or a JSON escape
 // (\n, \r, \t, \uXXXX) right before it.
 func redactBoundary(s string, p int) bool {
-	if p == 0 {
-		return true
-	}
-	c := s[p-1]
-	if !redactAlnum(c) && c != '_' && c != '-' {
-		return true
-	}
-	return redactEscape(s, p) || p >= 6 && s[p-6] == '\\' && s[p-5] == 'u' && strings.Trim(s[p-4:p], redactHexDigits) == ""
+	return p == 0 || !redactAlnum(s[p-1]) && s[p-1] != '_' && s[p-1] != '-' ||
+		redactEscape(s, p) || p >= 6 && s[p-6] == '\\' && s[p-5] == 'u' && strings.Trim(s[p-4:p], redactHexDigits) == ""
 }
 
 const redactHexDigits = "0123456789abcdefABCDEF"
@@ -234,12 +226,9 @@ func redactKeyKind(prev, key string) int {
 // keys inside it are not examined again.
 func redactKeyValue(st *redactScan, p int) {
 	s := st.s
-	ks, ke := p, p
+	ks, ke := p, redactRun(s, p, 64, redactKeyChar)
 	for ks > 0 && p-ks < 64 && redactKeyChar(s[ks-1]) && !redactEscape(s, ks) { // \nkey
 		ks--
-	}
-	for ke < len(s) && ke-p < 64 && redactKeyChar(s[ke]) {
-		ke++
 	}
 	st.examined(ke)
 	st.work += ke - ks
@@ -258,10 +247,9 @@ func redactKeyValue(st *redactScan, p int) {
 	switch {
 	case strings.HasPrefix(s[i:], ":=") || strings.HasPrefix(s[i:], "=>"):
 		i += 2
+	case i+1 < len(s) && (s[i] == '=' || s[i] == ':') && (s[i+1] == ':' || s[i+1] == '='): // key::path, key == x
+		return
 	case i < len(s) && (s[i] == '=' || s[i] == ':'):
-		if i+1 < len(s) && (s[i+1] == ':' || s[i+1] == '=') { // key::path, key == x
-			return
-		}
 		words = s[i] == ':' && redactBlank(s, i+1) > i+1 || s[i] == '=' && (s[i-1] == ' ' || s[i-1] == '\t')
 		i++
 	case strings.HasPrefix(s[ks:], "--") && i > ke && i < len(s): // --password value
@@ -270,10 +258,7 @@ func redactKeyValue(st *redactScan, p int) {
 	}
 	kind := redactKeyKind("", s[ks:ke])
 	if kind == redactKeyNone && ks >= 2 && s[ks-1] == ' ' { // "API key", "access token"
-		ps := ks - 1
-		for ps > 0 && ks-1-ps < 32 && redactKeyChar(s[ps-1]) {
-			ps--
-		}
+		ps := redactRunBack(s, ks-1, 32, redactKeyChar)
 		st.work += ks - ps
 		kind = redactKeyKind(s[ps:ks-1], s[ks:ke])
 	}
@@ -307,10 +292,7 @@ func redactRejectValue(s string, i, vs, ve int, header bool) bool {
 
 // redactBlank returns the end of the run of blanks at i.
 func redactBlank(s string, i int) int {
-	for i < len(s) && (s[i] == ' ' || s[i] == '\t') {
-		i++
-	}
-	return i
+	return redactRun(s, i, len(s), func(c byte) bool { return c == ' ' || c == '\t' })
 }
 
 // redactValueStop is what ends an unquoted value of a secret key.
@@ -343,12 +325,11 @@ func redactValue(s string, i, ks int, header, words bool) (vs, ve, end int) {
 		vs = j + 1
 		for k := vs; k < len(s); k++ {
 			switch c := s[k]; {
-			case c == '\n' || c == '\\' && k+1 < len(s) && s[k+1] == '\n': // quotes never span lines
+			case c == '\n' || c == '\\' && k+1 < len(s) && s[k+1] == '\n', // quotes never span lines
+				strings.HasPrefix(s[k:], q):
 				return vs, k, k + 1
 			case q == `"` && c == '\\':
 				k++
-			case len(q) > 1 && strings.HasPrefix(s[k:], q), len(q) == 1 && c == q[0]:
-				return vs, k, k + 1
 			}
 		}
 		return vs, len(s), len(s)
@@ -358,9 +339,8 @@ func redactValue(s string, i, ks int, header, words bool) (vs, ve, end int) {
 		w := s[i:min(len(s), i+128)]
 		n := redactPlaceholderLen(w) // ${NAME} holds '{'
 		if n == 0 && strings.HasPrefix(w, "${") {
-			n = strings.IndexAny(w, "}\n\r\\") + 1 // ${NAME:-default}, a value
-			if n > 0 && w[n-1] != '}' {
-				n = 0
+			if j := strings.IndexAny(w, "}\n\r\\"); j >= 0 && w[j] == '}' { // ${NAME:-default}, a value
+				n = j + 1
 			}
 		}
 		path := redactDrivePath(w) // C:\dir holds '\', but not a JSON-escaped line break
@@ -375,10 +355,7 @@ func redactValue(s string, i, ks int, header, words bool) (vs, ve, end int) {
 		end = k
 		for words && k < len(s) && (s[k] == ' ' || s[k] == '\t') {
 			w := redactBlank(s, k)
-			e := w
-			for e < len(s) && !redactValueStop(s[e]) {
-				e++
-			}
+			e := redactRun(s, w, len(s), func(c byte) bool { return !redactValueStop(c) })
 			end = max(end, e)
 			if e == w || s[w] == '#' || strings.ContainsAny(s[w:e], ":=") {
 				break
@@ -394,16 +371,9 @@ func redactValue(s string, i, ks int, header, words bool) (vs, ve, end int) {
 	digest := len(s)-i >= 7 && strings.EqualFold(s[i:i+7], "digest ")
 	for ; k < len(s); k++ {
 		c := s[k]
-		if c == '\n' || c == '\r' || c == '\\' && k+1 < len(s) && (s[k+1] == 'n' || s[k+1] == 'r') || bracket && c == ']' {
-			break
-		}
-		if qc != "" {
-			if strings.HasPrefix(s[k:], qc) && (len(qc) > 1 || s[k-1] != '\\') {
-				break
-			}
-			continue
-		}
-		if !digest && (c == '"' || c == '\'') {
+		if c == '\n' || c == '\r' || c == '\\' && k+1 < len(s) && (s[k+1] == 'n' || s[k+1] == 'r') || bracket && c == ']' ||
+			qc != "" && strings.HasPrefix(s[k:], qc) && (len(qc) > 1 || s[k-1] != '\\') || // the key's closing quote
+			qc == "" && !digest && (c == '"' || c == '\'') { // Digest values quote their parameters
 			break
 		}
 	}
@@ -415,16 +385,11 @@ func redactValue(s string, i, ks int, header, words bool) (vs, ve, end int) {
 // ${VAR} and the other forms of redactPlaceholderLen, <your-token>, ****, a
 // nested object or list.
 func redactPlaceholder(v string) bool {
-	if v == "" || strings.HasPrefix(v, RedactedMarker) || strings.Trim(v, "*") == "" {
-		return true
-	}
-	switch strings.ToLower(v) {
-	case "null", "nil", "none", "true", "false", "undefined", "redacted":
-		return true
-	}
 	// A hex constant of up to 64 bits, not a 256-bit private key.
 	hex := len(v) > 2 && len(v) <= 18 && v[0] == '0' && (v[1] == 'x' || v[1] == 'X') && strings.Trim(v[2:], redactHexDigits) == ""
-	return hex || redactPlaceholderLen(v) == len(v) ||
+	return v == "" || strings.HasPrefix(v, RedactedMarker) || strings.Trim(v, "*") == "" || hex ||
+		slices.Contains([]string{"null", "nil", "none", "true", "false", "undefined", "redacted"}, strings.ToLower(v)) ||
+		redactPlaceholderLen(v) == len(v) ||
 		strings.IndexByte("{[(", v[0]) >= 0 || // a nested structure
 		v[0] == '<' && v[len(v)-1] == '>' // <your-token>
 }
@@ -451,37 +416,30 @@ func redactPlaceholderLen(v string) int {
 		}
 		return n
 	}
-	switch v[0] {
-	case '$':
-		switch {
-		case strings.HasPrefix(v, "${{"):
-			if j := closing("}}"); j > 3 {
-				return j + 2
-			}
-		case v[1] == '{': // ${NAME}, ${NAME:?message}; not ${NAME:-default}, whose default may be a secret
-			n := ident(v[2:], false)
-			rest := v[2+n:]
-			if n > 0 && (strings.HasPrefix(rest, "}") || strings.HasPrefix(rest, ":?") || strings.HasPrefix(rest, "?")) {
-				if j := closing("}"); j > 0 {
-					return j + 1
-				}
-			}
-		case v[1] == '(':
-			if j := closing(")"); j > 2 {
-				return j + 1
-			}
-		default:
-			if n := ident(v[1:], true); n > 0 {
-				return n + 1
-			}
+	switch {
+	case strings.HasPrefix(v, "${{"):
+		if j := closing("}}"); j > 3 {
+			return j + 2
 		}
-	case '%':
-		if v[1] == '(' {
-			if j := closing(")"); j > 2 && j+1 < len(v) && redactAlnum(v[j+1]) {
-				return j + 2
-			}
-			return 0
+	case strings.HasPrefix(v, "${"): // ${NAME}, ${NAME:?message}; not ${NAME:-default}, whose default may be a secret
+		n := ident(v[2:], false)
+		rest := v[2+n:]
+		if j := closing("}"); n > 0 && j > 0 && (strings.HasPrefix(rest, "}") || strings.HasPrefix(rest, ":?") || strings.HasPrefix(rest, "?")) {
+			return j + 1
 		}
+	case strings.HasPrefix(v, "$("):
+		if j := closing(")"); j > 2 {
+			return j + 1
+		}
+	case v[0] == '$':
+		if n := ident(v[1:], true); n > 0 {
+			return n + 1
+		}
+	case strings.HasPrefix(v, "%("):
+		if j := closing(")"); j > 2 && j+1 < len(v) && redactAlnum(v[j+1]) {
+			return j + 2
+		}
+	case v[0] == '%':
 		if n := ident(v[1:], false); n > 0 && 1+n < len(v) && v[1+n] == '%' {
 			return n + 2
 		}
@@ -499,9 +457,7 @@ func redactPlaceholderLen(v string) int {
 // "signing_key: ed25519". A passphrase that starts with one of these words
 // is missed; none of them is a credential on its own.
 func redactProse(v string) bool {
-	if i := strings.IndexAny(v, " \t"); i >= 0 {
-		v = v[:i]
-	}
+	v = v[:redactRun(v, 0, len(v), func(c byte) bool { return c != ' ' && c != '\t' })] // the first word
 	var buf [10]byte
 	if len(v) > len(buf) {
 		return false
@@ -509,17 +465,13 @@ func redactProse(v string) bool {
 	for i := 0; i < len(v); i++ {
 		buf[i] = redactLower[v[i]]
 	}
-	switch string(buf[:len(v)]) {
-	case "a", "an", "all", "any", "nothing", "not", "no", "is", "are", "was", "were", "has", "have",
+	return slices.Contains([]string{"a", "an", "all", "any", "nothing", "not", "no", "is", "are", "was", "were", "has", "have",
 		"will", "must", "cannot", "set", "unset", "empty", "missing", "required", "optional",
 		"invalid", "incorrect", "wrong", "expired", "revoked", "rotated", "changed", "updated",
 		"unchanged", "ok", "yes", "hidden", "masked", "omitted", "provided",
 		"ed25519", "ed448", "rsa", "ecdsa", "dsa", "eddsa", "hmac", "hs256", "hs384", "hs512",
 		"rs256", "rs384", "rs512", "es256", "es384", "es512", "ps256", "aes", "aes128", "aes256",
-		"sha1", "sha256", "sha512", "x25519":
-		return true
-	}
-	return false
+		"sha1", "sha256", "sha512", "x25519"}, string(buf[:len(v)]))
 }
 
 // redactDrivePath reports whether v is a Windows path: C:\... or C:/...,

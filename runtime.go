@@ -91,18 +91,9 @@ type Host struct {
 	OnCrash func(plugin string, err error)
 }
 
-// The defaults of the [Host] bounds, used when a field is zero.
-const (
-	defaultParallelStarts       = 4                      // D10
-	defaultStartupTimeout       = 30 * time.Second       // D10
-	defaultShutdownTimeout      = 5 * time.Second        // D11
-	defaultStdinGrace           = 750 * time.Millisecond // D11
-	defaultReapTimeout          = 5 * time.Second        // D11
-	defaultExitDrain            = 250 * time.Millisecond // D11, D13
-	defaultFastInterceptTimeout = 5 * time.Second        // D18
-	defaultInterceptTimeout     = 30 * time.Second       // D18
-	defaultMaxInterceptTimeout  = 60 * time.Second       // D18
-)
+// defaultMaxInterceptTimeout is the default of Host.MaxInterceptTimeout
+// (D18), which the trust summary's defaultMaxTimeoutMillis shows too.
+const defaultMaxInterceptTimeout = 60 * time.Second
 
 // Warning is a non-fatal problem of one plugin, such as an optional
 // sidecar that failed to start.
@@ -114,16 +105,16 @@ type Warning struct {
 // withDefaults returns a copy of h with every zero field that has a
 // default set to it; a generation reads its settings from the copy.
 func (h Host) withDefaults() *Host {
-	h.StartupTimeout = orDefault(h.StartupTimeout, defaultStartupTimeout)
-	h.InitializeTimeout = orDefault(h.InitializeTimeout, defaultStartupTimeout)
-	h.ShutdownTimeout = orDefault(h.ShutdownTimeout, defaultShutdownTimeout)
-	h.StdinGrace = orDefault(h.StdinGrace, defaultStdinGrace)
-	h.ReapTimeout = orDefault(h.ReapTimeout, defaultReapTimeout)
-	h.ExitDrain = orDefault(h.ExitDrain, defaultExitDrain)
-	h.FastInterceptTimeout = orDefault(h.FastInterceptTimeout, defaultFastInterceptTimeout)
-	h.InterceptTimeout = orDefault(h.InterceptTimeout, defaultInterceptTimeout)
-	h.MaxInterceptTimeout = orDefault(h.MaxInterceptTimeout, defaultMaxInterceptTimeout)
-	h.MaxParallelStarts = orDefault(h.MaxParallelStarts, defaultParallelStarts)
+	h.StartupTimeout = orDefault(h.StartupTimeout, 30*time.Second)                       // D10
+	h.InitializeTimeout = orDefault(h.InitializeTimeout, 30*time.Second)                 // D10
+	h.ShutdownTimeout = orDefault(h.ShutdownTimeout, 5*time.Second)                      // D11
+	h.StdinGrace = orDefault(h.StdinGrace, 750*time.Millisecond)                         // D11
+	h.ReapTimeout = orDefault(h.ReapTimeout, 5*time.Second)                              // D11
+	h.ExitDrain = orDefault(h.ExitDrain, 250*time.Millisecond)                           // D11, D13
+	h.FastInterceptTimeout = orDefault(h.FastInterceptTimeout, 5*time.Second)            // D18
+	h.InterceptTimeout = orDefault(h.InterceptTimeout, 30*time.Second)                   // D18
+	h.MaxInterceptTimeout = orDefault(h.MaxInterceptTimeout, defaultMaxInterceptTimeout) // D18
+	h.MaxParallelStarts = orDefault(h.MaxParallelStarts, 4)                              // D10
 	h.StderrTailBytes = orDefault(h.StderrTailBytes, defaultTailSize)
 	if h.UIHost == "" {
 		h.UIHost = UIHostHeadless

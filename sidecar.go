@@ -157,9 +157,7 @@ func (s *sidecar) handshake(ctx context.Context) error {
 	if errors.As(s.conn.Err(), &e) && errors.Is(e, errPreBarrier) {
 		// D6: the barrier poisoned the connection, whatever the handshake
 		// saw of it; the start fails naming the plugin and what it sent.
-		named := NewError(ReasonProtocolError, "extension sidecar "+s.id+" "+e.Message)
-		named.Err = e
-		return named
+		return causedError(e, ReasonProtocolError, "extension sidecar %s %s", s.id, e.Message)
 	}
 	return s.redactErr(err)
 }
@@ -220,10 +218,7 @@ func (s *sidecar) watch() {
 		// The process wrote its last frames before it exited; let the
 		// reader get to them (an answer may still be in the pipe), but
 		// not forever: a grandchild may hold stdout open (D12).
-		select {
-		case <-s.conn.Done():
-		case <-time.After(s.cfg.ExitDrain):
-		}
+		waitClosed(s.conn.Done(), s.cfg.ExitDrain)
 		cause = fmt.Errorf("the process %v", s.proc.exitError())
 	}
 	s.mu.Lock()
@@ -247,9 +242,7 @@ func (s *sidecar) watch() {
 
 // interrupted is the error of every call on a crashed sidecar (D13).
 func (s *sidecar) interrupted(cause error) *Error {
-	e := Errorf(ReasonProviderInterrupted, "extension sidecar %s crashed: %s", s.id, s.cfg.Redactor.Redact(fmt.Sprint(cause)))
-	e.Err = cause
-	return e
+	return causedError(cause, ReasonProviderInterrupted, "extension sidecar %s crashed: %s", s.id, s.cfg.Redactor.Redact(fmt.Sprint(cause)))
 }
 
 // usable fails fast without touching the wire when the sidecar cannot take

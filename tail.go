@@ -30,10 +30,7 @@ type tail struct {
 // Write keeps the last bytes of p. It always returns len(p), nil.
 func (t *tail) Write(p []byte) (int, error) {
 	n := len(p)
-	size := t.size
-	if size <= 0 {
-		size = defaultTailSize
-	}
+	size := cmp.Or(max(t.size, 0), defaultTailSize) // zero or less means the default
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.written += int64(n)
@@ -110,10 +107,7 @@ func tailBlank(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == 
 // tailRun returns the end of the run of blank (or, if not blank, non-blank)
 // bytes at i.
 func tailRun(text string, i int, blank bool) int {
-	for i < len(text) && tailBlank(text[i]) == blank {
-		i++
-	}
-	return i
+	return redactRun(text, i, len(text), func(c byte) bool { return tailBlank(c) == blank })
 }
 
 // tailAuthScheme reports whether w names an HTTP authentication scheme,

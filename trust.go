@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 )
 
 // TrustSummary is what running a plugin's sidecar grants, as structured
@@ -111,10 +110,6 @@ func TrustPlugin(pluginDir, pluginID string) (TrustSummary, error) {
 	return spec.trust(), nil
 }
 
-// defaultMaxTimeoutMillis is the clamp dispatch applies to a manifest's
-// timeoutMillis by default (D18).
-const defaultMaxTimeoutMillis = int64(defaultMaxInterceptTimeout / time.Millisecond)
-
 // Text renders the summary as a block for a person, deterministic for
 // given data. It opens with the FULL TRUST heading and what it means, then
 // lists the command line, the hook points, the slots and the provider and
@@ -157,7 +152,7 @@ func (t TrustSummary) Text() string {
 	row("priority", fmt.Sprint(t.Priority))
 	maxTimeoutMillis := t.MaxTimeoutMillis
 	if maxTimeoutMillis <= 0 {
-		maxTimeoutMillis = defaultMaxTimeoutMillis
+		maxTimeoutMillis = defaultMaxInterceptTimeout.Milliseconds() // dispatch's default clamp (D18)
 	}
 	switch {
 	case t.TimeoutMillis > maxTimeoutMillis:

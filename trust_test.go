@@ -3,6 +3,7 @@ package extension
 import (
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -15,6 +16,23 @@ import (
 // updateGolden rewrites the golden files under testdata/ instead of
 // comparing against them: go test -run Golden -update.
 var updateGolden = flag.Bool("update", false, "rewrite golden files under testdata/")
+
+// resolveLaunch runs the launch gate for the installed plugin id, the way
+// a host resolves one plugin: a plugin missing from
+// <home>/plugin-packages.json is refused with [ErrNotInstalled], an
+// unreadable record with its [*PackagesError], both as a [*LaunchError].
+func resolveLaunch(home, id, workspaceRoot string) (*launchSpec, error) {
+	pkgs, err := LoadPackages(home)
+	if err != nil {
+		return nil, &LaunchError{Plugin: id, Cause: err}
+	}
+	e := findEntry(pkgs, id)
+	if e == nil {
+		// D8: only an installed plugin launches.
+		return nil, &LaunchError{Plugin: id, Cause: fmt.Errorf("%w in %s; install it first", ErrNotInstalled, filepath.Join(home, packagesFile))}
+	}
+	return launchGate(home, e, workspaceRoot)
+}
 
 // installRuntime writes a plugin whose runtime runs command, installs it
 // into home (linked) as name and returns its directory.

@@ -100,10 +100,7 @@ func (s *server) intercept(ctx context.Context, raw json.RawMessage) (any, error
 	if err := checkInline(p.Payload, p.Externalized); err != nil {
 		return nil, err
 	}
-	fn := s.opts.Intercept[p.Event]
-	if fn == nil {
-		fn = s.opts.Intercept["*"]
-	}
+	fn := callback(s.opts.Intercept, p.Event)
 	if fn == nil {
 		return Continue().result, nil
 	}
@@ -144,13 +141,18 @@ func (s *server) event(ctx context.Context, raw json.RawMessage) {
 		s.logf("dropped %s: %v", extension.MethodEvent, err)
 		return
 	}
-	fn := s.opts.Observe[p.Event]
-	if fn == nil {
-		fn = s.opts.Observe["*"]
-	}
-	if fn != nil {
+	if fn := callback(s.opts.Observe, p.Event); fn != nil {
 		fn(ctx, &Event{Point: p.Event, Payload: p.Payload})
 	}
+}
+
+// callback returns the callback m has for point p, else its "*" fallback,
+// else nil.
+func callback[F InterceptFunc | ObserveFunc](m map[extension.Point]F, p extension.Point) F {
+	if fn := m[p]; fn != nil {
+		return fn
+	}
+	return m["*"]
 }
 
 // checkInline refuses a payload the callback cannot see: a null

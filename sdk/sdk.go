@@ -34,6 +34,7 @@
 package sdk
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -148,14 +149,10 @@ func Serve(ctx context.Context, opts Options) error {
 	if out == nil {
 		out = pollable(os.Stdout)
 	}
-	maxHandlers := opts.MaxHandlers
-	if maxHandlers <= 0 {
-		maxHandlers = 32
-	}
 	s.conn = extension.NewConn(in, out, s, extension.ConnOptions{
-		Sidecar:                      true, // D6, and the handshake's end (D11)
-		MaxHandlers:                  maxHandlers,
-		DropOverflowingNotifications: true, // PROTOCOL.md §2.5: a slow observer loses events, not the sidecar
+		Sidecar:                      true,                                 // D6, and the handshake's end (D11)
+		MaxHandlers:                  cmp.Or(max(opts.MaxHandlers, 0), 32), // zero or negative means 32
+		DropOverflowingNotifications: true,                                 // PROTOCOL.md §2.5: a slow observer loses events, not the sidecar
 		Logf:                         s.logf,
 	})
 	select {
@@ -184,10 +181,7 @@ func withStopError(err, stopErr error) error {
 // context is cancelled, for at most StopGrace. A callback that ignores
 // its context is left behind and reported.
 func (s *server) close() error {
-	grace := s.opts.StopGrace
-	if grace <= 0 {
-		grace = DefaultStopGrace
-	}
+	grace := cmp.Or(max(s.opts.StopGrace, 0), DefaultStopGrace) // zero or negative means the default
 	closed := make(chan struct{})
 	go func() {
 		s.conn.Close()

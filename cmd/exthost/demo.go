@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -29,11 +30,7 @@ func demoCommand(fs *flag.FlagSet) func(*env) int {
 			return 2
 		}
 		d := &demo{out: e.stdout, wire: *wire, redactor: &extension.Redactor{}}
-		if err := d.run(e.args); err != nil {
-			fmt.Fprintf(e.stderr, "exthost demo: %v\n", err)
-			return 1
-		}
-		return 0
+		return e.exit(d.run(e.args))
 	}
 }
 
@@ -59,10 +56,9 @@ func (d *demo) run(args []string) error {
 	dir, id := "", ""
 	if len(args) == 1 {
 		dir = args[0]
+	} else if dir, err = buildReference(work); err != nil {
+		return err
 	} else {
-		if dir, err = buildReference(work); err != nil {
-			return err
-		}
 		id = "fullsidecar"
 	}
 	home := filepath.Join(work, "home")
@@ -165,10 +161,7 @@ func (d *demo) run(args []string) error {
 }
 
 func orNone(ids []string) string {
-	if len(ids) == 0 {
-		return "no interceptor"
-	}
-	return strings.Join(ids, " → ")
+	return cmp.Or(strings.Join(ids, " → "), "no interceptor") // plugin IDs are never empty
 }
 
 // clip cuts s to n bytes, marking the cut.

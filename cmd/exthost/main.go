@@ -33,9 +33,11 @@ type command struct {
 	flags   func(fs *flag.FlagSet) func(*env) int // declares the flags, returns the action
 }
 
-// env is what a command runs with: its arguments after the flags, the
-// standard streams, and its usage, for a wrong number of arguments.
+// env is what a command runs with: its name, its arguments after the
+// flags, the standard streams, and its usage, for a wrong number of
+// arguments.
 type env struct {
+	name           string
 	args           []string
 	usage          func()
 	stdin          io.Reader
@@ -67,33 +69,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if slices.Contains([]string{"-h", "-help", "--help"}, name) {
 		name = "help"
 	}
-	c, ok := lookup(name)
+	c, ok := lookup(name, "exthost", stderr)
 	if !ok {
-		fmt.Fprintf(stderr, "exthost: unknown command %q\n\n", name)
-		usage(stderr)
 		return 2
 	}
-	fs := newFlagSet(c, stderr)
-	action := c.flags(fs)
-	if err := fs.Parse(args[1:]); err != nil {
-		if err == flag.ErrHelp {
-			return 0
-		}
-		return 2
-	}
-	return action(&env{args: fs.Args(), usage: fs.Usage, stdin: stdin, stdout: stdout, stderr: stderr})
-}
-
-func lookup(name string) (command, bool) {
-	for _, c := range commands() {
-		if c.name == name {
-			return c, true
-		}
-	}
-	return command{}, false
-}
-
-func newFlagSet(c command, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("exthost "+c.name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
@@ -105,7 +84,37 @@ func newFlagSet(c command, stderr io.Writer) *flag.FlagSet {
 			fs.PrintDefaults()
 		}
 	}
-	return fs
+	action := c.flags(fs)
+	if err := fs.Parse(args[1:]); err != nil {
+		if err == flag.ErrHelp {
+			return 0
+		}
+		return 2
+	}
+	return action(&env{name: c.name, args: fs.Args(), usage: fs.Usage, stdin: stdin, stdout: stdout, stderr: stderr})
+}
+
+// exit returns the exit status of a command that ended with err: 0 when
+// err is nil, else 1, after printing err.
+func (e *env) exit(err error) int {
+	if err == nil {
+		return 0
+	}
+	fmt.Fprintf(e.stderr, "exthost %s: %v\n", e.name, err)
+	return 1
+}
+
+// lookup returns the command called name. When there is none, it says so on
+// stderr, as who, followed by the usage.
+func lookup(name, who string, stderr io.Writer) (command, bool) {
+	for _, c := range commands() {
+		if c.name == name {
+			return c, true
+		}
+	}
+	fmt.Fprintf(stderr, "%s: unknown command %q\n\n", who, name)
+	usage(stderr)
+	return command{}, false
 }
 
 func usage(w io.Writer) {
@@ -116,22 +125,17 @@ func usage(w io.Writer) {
 	fmt.Fprintf(w, "\nRun \"exthost help <command>\" for a command's flags.\n")
 }
 
-// helpCommand prints the usage, or one command's.
+// helpCommand prints the usage, or one command's: what "exthost <command> -h"
+// prints.
 func helpCommand(fs *flag.FlagSet) func(*env) int {
 	return func(e *env) int {
 		if len(e.args) == 0 {
 			usage(e.stderr)
 			return 0
 		}
-		c, ok := lookup(e.args[0])
-		if !ok {
-			fmt.Fprintf(e.stderr, "exthost help: unknown command %q\n\n", e.args[0])
-			usage(e.stderr)
+		if _, ok := lookup(e.args[0], "exthost help", e.stderr); !ok {
 			return 2
 		}
-		sub := newFlagSet(c, e.stderr)
-		c.flags(sub)
-		sub.Usage()
-		return 0
+		return run([]string{e.args[0], "-h"}, e.stdin, e.stdout, e.stderr)
 	}
 }

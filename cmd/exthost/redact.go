@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"flag"
 	"fmt"
 	"io"
@@ -25,11 +26,7 @@ func redactCommand(fs *flag.FlagSet) func(*env) int {
 				fmt.Fprintf(e.stderr, "exthost redact: %s at bytes %d-%d\n", f.Rule, f.Start, f.End)
 			}
 		}
-		if err := s.copy(e.stdout, e.stdin); err != nil {
-			fmt.Fprintf(e.stderr, "exthost redact: %v\n", err)
-			return 1
-		}
-		return 0
+		return e.exit(s.copy(e.stdout, e.stdin))
 	}
 }
 
@@ -61,7 +58,7 @@ type streamRedactor struct {
 }
 
 func (s *streamRedactor) copy(dst io.Writer, src io.Reader) error {
-	chunk, context, maxHold := orDefault(s.chunk, defaultChunk), orDefault(s.context, defaultContext), orDefault(s.maxHold, defaultMaxHold)
+	chunk, context, maxHold := cmp.Or(s.chunk, defaultChunk), cmp.Or(s.context, defaultContext), cmp.Or(s.maxHold, defaultMaxHold)
 	context = max(context, 128) // room for a whole PEM BEGIN line
 	chunk = max(chunk, 2*context)
 	buf := make([]byte, 0, chunk+context)
@@ -83,15 +80,14 @@ func (s *streamRedactor) copy(dst io.Writer, src io.Reader) error {
 				return err
 			}
 		}
-		if discard { // the rest of a line whose credential outgrew maxHold
-			if i := bytes.IndexByte(buf[ctx:], '\n'); i < 0 {
-				base += len(buf) - ctx
-				buf = buf[:ctx]
-			} else {
-				base += i
-				buf = append(buf[:ctx], buf[ctx+i:]...)
-				discard = false
+		if discard { // the rest of a line whose credential outgrew maxHold, up to its line break
+			i := bytes.IndexByte(buf[ctx:], '\n')
+			discard = i < 0 // no line break yet: all of pending goes
+			if discard {
+				i = len(buf) - ctx
 			}
+			base += i
+			buf = append(buf[:ctx], buf[ctx+i:]...)
 		}
 		if len(buf) == ctx { // nothing pending, or all of it discarded
 			if eof {
@@ -102,10 +98,9 @@ func (s *streamRedactor) copy(dst io.Writer, src io.Reader) error {
 		spans := s.spans(buf)
 		end := len(buf)
 		if !eof {
+			end = max(ctx+1, len(buf)-context) // a long line is cut
 			if i := bytes.LastIndexByte(buf[ctx:], '\n'); i >= 0 {
 				end = ctx + i + 1
-			} else {
-				end = max(ctx+1, len(buf)-context)
 			}
 			for _, sp := range spans {
 				if sp.Start < end && end < sp.End {
@@ -148,14 +143,6 @@ func (s *streamRedactor) copy(dst io.Writer, src io.Reader) error {
 		ctx = end - keep
 		want = chunk
 	}
-}
-
-// orDefault returns v, or d when v is not positive.
-func orDefault(v, d int) int {
-	if v > 0 {
-		return v
-	}
-	return d
 }
 
 // spans returns the findings in b merged where they overlap or touch,

@@ -17,11 +17,9 @@ func trustCommand(fs *flag.FlagSet) func(*env) int {
 			return 2
 		}
 		t, err := extension.TrustPlugin(e.args[0], *id)
-		if err != nil {
-			fmt.Fprintf(e.stderr, "exthost trust: %v\n", err)
-			return 1
+		if err == nil {
+			fmt.Fprint(e.stdout, t.Text())
 		}
-		fmt.Fprint(e.stdout, t.Text())
-		return 0
+		return e.exit(err)
 	}
 }
