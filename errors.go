@@ -46,60 +46,56 @@ const (
 	ReasonUnsupportedVersion    Reason = "unsupported_version"
 )
 
-// reasonInfo is one row of the frozen reason table.
+// reasonInfo is one row of the frozen reason table. Its fields are in the
+// order of their names in the schema, so the table marshals as the
+// schema's errors array.
 type reasonInfo struct {
-	reason    Reason
-	code      int
-	retryable bool
-	message   string
+	Code      int    `json:"jsonRpcCode"`
+	Message   string `json:"message"`
+	Reason    Reason `json:"reason"`
+	Retryable bool   `json:"retryable"`
 }
 
 // reasons is the frozen reason table, sorted by reason as in the schema.
 var reasons = []reasonInfo{
-	{ReasonCapabilityNotDeclared, codeDomain, false, "The extension used a capability its manifest did not declare."},
-	{ReasonContentRefExpired, codeDomain, true, "The referenced content has expired."},
-	{ReasonFrameTooLarge, codeDomain, false, "The frame exceeds the frozen protocol size limit."},
-	{ReasonInterceptTimeout, codeDomain, true, "The extension did not answer an intercept within its timeout."},
-	{ReasonInternal, codeInternal, true, "An internal extension protocol error occurred."},
-	{ReasonInvalidParams, codeInvalidParams, false, "The params do not match the registered method schema."},
-	{ReasonProtocolError, codeInvalidRequest, false, "The extension protocol frame or envelope is invalid."},
-	{ReasonProviderFailed, codeDomain, true, "The extension provider stream failed."},
-	{ReasonProviderInterrupted, codeDomain, true, "The extension provider stream was interrupted."},
-	{ReasonShutdownTimeout, codeDomain, true, "The extension did not shut down within the requested timeout."},
-	{ReasonStreamCancelled, codeDomain, false, "The provider stream was cancelled."},
-	{ReasonStreamGap, codeDomain, true, "A provider stream chunk is missing from the ordered sequence."},
-	{ReasonUnknownMethod, codeMethodNotFound, false, "The method is not registered in Extension Protocol v1."},
-	{ReasonUnsupportedVersion, codeDomain, false, "The peer's extension protocol version is not supported."},
+	{codeDomain, "The extension used a capability its manifest did not declare.", ReasonCapabilityNotDeclared, false},
+	{codeDomain, "The referenced content has expired.", ReasonContentRefExpired, true},
+	{codeDomain, "The frame exceeds the frozen protocol size limit.", ReasonFrameTooLarge, false},
+	{codeDomain, "The extension did not answer an intercept within its timeout.", ReasonInterceptTimeout, true},
+	{codeInternal, "An internal extension protocol error occurred.", ReasonInternal, true},
+	{codeInvalidParams, "The params do not match the registered method schema.", ReasonInvalidParams, false},
+	{codeInvalidRequest, "The extension protocol frame or envelope is invalid.", ReasonProtocolError, false},
+	{codeDomain, "The extension provider stream failed.", ReasonProviderFailed, true},
+	{codeDomain, "The extension provider stream was interrupted.", ReasonProviderInterrupted, true},
+	{codeDomain, "The extension did not shut down within the requested timeout.", ReasonShutdownTimeout, true},
+	{codeDomain, "The provider stream was cancelled.", ReasonStreamCancelled, false},
+	{codeDomain, "A provider stream chunk is missing from the ordered sequence.", ReasonStreamGap, true},
+	{codeMethodNotFound, "The method is not registered in Extension Protocol v1.", ReasonUnknownMethod, false},
+	{codeDomain, "The peer's extension protocol version is not supported.", ReasonUnsupportedVersion, false},
 }
 
 // info returns the frozen row of r and whether r is one of the 14.
 func (r Reason) info() (reasonInfo, bool) {
-	if i := slices.IndexFunc(reasons, func(row reasonInfo) bool { return row.reason == r }); i >= 0 {
+	if i := slices.IndexFunc(reasons, func(row reasonInfo) bool { return row.Reason == r }); i >= 0 {
 		return reasons[i], true
 	}
-	return reasonInfo{code: codeInternal}, false
+	return reasonInfo{Code: codeInternal}, false
 }
 
 // Reasons returns the 14 frozen reasons sorted by name, as in the schema.
-func Reasons() []Reason {
-	out := make([]Reason, len(reasons))
-	for i, row := range reasons {
-		out[i] = row.reason
-	}
-	return out
-}
+func Reasons() []Reason { return column(reasons, func(row reasonInfo) Reason { return row.Reason }) }
 
 // Valid reports whether r is one of the 14 frozen reasons.
 func (r Reason) Valid() bool { _, ok := r.info(); return ok }
 
 // Code returns the JSON-RPC error code of r, or -32603 if r is not frozen.
-func (r Reason) Code() int { info, _ := r.info(); return info.code }
+func (r Reason) Code() int { info, _ := r.info(); return info.Code }
 
 // Retryable returns the frozen retryable flag of r.
-func (r Reason) Retryable() bool { info, _ := r.info(); return info.retryable }
+func (r Reason) Retryable() bool { info, _ := r.info(); return info.Retryable }
 
 // Message returns the frozen generic message of r.
-func (r Reason) Message() string { info, _ := r.info(); return info.message }
+func (r Reason) Message() string { info, _ := r.info(); return info.Message }
 
 // Error makes a Reason usable as an errors.Is target; it returns the reason name.
 func (r Reason) Error() string { return string(r) }
@@ -152,16 +148,13 @@ func causedError(cause error, reason Reason, format string, args ...any) *Error 
 	return e
 }
 
+// errUnwrap returns the error fmt.Errorf wrapped with %w: the first one
+// when there are several.
 func errUnwrap(err error) error {
-	if u, ok := err.(interface{ Unwrap() error }); ok {
-		return u.Unwrap()
+	if u, ok := err.(interface{ Unwrap() []error }); ok && len(u.Unwrap()) > 0 {
+		return u.Unwrap()[0]
 	}
-	if u, ok := err.(interface{ Unwrap() []error }); ok {
-		if errs := u.Unwrap(); len(errs) > 0 {
-			return errs[0]
-		}
-	}
-	return nil
+	return errors.Unwrap(err)
 }
 
 // Error returns "<reason>: <message>" or "jsonrpc error <code>: <message>".

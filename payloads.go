@@ -154,13 +154,7 @@ var pointTable = []pointInfo{
 }
 
 // points lists the 17 points, sorted.
-var points = func() []Point {
-	out := make([]Point, len(pointTable))
-	for i, row := range pointTable {
-		out[i] = row.point
-	}
-	return out
-}()
+var points = column(pointTable, func(row pointInfo) Point { return row.point })
 
 // Points returns the 17 hook points, sorted.
 func Points() []Point { return slices.Clone(points) }
@@ -184,9 +178,14 @@ func slotOf(p Point) string { info, _ := p.info(); return info.slot }
 
 // enumStrings lists the values of an enum type, for its enumValues.
 func enumStrings[T ~string](vs ...T) []string {
-	out := make([]string, len(vs))
-	for i, v := range vs {
-		out[i] = string(v)
+	return column(vs, func(v T) string { return string(v) })
+}
+
+// column returns f of each row, in order: one column of a table.
+func column[R, T any](rows []R, f func(R) T) []T {
+	out := make([]T, len(rows))
+	for i, row := range rows {
+		out[i] = f(row)
 	}
 	return out
 }

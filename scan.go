@@ -245,11 +245,6 @@ func plainString(raw []byte) (string, bool) {
 	return unquote(raw, bytes.IndexByte(raw, '\\') >= 0), true
 }
 
-// sameName compares two raw member names by their decoded value.
-func sameName(a []byte, aEsc bool, b []byte, bEsc bool) bool {
-	return bytes.Equal(a, b) || (aEsc || bEsc) && unquote(a, aEsc) == unquote(b, bEsc)
-}
-
 // dupState finds repeated member names (D3) across nested objects with one
 // reusable stack of raw names. Small objects are checked by a scan of their
 // names; an object with more than dupLinear members switches to a set, so
@@ -286,7 +281,8 @@ func (d *dupState) seen(mark int, key []byte, escaped bool) bool {
 		return dup
 	}
 	for i := mark; i < len(d.names); i++ {
-		if sameName(d.names[i], d.escaped[i], key, escaped) {
+		// The same bytes, or with an escape on either side the same value.
+		if bytes.Equal(d.names[i], key) || (d.escaped[i] || escaped) && unquote(d.names[i], d.escaped[i]) == unquote(key, escaped) {
 			return true
 		}
 	}

@@ -385,15 +385,11 @@ var canonicalSchema = sync.OnceValue(func() []byte {
 	for _, m := range registry {
 		methods[m.Name] = map[string]any{"class": m.Class, "direction": m.Direction, "notification": m.notification(), "params": def(m.params), "result": def(m.result)}
 	}
-	var errs []any
-	for _, r := range reasons {
-		errs = append(errs, map[string]any{"jsonRpcCode": r.code, "message": r.message, "reason": r.reason, "retryable": r.retryable})
-	}
 	b, err := json.Marshal(map[string]any{
 		"$defs":           defs,
 		"$id":             ProtocolID,
 		"$schema":         "https://json-schema.org/draft/2020-12/schema",
-		"errors":          errs,
+		"errors":          reasons,
 		"interceptEvents": Point("").enumValues(),
 		"limits": map[string]any{
 			"contentRefChunkBytes":  ContentRefChunkBytes,

@@ -257,7 +257,7 @@ func TestProtocolTablesEqualTheRegistry(t *testing.T) {
 
 	want, got = map[string]string{}, map[string]string{}
 	for _, r := range reasons {
-		want[string(r.reason)] = fmt.Sprintf("%d %t %s", r.code, r.retryable, r.message)
+		want[string(r.Reason)] = fmt.Sprintf("%d %t %s", r.Code, r.Retryable, r.Message)
 	}
 	for _, r := range specTable(t, "| Reason | Code | Retryable | Message |") {
 		got[r[0]] = strings.Join(r[1:], " ")

@@ -147,16 +147,13 @@ func (w *walker) pop()             { w.path = w.path[:len(w.path)-1] }
 // value walks one value against n into dst.
 func (w *walker) value(n *vnode, dst reflect.Value) error {
 	c := w.s.peek()
-	if c == 0 {
-		return w.s.fail("unexpected end of input")
-	}
 	if n.kind == vAny || n.kind == vRaw {
 		return w.free(n, dst)
 	}
 	switch got := kindOf[c]; {
 	case got == n.kind, got == vInteger && n.kind == vNumber:
-	case got == vAny:
-		return w.s.fail("unexpected character")
+	case got == vAny: // the end of the input or garbage, which skip names
+		return w.skip(false)
 	default:
 		return w.kindError(n, got)
 	}
@@ -398,7 +395,7 @@ var rawNode = &vnode{kind: vRaw}
 func (w *walker) free(n *vnode, dst reflect.Value) error {
 	c := w.s.peek()
 	start := w.s.pos
-	if n.object && c != '{' {
+	if n.object && c != '{' && c != 0 { // skip names the end of the input
 		return &ValidationError{rule: ruleKind, Msg: "want a JSON object", want: "an object", got: kindOf[c]}
 	}
 	if err := w.skip(n.kind == vAny); err != nil {
