@@ -156,8 +156,7 @@ func loadManifest(pluginDir string) (*Manifest, error) {
 		return nil, &ManifestError{Path: path, Msg: "cannot read the manifest: " + err.Error(), Err: err}
 	}
 	m, err := ParseManifest(data)
-	var me *ManifestError
-	if errors.As(err, &me) {
+	if me, ok := err.(*ManifestError); ok { // every error ParseManifest returns
 		me.Path = path
 	}
 	return m, err
@@ -220,7 +219,7 @@ func readDocument(data []byte, what string, n *vnode, dst any) error {
 		return &ManifestError{Msg: what + " must be one JSON object"}
 	}
 	if err := walk(n, data, reflect.ValueOf(dst).Elem()); err != nil {
-		return manifestError(err)
+		return manifestError(err.(*ValidationError))
 	}
 	return nil
 }
@@ -228,11 +227,7 @@ func readDocument(data []byte, what string, n *vnode, dst any) error {
 // manifestError phrases a failure of the strict walk the way
 // ManifestError does: the member as a field path, the rule in words that
 // say what to do.
-func manifestError(err error) *ManifestError {
-	var ve *ValidationError
-	if !errors.As(err, &ve) {
-		return &ManifestError{Msg: err.Error(), Err: err}
-	}
+func manifestError(ve *ValidationError) *ManifestError {
 	msg := ve.Msg
 	switch ve.rule {
 	case ruleSyntax:
