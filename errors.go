@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 )
 
 // JSON-RPC 2.0 error codes used by the protocol (PROTOCOL.md §8). The
@@ -76,8 +75,8 @@ var reasons = []reasonInfo{
 
 // info returns the frozen row of r and whether r is one of the 14.
 func (r Reason) info() (reasonInfo, bool) {
-	if i := slices.IndexFunc(reasons, func(row reasonInfo) bool { return row.Reason == r }); i >= 0 {
-		return reasons[i], true
+	if row, ok := find(reasons, func(row reasonInfo) bool { return row.Reason == r }); ok {
+		return row, true
 	}
 	return reasonInfo{Code: codeInternal}, false
 }
@@ -202,12 +201,14 @@ type wireError struct {
 }
 
 // toWire encodes e as a JSON-RPC error object. A protocol error carries
-// exactly the two data members of D7.
+// exactly the two data members of D7. A caller-supplied Data that is not
+// valid JSON is left out, so that the object always encodes: the answer
+// goes out without it rather than not at all.
 func (e *Error) toWire() wireError {
 	w := wireError{Code: e.Code, Message: e.Message}
 	if e.Reason != "" {
 		w.Data, _ = json.Marshal(errorData{Reason: e.Reason, Retryable: e.Reason.Retryable()})
-	} else if len(e.Data) > 0 {
+	} else if json.Valid(e.Data) {
 		w.Data = e.Data
 	}
 	return w

@@ -278,12 +278,6 @@ func orEmptyObject(v any) any {
 // encodeError encodes an error response; a nil id is sent as null.
 func encodeError(id *msgID, e *Error) []byte {
 	w := e.toWire()
-	b, err := encodeFrame(responseFrame{JSONRPC: "2.0", ID: id, Error: &w})
-	if err != nil {
-		// Only a caller-supplied Data that is not valid JSON can fail;
-		// the answer goes out without it rather than not at all.
-		w.Data = nil
-		b, _ = encodeFrame(responseFrame{JSONRPC: "2.0", ID: id, Error: &w})
-	}
+	b, _ := encodeFrame(responseFrame{JSONRPC: "2.0", ID: id, Error: &w}) // cannot fail: toWire keeps only valid data
 	return b
 }

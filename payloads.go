@@ -166,11 +166,7 @@ func (Point) enumValues() []string { return enumStrings(points...) }
 
 // info returns the table row of p; ok is false for an unknown point.
 func (p Point) info() (pointInfo, bool) {
-	i := slices.Index(points, p)
-	if i < 0 {
-		return pointInfo{}, false
-	}
-	return pointTable[i], true
+	return find(pointTable, func(row pointInfo) bool { return row.point == p })
 }
 
 // slotOf returns the slot whose owner has the final say at p (D17), or "".
@@ -179,6 +175,15 @@ func slotOf(p Point) string { info, _ := p.info(); return info.slot }
 // enumStrings lists the values of an enum type, for its enumValues.
 func enumStrings[T ~string](vs ...T) []string {
 	return column(vs, func(v T) string { return string(v) })
+}
+
+// find returns the first row of a table that match accepts, and whether
+// there is one.
+func find[R any](rows []R, match func(R) bool) (row R, ok bool) {
+	if i := slices.IndexFunc(rows, match); i >= 0 {
+		return rows[i], true
+	}
+	return row, false
 }
 
 // column returns f of each row, in order: one column of a table.

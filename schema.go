@@ -83,11 +83,7 @@ var registry = []Method{
 func Methods() []Method { return slices.Clone(registry) }
 
 func lookupMethod(name string) (Method, bool) {
-	i := slices.IndexFunc(registry, func(m Method) bool { return m.Name == name })
-	if i < 0 {
-		return Method{}, false
-	}
-	return registry[i], true
+	return find(registry, func(m Method) bool { return m.Name == name })
 }
 
 // dtoTypes maps the name of every $def to its Go DTO: the 41 structs the
