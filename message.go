@@ -65,13 +65,7 @@ func (envelope) openObject() {}
 
 // mustNode returns the node of a private document type, built once.
 func mustNode[T any]() func() *vnode {
-	return sync.OnceValue(func() *vnode {
-		n, err := typeNode(reflect.TypeFor[T]())
-		if err != nil {
-			panic(err) // the private documents are fixed; their tests build them
-		}
-		return n
-	})
+	return sync.OnceValue(func() *vnode { return mustTypeNode(reflect.TypeFor[T]()) })
 }
 
 var envelopeNode = mustNode[envelope]()

@@ -228,6 +228,16 @@ func typeNode(t reflect.Type) (*vnode, error) {
 	return structNode(t)
 }
 
+// mustTypeNode is typeNode for the fixed types of the package: the DTOs
+// and the private documents, which their tests build.
+func mustTypeNode(t reflect.Type) *vnode {
+	n, err := typeNode(t)
+	if err != nil {
+		panic(err) // covered by TestSchemaHashMatchesFrozenContractD1 and the documents' tests
+	}
+	return n
+}
+
 func structNode(t reflect.Type) (*vnode, error) {
 	if n := nodes[t]; n != nil {
 		return n, nil
@@ -371,11 +381,7 @@ var canonicalSchema = sync.OnceValue(func() []byte {
 		if t == nil {
 			return nil // a notification's result
 		}
-		n, err := typeNode(t)
-		if err != nil {
-			panic(err) // the DTOs are fixed; TestSchemaHashMatchesFrozenContractD1 covers them
-		}
-		return n.schema(defs)
+		return mustTypeNode(t).schema(defs)
 	}
 	methods := map[string]any{}
 	for _, m := range registry {
