@@ -1,6 +1,7 @@
 package extension
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -73,12 +74,10 @@ var reasons = []reasonInfo{
 	{codeDomain, "The peer's extension protocol version is not supported.", ReasonUnsupportedVersion, false},
 }
 
-// info returns the frozen row of r and whether r is one of the 14.
+// info returns the frozen row of r and whether r is one of the 14; the
+// row of any other reason is zero.
 func (r Reason) info() (reasonInfo, bool) {
-	if row, ok := find(reasons, func(row reasonInfo) bool { return row.Reason == r }); ok {
-		return row, true
-	}
-	return reasonInfo{Code: codeInternal}, false
+	return find(reasons, func(row reasonInfo) bool { return row.Reason == r })
 }
 
 // Reasons returns the 14 frozen reasons sorted by name, as in the schema.
@@ -88,7 +87,7 @@ func Reasons() []Reason { return column(reasons, func(row reasonInfo) Reason { r
 func (r Reason) Valid() bool { _, ok := r.info(); return ok }
 
 // Code returns the JSON-RPC error code of r, or -32603 if r is not frozen.
-func (r Reason) Code() int { info, _ := r.info(); return info.Code }
+func (r Reason) Code() int { info, _ := r.info(); return cmp.Or(info.Code, codeInternal) } // no frozen code is 0
 
 // Retryable returns the frozen retryable flag of r.
 func (r Reason) Retryable() bool { info, _ := r.info(); return info.Retryable }
@@ -125,10 +124,7 @@ type Error struct {
 // NewError returns a protocol error with the frozen code of reason and the
 // given message; an empty message means the frozen one.
 func NewError(reason Reason, message string) *Error {
-	if message == "" {
-		message = reason.Message()
-	}
-	return &Error{Code: reason.Code(), Message: message, Reason: reason}
+	return &Error{Code: reason.Code(), Message: cmp.Or(message, reason.Message()), Reason: reason}
 }
 
 // Errorf is [NewError] with a formatted message. A %w verb is honoured: the
