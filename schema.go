@@ -43,10 +43,9 @@ type Method struct {
 func (m Method) notification() bool { return strings.HasSuffix(m.Direction, "_notification") }
 
 func method(name, direction, class string, params, result any) Method {
-	m := Method{Name: name, Direction: direction, Class: class, params: reflect.TypeOf(params)}
+	m := Method{Name: name, Direction: direction, Class: class, params: reflect.TypeOf(params), result: reflect.TypeOf(result)}
 	m.Params = m.params.Name()
-	if result != nil {
-		m.result = reflect.TypeOf(result)
+	if m.result != nil { // nil for a notification
 		m.Result = m.result.Name()
 	}
 	return m
@@ -242,7 +241,7 @@ func structNode(t reflect.Type) (*vnode, error) {
 	if n := nodes[t]; n != nil {
 		return n, nil
 	}
-	n := &vnode{kind: vObject, def: t.Name(), index: map[string]int{}}
+	n := &vnode{kind: vObject, def: t.Name(), index: map[string]int{}, open: reflect.PointerTo(t).Implements(openIface)}
 	nodes[t] = n // referenced by itself before it is complete: no type of the protocol is recursive
 	if err := n.fill(t); err != nil {
 		delete(nodes, t)
@@ -252,7 +251,6 @@ func structNode(t reflect.Type) (*vnode, error) {
 }
 
 func (n *vnode) fill(t reflect.Type) error {
-	n.open = reflect.PointerTo(t).Implements(openIface)
 	for i := range t.NumField() {
 		f := t.Field(i)
 		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
