@@ -170,10 +170,7 @@ func (e *Error) Is(target error) bool {
 	case Reason:
 		return e.Reason != "" && e.Reason == t
 	case *Error:
-		if t.Reason != "" || e.Reason != "" {
-			return t.Reason == e.Reason
-		}
-		return t.Code == e.Code
+		return t.Reason == e.Reason && (t.Reason != "" || t.Code == e.Code)
 	}
 	return false
 }

@@ -448,10 +448,7 @@ func validSlot(s string) bool {
 // pluginID free of whitespace.
 func validProviderRef(ref string) bool {
 	parts := strings.Split(ref, "/")
-	if slices.Contains(parts, "") {
-		return false
-	}
-	return len(parts) == 2 || len(parts) == 4 && parts[0] == "plugin" && strings.IndexFunc(parts[1], unicode.IsSpace) < 0
+	return !slices.Contains(parts, "") && (len(parts) == 2 || len(parts) == 4 && parts[0] == "plugin" && strings.IndexFunc(parts[1], unicode.IsSpace) < 0)
 }
 
 // validPluginProviderRef reports whether ref is a validProviderRef of the
