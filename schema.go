@@ -91,22 +91,20 @@ var dtoTypes = sync.OnceValue(func() map[string]reflect.Type {
 	types := map[string]reflect.Type{}
 	var visit func(t reflect.Type)
 	visit = func(t reflect.Type) {
-		for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Map {
-			t = t.Elem()
-		}
-		if t.Kind() != reflect.Struct || types[t.Name()] != nil {
-			return
-		}
-		types[t.Name()] = t
-		for i := range t.NumField() {
-			visit(t.Field(i).Type)
+		switch {
+		case t == nil: // a notification's result
+		case t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Map:
+			visit(t.Elem())
+		case t.Kind() == reflect.Struct && types[t.Name()] == nil:
+			types[t.Name()] = t
+			for i := range t.NumField() {
+				visit(t.Field(i).Type)
+			}
 		}
 	}
 	for _, m := range registry {
 		visit(m.params)
-		if m.result != nil {
-			visit(m.result)
-		}
+		visit(m.result)
 	}
 	return types
 })

@@ -189,16 +189,33 @@ var kindOf = [256]vkind{
 	'4': vInteger, '5': vInteger, '6': vInteger, '7': vInteger, '8': vInteger, '9': vInteger,
 }
 
+// items walks the object or array at the scanner, up to closer. Each
+// item call reads one member or element and pushes it on the path; its
+// token is popped once it succeeded.
+func (w *walker) items(closer byte, item func(i int) error) error {
+	more, err := w.s.open(closer)
+	if err != nil {
+		return err
+	}
+	for i := 0; more; i++ {
+		if err := item(i); err != nil {
+			return err
+		}
+		w.pop()
+		if more, err = w.s.next(closer); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // members walks the object at the scanner: each member is pushed on the
 // path and each called with the scanner at its value. With dups, a
 // repeated member name is refused (D3).
 func (w *walker) members(inMap, dups bool, each func(key []byte, escaped bool) error) error {
-	more, err := w.s.open('}')
-	if err != nil {
-		return err
-	}
 	mark := w.dup.push()
-	for more {
+	defer w.dup.pop(mark)
+	return w.items('}', func(int) error {
 		key, escaped, err := w.s.key()
 		if err != nil {
 			return err
@@ -207,35 +224,16 @@ func (w *walker) members(inMap, dups bool, each func(key []byte, escaped bool) e
 		if dups && w.dup.seen(mark, key, escaped) {
 			return w.duplicate(key, escaped)
 		}
-		if err := each(key, escaped); err != nil {
-			return err
-		}
-		w.pop()
-		if more, err = w.s.next('}'); err != nil {
-			return err
-		}
-	}
-	w.dup.pop(mark)
-	return nil
+		return each(key, escaped)
+	})
 }
 
 // elements walks the array at the scanner, each index pushed on the path.
 func (w *walker) elements(each func(i int) error) error {
-	more, err := w.s.open(']')
-	if err != nil {
-		return err
-	}
-	for i := 0; more; i++ {
+	return w.items(']', func(i int) error {
 		w.push(pathToken{index: i})
-		if err := each(i); err != nil {
-			return err
-		}
-		w.pop()
-		if more, err = w.s.next(']'); err != nil {
-			return err
-		}
-	}
-	return nil
+		return each(i)
+	})
 }
 
 func (w *walker) duplicate(key []byte, escaped bool) error {
