@@ -90,6 +90,16 @@ func (c *Conn) Call(ctx context.Context, method string, params any) (json.RawMes
 	}
 }
 
+// callResult is Call, then the strict decoding of the result into result,
+// a pointer to the method's result DTO.
+func (c *Conn) callResult(ctx context.Context, method string, params, result any) error {
+	raw, err := c.Call(ctx, method, params)
+	if err != nil {
+		return err
+	}
+	return DecodeResult(method, raw, result)
+}
+
 // forget removes a pending call whose caller gave up; its response, if one
 // comes later, is dropped and counted as unknown. When the call is already
 // gone, its reply was taken off the table and is being delivered: it is

@@ -206,10 +206,7 @@ func (cfg *Host) start(ctx context.Context) (*Runtime, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.StartupTimeout)
 	defer cancel()
-	results := make([]struct {
-		s   *sidecar
-		err error
-	}, len(gates))
+	started, errs := make([]*sidecar, len(gates)), make([]error, len(gates))
 	sem := make(chan struct{}, cfg.MaxParallelStarts)
 	var wg sync.WaitGroup
 	for i, g := range gates {
@@ -227,12 +224,12 @@ func (cfg *Host) start(ctx context.Context) (*Runtime, error) {
 			if g.spec != nil {
 				g.err = fmt.Errorf("startup stopped before launch: %w", g.err)
 			}
-			results[i].err = &StartError{Plugin: g.id, Stage: "resolve", Err: g.err}
+			errs[i] = &StartError{Plugin: g.id, Stage: "resolve", Err: g.err}
 			continue
 		}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			results[i].s, results[i].err = launchSidecar(ctx, g.spec, cfg)
+			started[i], errs[i] = launchSidecar(ctx, g.spec, cfg)
 		})
 	}
 	wg.Wait()
@@ -240,16 +237,15 @@ func (cfg *Host) start(ctx context.Context) (*Runtime, error) {
 	// launch gate and failed starts alike, once the outcome is known.
 	var failed error
 	var warnings []Warning
-	for i, r := range results {
+	for i, err := range errs {
 		switch id := gates[i].id; {
-		case r.err == nil:
-			r.s.index = i
-			rt.sidecars = append(rt.sidecars, r.s)
-			rt.byID[id] = r.s
+		case err == nil:
+			rt.sidecars = append(rt.sidecars, started[i])
+			rt.byID[id] = started[i]
 		case gates[i].required && failed == nil:
-			failed = fmt.Errorf("required extension runtime %s failed to start: %w", id, r.err)
+			failed = fmt.Errorf("required extension runtime %s failed to start: %w", id, err)
 		case !gates[i].required:
-			warnings = append(warnings, Warning{Plugin: id, Err: fmt.Errorf("optional extension runtime failed to start: %w", r.err)})
+			warnings = append(warnings, Warning{Plugin: id, Err: fmt.Errorf("optional extension runtime failed to start: %w", err)})
 		}
 	}
 	if failed != nil {

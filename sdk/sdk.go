@@ -155,24 +155,20 @@ func Serve(ctx context.Context, opts Options) error {
 		DropOverflowingNotifications: true,                                 // PROTOCOL.md §2.5: a slow observer loses events, not the sidecar
 		Logf:                         s.logf,
 	})
+	var err error
 	select {
 	case <-s.conn.Done():
+		if err = s.conn.Err(); errors.Is(err, extension.ErrClosed) || errors.Is(err, io.EOF) {
+			err = nil // an answered shutdown, or the host closed stdin
+		}
 	case <-ctx.Done():
-		return withStopError(ctx.Err(), s.close())
+		err = ctx.Err()
 	}
-	err := s.conn.Err()
+	// The error of a stop that did not finish in time is added to err,
+	// which is left as it is (and its type) when there is none.
 	stopErr := s.close()
-	if errors.Is(err, extension.ErrClosed) || errors.Is(err, io.EOF) {
-		return stopErr // nil: an answered shutdown, or the host closed stdin
-	}
-	return withStopError(err, stopErr)
-}
-
-// withStopError adds the error of a stop that did not finish in time to
-// err, leaving err itself (and its type) as it is when there is none.
-func withStopError(err, stopErr error) error {
-	if stopErr == nil {
-		return err
+	if err == nil || stopErr == nil {
+		return cmp.Or(err, stopErr)
 	}
 	return errors.Join(err, stopErr)
 }
