@@ -160,12 +160,6 @@ func (rt *Runtime) slotOwner(p Point) (string, *sidecar) {
 	return id, rt.byID[id]
 }
 
-// requiredClass reports whether a failure of s fails the operation: its
-// manifest says required, or it owns any slot (D19).
-func (rt *Runtime) requiredClass(s *sidecar) bool {
-	return s.spec.Runtime.Required || slices.Contains(slices.Collect(maps.Values(rt.slots)), s.spec.ID)
-}
-
 // Intercept puts one operation at hook point p through the runtime: the
 // chain of interceptors in D15 order, each seeing its predecessor's output,
 // then the point's slot owner, which has the final say (D17). payload is
@@ -306,11 +300,12 @@ func (rt *Runtime) rule(ctx context.Context, s *sidecar, p Point, out *Intercept
 }
 
 // failure decides what a plugin's failure or violation means (D19): for a
-// required-class plugin or a slot owner the operation fails; an optional
-// plugin is warned about once per plugin and category ("error" for a call
-// that failed, "violation" for an illegal answer) and skipped.
+// slot owner or any required-class plugin (its manifest says required, or
+// it owns any slot) the operation fails; an optional plugin is warned
+// about once per plugin and category ("error" for a call that failed,
+// "violation" for an illegal answer) and skipped.
 func (rt *Runtime) failure(s *sidecar, p Point, category string, err error, owner bool) error {
-	if owner || rt.requiredClass(s) {
+	if owner || s.spec.Runtime.Required || slices.Contains(slices.Collect(maps.Values(rt.slots)), s.spec.ID) {
 		return &PluginError{Plugin: s.spec.ID, Op: string(p), Err: err}
 	}
 	rt.warnOnce(category, s.spec.ID, fmt.Errorf("skipping optional extension %s at %s: %w", s.spec.ID, p, err))

@@ -189,19 +189,15 @@ func (cfg *Host) start(ctx context.Context) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	var specs []*launchSpec
 	for _, g := range gates {
 		if g.err != nil && g.required {
 			// D10: a required plugin that may not launch fails the
 			// generation before anything starts.
 			return nil, fmt.Errorf("required extension runtime %s failed to start: %w", g.id, &StartError{Plugin: g.id, Stage: "resolve", Err: g.err})
 		}
-		if g.spec != nil {
-			specs = append(specs, g.spec)
-		}
 	}
 	rt := &Runtime{cfg: cfg, byID: map[string]*sidecar{}, warned: map[string]bool{}}
-	if err := rt.claimSlots(specs); err != nil {
+	if err := rt.claimSlots(gates); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.StartupTimeout)
@@ -291,16 +287,20 @@ func (e *SlotConflictError) Error() string {
 	return fmt.Sprintf("extension slot %q is claimed by both %s and %s; a slot has exactly one owner", e.Slot, e.First, e.Second)
 }
 
-// claimSlots records each slot's owner from the manifests' replaces and
-// fails on the second claimant, before anything starts (D17).
-func (rt *Runtime) claimSlots(specs []*launchSpec) error {
+// claimSlots records each slot's owner from the replaces of the manifests
+// that passed the launch gate and fails on the second claimant, before
+// anything starts (D17).
+func (rt *Runtime) claimSlots(gates []gated) error {
 	rt.slots = map[string]string{}
-	for _, spec := range specs {
-		for _, slot := range spec.Runtime.Replaces {
-			if owner, taken := rt.slots[slot]; taken && owner != spec.ID {
-				return &SlotConflictError{Slot: slot, First: owner, Second: spec.ID}
+	for _, g := range gates {
+		if g.spec == nil {
+			continue // refused: it claims nothing
+		}
+		for _, slot := range g.spec.Runtime.Replaces {
+			if owner, taken := rt.slots[slot]; taken && owner != g.id {
+				return &SlotConflictError{Slot: slot, First: owner, Second: g.id}
 			}
-			rt.slots[slot] = spec.ID
+			rt.slots[slot] = g.id
 		}
 	}
 	return nil

@@ -212,22 +212,23 @@ func (s *server) HandleRequest(ctx context.Context, method string, params json.R
 	return nil, extension.NewError(extension.ReasonUnknownMethod, "method not found: "+method)
 }
 
-// HandleNotification dispatches one host notification.
+// HandleNotification dispatches one host notification; a malformed one is
+// dropped with a log line (notifications are never answered).
 func (s *server) HandleNotification(ctx context.Context, method string, params json.RawMessage) {
 	s.running.Add(1)
 	defer s.running.Add(-1)
+	var err error
 	switch method {
 	case extension.MethodEvent:
-		s.event(ctx, params)
+		err = s.event(ctx, params)
 	case extension.MethodResourcesChanged:
 		var p extension.ResourcesChangedParams
-		if err := extension.DecodeParams(method, params, &p); err != nil {
-			s.logf("dropped %s: %v", method, err)
-			return
-		}
-		if s.opts.ResourcesChanged != nil {
+		if err = extension.DecodeParams(method, params, &p); err == nil && s.opts.ResourcesChanged != nil {
 			s.opts.ResourcesChanged(ctx, p.Paths)
 		}
+	}
+	if err != nil {
+		s.logf("dropped %s: %v", method, err)
 	}
 }
 
