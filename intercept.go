@@ -177,12 +177,11 @@ func (rt *Runtime) Intercept(ctx context.Context, p Point, payload any) (*Interc
 	}
 	defer rt.end()
 	out := &InterceptOutcome{Payload: cur}
-	var hostDecision string
+	var host PermissionPayload
 	if p == PermissionDecision {
-		var pp PermissionPayload
-		json.Unmarshal(cur, &pp) // the host's own document; a bad one reads as no decision
-		hostDecision = pp.HostDecision
+		json.Unmarshal(cur, &host) // the host's own document; a bad one reads as no decision
 	}
+	hostDecision := host.HostDecision
 	for _, s := range rt.chains[p] {
 		ruled, err := rt.rule(ctx, s, p, out, hostDecision, false)
 		if err != nil {

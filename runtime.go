@@ -1,6 +1,7 @@
 package extension
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -116,14 +117,10 @@ func (h Host) withDefaults() *Host {
 	h.MaxInterceptTimeout = orDefault(h.MaxInterceptTimeout, defaultMaxInterceptTimeout) // D18
 	h.MaxParallelStarts = orDefault(h.MaxParallelStarts, 4)                              // D10
 	h.StderrTailBytes = orDefault(h.StderrTailBytes, defaultTailSize)
-	if h.UIHost == "" {
-		h.UIHost = UIHostHeadless
-	}
+	h.UIHost = cmp.Or(h.UIHost, UIHostHeadless)
+	h.Redactor = cmp.Or(h.Redactor, &Redactor{})
 	if h.Env == nil {
 		h.Env = os.Environ()
-	}
-	if h.Redactor == nil {
-		h.Redactor = &Redactor{}
 	}
 	h.Conn.host = true
 	return &h
