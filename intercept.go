@@ -181,9 +181,8 @@ func (rt *Runtime) Intercept(ctx context.Context, p Point, payload any) (*Interc
 	if p == PermissionDecision {
 		json.Unmarshal(cur, &host) // the host's own document; a bad one reads as no decision
 	}
-	hostDecision := host.HostDecision
 	for _, s := range rt.chains[p] {
-		ruled, err := rt.rule(ctx, s, p, out, hostDecision, false)
+		ruled, err := rt.rule(ctx, s, p, out, host.HostDecision, false)
 		if err != nil {
 			return nil, err
 		}
@@ -201,11 +200,11 @@ func (rt *Runtime) Intercept(ctx context.Context, p Point, payload any) (*Interc
 			return nil, &PluginError{Plugin: id, Op: string(p),
 				Err: Errorf(ReasonProviderInterrupted, "extension %s owns the %s slot but is not running", id, slotOf(p))}
 		}
-		if _, err := rt.rule(ctx, owner, p, out, hostDecision, true); err != nil {
+		if _, err := rt.rule(ctx, owner, p, out, host.HostDecision, true); err != nil {
 			return nil, err
 		}
 	}
-	if out.Permission == DecisionAllow && hostDecision == "deny" {
+	if out.Permission == DecisionAllow && host.HostDecision == "deny" {
 		// D16: an extension allow over a host deny is audited.
 		var tool PermissionPayload
 		json.Unmarshal(out.Payload, &tool)
