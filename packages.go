@@ -290,7 +290,7 @@ func savePackages(home string, entries []PackageEntry) error {
 
 // writeFileAtomic writes data to path through a synced temporary file in
 // the same directory and a rename.
-func writeFileAtomic(path string, data []byte) (err error) {
+func writeFileAtomic(path string, data []byte) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -299,25 +299,21 @@ func writeFileAtomic(path string, data []byte) (err error) {
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if _, err = tmp.Write(data); err != nil {
-		return err
+	_, err = tmp.Write(data)
+	if err == nil {
+		err = tmp.Chmod(0o644)
 	}
-	if err = tmp.Chmod(0o644); err != nil {
-		return err
+	if err == nil {
+		err = tmp.Sync()
 	}
-	if err = tmp.Sync(); err != nil {
-		return err
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
 	}
-	if err = tmp.Close(); err != nil {
-		return err
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
 	}
-	if err = os.Rename(tmp.Name(), path); err != nil {
+	if err != nil {
+		os.Remove(tmp.Name())
 		return err
 	}
 	// Make the rename durable where directories can be synced; elsewhere
