@@ -116,11 +116,10 @@ func tool(ctx context.Context, c *sdk.Call) (sdk.Verdict, error) {
 	case "dangerous_exec":
 		return sdk.Block("fullsidecar blocks the tool " + call.Name), nil
 	case "read":
-		args := map[string]any{}
-		if call.Arguments != "" {
-			if err := json.Unmarshal([]byte(call.Arguments), &args); err != nil {
-				return sdk.Verdict{}, fmt.Errorf("read arguments: %w", err)
-			}
+		var args map[string]any
+		// Arguments may be omitted: no arguments read as {}.
+		if err := json.Unmarshal([]byte(cmp.Or(call.Arguments, "{}")), &args); err != nil {
+			return sdk.Verdict{}, fmt.Errorf("read arguments: %w", err)
 		}
 		args["sandbox"] = true
 		b, err := json.Marshal(args)
