@@ -203,11 +203,11 @@ type Conn struct {
 
 	framesIn, framesOut, unknownResponses, droppedEvents, malformedResponses, droppedNotifications, lateResponses atomic.Uint64
 
-	mu      sync.Mutex // protects the following
-	err     error      // the terminal error; set once, never cleared
-	nextID  msgID      // the id of the last request sent (D4: the first is 1)
-	pending map[msgID]*pendingCall
-	side    handshakeState // the sidecar side: where its handshake is (D6)
+	mu      sync.Mutex               // protects the following
+	err     error                    // the terminal error; set once, never cleared
+	nextID  msgID                    // the id of the last request sent (D4: the first is 1)
+	pending map[msgID]chan callReply // the requests waiting for their response
+	side    handshakeState           // the sidecar side: where its handshake is (D6)
 }
 
 // NewConn returns a Conn that reads frames from r and writes frames to w,
@@ -234,7 +234,7 @@ func NewConn(r io.ReadCloser, w io.WriteCloser, h Handler, opts ConnOptions) *Co
 		drainStop:   make(chan struct{}),
 		closeReader: sync.OnceValue(r.Close),
 		closeWriter: sync.OnceValue(w.Close),
-		pending:     make(map[msgID]*pendingCall),
+		pending:     make(map[msgID]chan callReply),
 	}
 	c.openedAt.Store(-1)
 	c.wg.Go(c.readLoop)
@@ -261,7 +261,7 @@ func (c *Conn) fail(err error) {
 	close(c.done)
 	c.cancel()
 	for _, call := range pending {
-		call.reply <- callReply{err: err}
+		call <- callReply{err: err}
 	}
 	if !errors.Is(err, ErrClosed) {
 		c.opts.Logf("extension: connection ended: %v", err) // an ordinary close is not news

@@ -21,7 +21,7 @@ func (h *Host) InterceptBudget(p Point, manifestMillis int64) time.Duration {
 	return h.withDefaults().interceptBudget(p, manifestMillis)
 }
 
-func (s *sidecar) ID() string                  { return s.id }
+func (s *sidecar) ID() string                  { return s.spec.ID }
 func (rt *Runtime) Session() SessionContext    { return rt.cfg.Session }
 func (rt *Runtime) Sidecars() []*sidecar       { return rt.sidecars }
 func (rt *Runtime) Sidecar(id string) *sidecar { return rt.byID[id] }

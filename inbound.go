@@ -102,9 +102,9 @@ func (c *Conn) dispatch(m message, fe *frameError) {
 			return
 		}
 		if m.err != nil {
-			call.reply <- callReply{err: m.err, peer: true}
+			call <- callReply{err: m.err, peer: true}
 		} else {
-			call.reply <- callReply{result: m.result, peer: true}
+			call <- callReply{result: m.result, peer: true}
 		}
 	}
 }

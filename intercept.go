@@ -120,20 +120,21 @@ var ErrSlotOwnerBlocked = errors.New("the slot owner blocked the operation")
 
 // buildChains orders each point's interceptors (D15): the sidecars that
 // subscribed to it in their handshake, by priority, then plugin ID
-// byte-wise, then installed order. A point's slot owner is left out: it
-// speaks once, last (D17).
+// byte-wise, then installed order, which the stable sort keeps from
+// rt.sidecars. A point's slot owner is left out: it speaks once, last
+// (D17).
 func (rt *Runtime) buildChains() {
 	rt.chains = map[Point][]*sidecar{}
 	for _, p := range points {
 		owner := rt.slots[slotOf(p)]
 		var chain []*sidecar
 		for _, s := range rt.sidecars {
-			if s.id != owner && slices.Contains(s.result.Subscriptions, string(p)) {
+			if s.spec.ID != owner && slices.Contains(s.result.Subscriptions, string(p)) {
 				chain = append(chain, s)
 			}
 		}
 		slices.SortStableFunc(chain, func(a, b *sidecar) int {
-			return cmp.Or(cmp.Compare(a.spec.Runtime.Priority, b.spec.Runtime.Priority), strings.Compare(a.id, b.id), cmp.Compare(a.index, b.index))
+			return cmp.Or(cmp.Compare(a.spec.Runtime.Priority, b.spec.Runtime.Priority), strings.Compare(a.spec.ID, b.spec.ID))
 		})
 		rt.chains[p] = chain
 	}
@@ -144,7 +145,7 @@ func (rt *Runtime) buildChains() {
 func (rt *Runtime) Chain(p Point) []string {
 	var ids []string
 	for _, s := range rt.chains[p] {
-		ids = append(ids, s.id)
+		ids = append(ids, s.spec.ID)
 	}
 	if id, owner := rt.slotOwner(p); owner != nil {
 		ids = append(ids, id)
@@ -157,12 +158,6 @@ func (rt *Runtime) Chain(p Point) []string {
 func (rt *Runtime) slotOwner(p Point) (string, *sidecar) {
 	id := rt.slots[slotOf(p)]
 	return id, rt.byID[id]
-}
-
-// requiredClass reports whether a failure of s fails the operation: its
-// manifest says required, or it owns any slot (D19).
-func (rt *Runtime) requiredClass(s *sidecar) bool {
-	return s.spec.Runtime.Required || slices.Contains(slices.Collect(maps.Values(rt.slots)), s.id)
 }
 
 // Intercept puts one operation at hook point p through the runtime: the
@@ -182,14 +177,12 @@ func (rt *Runtime) Intercept(ctx context.Context, p Point, payload any) (*Interc
 	}
 	defer rt.end()
 	out := &InterceptOutcome{Payload: cur}
-	var hostDecision string
+	var host PermissionPayload
 	if p == PermissionDecision {
-		var pp PermissionPayload
-		json.Unmarshal(cur, &pp) // the host's own document; a bad one reads as no decision
-		hostDecision = pp.HostDecision
+		json.Unmarshal(cur, &host) // the host's own document; a bad one reads as no decision
 	}
 	for _, s := range rt.chains[p] {
-		ruled, err := rt.rule(ctx, s, p, out, hostDecision, false)
+		ruled, err := rt.rule(ctx, s, p, out, host.HostDecision, false)
 		if err != nil {
 			return nil, err
 		}
@@ -207,11 +200,11 @@ func (rt *Runtime) Intercept(ctx context.Context, p Point, payload any) (*Interc
 			return nil, &PluginError{Plugin: id, Op: string(p),
 				Err: Errorf(ReasonProviderInterrupted, "extension %s owns the %s slot but is not running", id, slotOf(p))}
 		}
-		if _, err := rt.rule(ctx, owner, p, out, hostDecision, true); err != nil {
+		if _, err := rt.rule(ctx, owner, p, out, host.HostDecision, true); err != nil {
 			return nil, err
 		}
 	}
-	if out.Permission == DecisionAllow && hostDecision == "deny" {
+	if out.Permission == DecisionAllow && host.HostDecision == "deny" {
 		// D16: an extension allow over a host deny is audited.
 		var tool PermissionPayload
 		json.Unmarshal(out.Payload, &tool)
@@ -260,7 +253,7 @@ func (rt *Runtime) rule(ctx context.Context, s *sidecar, p Point, out *Intercept
 		return false, rt.failure(s, p, "error", err, owner)
 	}
 	violation := func(format string, args ...any) error {
-		return rt.failure(s, p, "violation", Errorf(ReasonProtocolError, "extension %s at %s: "+format, append([]any{s.id, p}, args...)...), owner)
+		return rt.failure(s, p, "violation", Errorf(ReasonProtocolError, "extension %s at %s: "+format, append([]any{s.spec.ID, p}, args...)...), owner)
 	}
 	switch res.Decision {
 	case DecisionContinue:
@@ -268,9 +261,9 @@ func (rt *Runtime) rule(ctx context.Context, s *sidecar, p Point, out *Intercept
 		reason := rt.cfg.Redactor.Redact(res.Reason)
 		if owner {
 			// D17: from the slot owner, block fails the operation.
-			return false, &PluginError{Plugin: s.id, Op: string(p), Err: fmt.Errorf("%w: %s", ErrSlotOwnerBlocked, reason)}
+			return false, &PluginError{Plugin: s.spec.ID, Op: string(p), Err: fmt.Errorf("%w: %s", ErrSlotOwnerBlocked, reason)}
 		}
-		out.Blocked, out.BlockedBy, out.Reason = true, s.id, reason
+		out.Blocked, out.BlockedBy, out.Reason = true, s.spec.ID, reason
 	case DecisionReplace:
 		if len(res.Externalized) > 0 {
 			return false, violation("an externalized replacement is not accepted by this host")
@@ -288,7 +281,7 @@ func (rt *Runtime) rule(ctx context.Context, s *sidecar, p Point, out *Intercept
 		json.Compact(&compact, res.Replacement) // valid: DecodePayload accepted it
 		// D16: the whole validated value replaces the payload.
 		out.Payload = compact.Bytes()
-		out.Replaced = append(out.Replaced, s.id)
+		out.Replaced = append(out.Replaced, s.spec.ID)
 	case DecisionAllow, DecisionDeny:
 		if p != PermissionDecision {
 			// D16: allow and deny are legal only at permission.decision.
@@ -296,7 +289,7 @@ func (rt *Runtime) rule(ctx context.Context, s *sidecar, p Point, out *Intercept
 		}
 		// D16, D17: the first chain ruling ends the chain; the slot owner's
 		// ruling, if any, has the final say.
-		out.Permission, out.PermissionBy, out.Reason = res.Decision, s.id, rt.cfg.Redactor.Redact(res.Reason)
+		out.Permission, out.PermissionBy, out.Reason = res.Decision, s.spec.ID, rt.cfg.Redactor.Redact(res.Reason)
 		return true, nil
 	default:
 		return false, violation("unknown decision %q", res.Decision)
@@ -305,14 +298,15 @@ func (rt *Runtime) rule(ctx context.Context, s *sidecar, p Point, out *Intercept
 }
 
 // failure decides what a plugin's failure or violation means (D19): for a
-// required-class plugin or a slot owner the operation fails; an optional
-// plugin is warned about once per plugin and category ("error" for a call
-// that failed, "violation" for an illegal answer) and skipped.
+// slot owner or any required-class plugin (its manifest says required, or
+// it owns any slot) the operation fails; an optional plugin is warned
+// about once per plugin and category ("error" for a call that failed,
+// "violation" for an illegal answer) and skipped.
 func (rt *Runtime) failure(s *sidecar, p Point, category string, err error, owner bool) error {
-	if owner || rt.requiredClass(s) {
-		return &PluginError{Plugin: s.id, Op: string(p), Err: err}
+	if owner || s.spec.Runtime.Required || slices.Contains(slices.Collect(maps.Values(rt.slots)), s.spec.ID) {
+		return &PluginError{Plugin: s.spec.ID, Op: string(p), Err: err}
 	}
-	rt.warnOnce(category, s.id, fmt.Errorf("skipping optional extension %s at %s: %w", s.id, p, err))
+	rt.warnOnce(category, s.spec.ID, fmt.Errorf("skipping optional extension %s at %s: %w", s.spec.ID, p, err))
 	return nil
 }
 
@@ -337,11 +331,11 @@ func (rt *Runtime) callIntercept(ctx context.Context, s *sidecar, p Point, paylo
 	switch {
 	case err == nil, ctx.Err() != nil:
 	case errors.Is(cctx.Err(), context.DeadlineExceeded):
-		return res, Errorf(ReasonInterceptTimeout, "extension %s did not answer %s within %v", s.id, p, budget)
+		return res, Errorf(ReasonInterceptTimeout, "extension %s did not answer %s within %v", s.spec.ID, p, budget)
 	case errors.Is(err, ReasonInterceptTimeout):
 		// The sidecar's own deadline (the timeoutMillis it was sent) came
 		// first: the same outcome, so the same error, whichever timer won.
-		return res, Errorf(ReasonInterceptTimeout, "extension %s ran out of its %v for %s (it answered intercept_timeout)", s.id, budget, p)
+		return res, Errorf(ReasonInterceptTimeout, "extension %s ran out of its %v for %s (it answered intercept_timeout)", s.spec.ID, budget, p)
 	}
 	return res, err
 }
@@ -372,7 +366,7 @@ func (rt *Runtime) Observe(p Point, payload any) error {
 		}
 	}
 	for _, s := range rt.chains[p] {
-		send(s.id, s)
+		send(s.spec.ID, s)
 	}
 	if id, owner := rt.slotOwner(p); id != "" {
 		send(id, owner)

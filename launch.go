@@ -80,12 +80,11 @@ func (s *launchSpec) env(base []string) []string {
 	index := make(map[string]int, len(layers))
 	for _, kv := range layers {
 		k := envKey(kv)
-		if i, ok := index[k]; ok {
-			out[i] = kv
-		} else {
+		if _, ok := index[k]; !ok {
 			index[k] = len(out)
-			out = append(out, kv)
+			out = append(out, "")
 		}
+		out[index[k]] = kv
 	}
 	return out
 }

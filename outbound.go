@@ -12,12 +12,8 @@ import (
 	"time"
 )
 
-// pendingCall is a request waiting for its response. Its channel has room
-// for the one result it ever receives, so delivering never blocks.
-type pendingCall struct {
-	reply chan callReply
-}
-
+// callReply is what a pending call receives, once: its channel has room
+// for it, so delivering never blocks.
 type callReply struct {
 	result json.RawMessage
 	err    error
@@ -53,7 +49,7 @@ func (c *Conn) Call(ctx context.Context, method string, params any) (json.RawMes
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("extension: call %s: %w", method, err)
 	}
-	call := &pendingCall{reply: make(chan callReply, 1)}
+	call := make(chan callReply, 1)
 	c.mu.Lock()
 	if c.err != nil {
 		err := c.err
@@ -79,7 +75,7 @@ func (c *Conn) Call(ctx context.Context, method string, params any) (json.RawMes
 		return nil, c.Err()
 	}
 	select {
-	case r := <-call.reply:
+	case r := <-call:
 		return r.result, r.err
 	case <-ctx.Done():
 		c.forget(id, call)
@@ -90,18 +86,28 @@ func (c *Conn) Call(ctx context.Context, method string, params any) (json.RawMes
 	}
 }
 
+// callResult is Call, then the strict decoding of the result into result,
+// a pointer to the method's result DTO.
+func (c *Conn) callResult(ctx context.Context, method string, params, result any) error {
+	raw, err := c.Call(ctx, method, params)
+	if err != nil {
+		return err
+	}
+	return DecodeResult(method, raw, result)
+}
+
 // forget removes a pending call whose caller gave up; its response, if one
 // comes later, is dropped and counted as unknown. When the call is already
 // gone, its reply was taken off the table and is being delivered: it is
 // received here, and counted as late when it is the peer's response, so no
 // response goes unaccounted for.
-func (c *Conn) forget(id msgID, call *pendingCall) {
+func (c *Conn) forget(id msgID, call chan callReply) {
 	c.mu.Lock()
 	_, waiting := c.pending[id]
 	delete(c.pending, id)
 	c.mu.Unlock()
 	if !waiting {
-		if r := <-call.reply; r.peer {
+		if r := <-call; r.peer {
 			c.lateResponses.Add(1)
 			c.opts.Logf("extension: dropped a response to id %d that came as its caller gave up", id)
 		}

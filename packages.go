@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // packagesFile is the name of the trust and launch record inside the
@@ -290,7 +291,7 @@ func savePackages(home string, entries []PackageEntry) error {
 
 // writeFileAtomic writes data to path through a synced temporary file in
 // the same directory and a rename.
-func writeFileAtomic(path string, data []byte) (err error) {
+func writeFileAtomic(path string, data []byte) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -299,25 +300,21 @@ func writeFileAtomic(path string, data []byte) (err error) {
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if _, err = tmp.Write(data); err != nil {
-		return err
+	_, err = tmp.Write(data)
+	if err == nil {
+		err = tmp.Chmod(0o644)
 	}
-	if err = tmp.Chmod(0o644); err != nil {
-		return err
+	if err == nil {
+		err = tmp.Sync()
 	}
-	if err = tmp.Sync(); err != nil {
-		return err
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
 	}
-	if err = tmp.Close(); err != nil {
-		return err
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
 	}
-	if err = os.Rename(tmp.Name(), path); err != nil {
+	if err != nil {
+		os.Remove(tmp.Name())
 		return err
 	}
 	// Make the rename durable where directories can be synced; elsewhere
@@ -372,6 +369,61 @@ func updateEntry(home, name, op string, fn func(pkgs *[]PackageEntry, e *Package
 	}, after)
 	if err != nil {
 		return &PluginError{Plugin: name, Op: op, Err: err}
+	}
+	return nil
+}
+
+// packagesLockFile is the file beside plugin-packages.json that
+// updatePackages locks while it reads, changes and rewrites the record.
+// It is created on first use and never removed: removing a lock file lets
+// two writers lock two different files.
+const packagesLockFile = packagesFile + ".lock"
+
+// packagesMu serializes the writers of this process where the platform has
+// no file lock (see lockFile); where it has one it is still taken, which
+// costs nothing and keeps both paths alike.
+var packagesMu sync.Mutex
+
+// updatePackages reads <home>/plugin-packages.json, lets fn change it,
+// saves it when fn returns nil and then runs after, if set, for work on
+// disk that must not interleave with another writer's (Remove's deletion
+// of the copy). It holds an exclusive lock on
+// <home>/plugin-packages.json.lock throughout, so that writers in other
+// processes (another host, an installer) never overwrite each other's
+// change. [Install], [SetEnabled] and [Remove] go through it.
+//
+// The lock is an advisory flock(2) on Linux, macOS and the BSDs, where it
+// is released when the process dies. Elsewhere only the writers of this
+// process are serialized. The lock is not reentrant: fn must not call
+// Install, SetEnabled or Remove, which would wait for it forever.
+func updatePackages(home string, fn func(*[]PackageEntry) error, after func() error) error {
+	packagesMu.Lock()
+	defer packagesMu.Unlock()
+	if err := os.MkdirAll(home, 0o755); err != nil {
+		return &PackagesError{Path: filepath.Join(home, packagesFile), Msg: "cannot create home: " + err.Error(), Err: err}
+	}
+	path := filepath.Join(home, packagesLockFile)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return &PackagesError{Path: path, Msg: "cannot open the lock: " + err.Error(), Err: err}
+	}
+	defer f.Close() // closing the file releases the lock too
+	if err := lockFile(f); err != nil {
+		return &PackagesError{Path: path, Msg: "cannot lock: " + err.Error(), Err: err}
+	}
+	defer unlockFile(f)
+	pkgs, err := LoadPackages(home)
+	if err != nil {
+		return err
+	}
+	if err := fn(&pkgs); err != nil {
+		return err
+	}
+	if err := savePackages(home, pkgs); err != nil {
+		return err
+	}
+	if after != nil {
+		return after()
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package extension
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -116,14 +117,10 @@ func (h Host) withDefaults() *Host {
 	h.MaxInterceptTimeout = orDefault(h.MaxInterceptTimeout, defaultMaxInterceptTimeout) // D18
 	h.MaxParallelStarts = orDefault(h.MaxParallelStarts, 4)                              // D10
 	h.StderrTailBytes = orDefault(h.StderrTailBytes, defaultTailSize)
-	if h.UIHost == "" {
-		h.UIHost = UIHostHeadless
-	}
+	h.UIHost = cmp.Or(h.UIHost, UIHostHeadless)
+	h.Redactor = cmp.Or(h.Redactor, &Redactor{})
 	if h.Env == nil {
 		h.Env = os.Environ()
-	}
-	if h.Redactor == nil {
-		h.Redactor = &Redactor{}
 	}
 	h.Conn.host = true
 	return &h
@@ -189,27 +186,20 @@ func (cfg *Host) start(ctx context.Context) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	var specs []*launchSpec
 	for _, g := range gates {
 		if g.err != nil && g.required {
 			// D10: a required plugin that may not launch fails the
 			// generation before anything starts.
 			return nil, fmt.Errorf("required extension runtime %s failed to start: %w", g.id, &StartError{Plugin: g.id, Stage: "resolve", Err: g.err})
 		}
-		if g.spec != nil {
-			specs = append(specs, g.spec)
-		}
 	}
 	rt := &Runtime{cfg: cfg, byID: map[string]*sidecar{}, warned: map[string]bool{}}
-	if err := rt.claimSlots(specs); err != nil {
+	if err := rt.claimSlots(gates); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.StartupTimeout)
 	defer cancel()
-	results := make([]struct {
-		s   *sidecar
-		err error
-	}, len(gates))
+	started, errs := make([]*sidecar, len(gates)), make([]error, len(gates))
 	sem := make(chan struct{}, cfg.MaxParallelStarts)
 	var wg sync.WaitGroup
 	for i, g := range gates {
@@ -227,12 +217,12 @@ func (cfg *Host) start(ctx context.Context) (*Runtime, error) {
 			if g.spec != nil {
 				g.err = fmt.Errorf("startup stopped before launch: %w", g.err)
 			}
-			results[i].err = &StartError{Plugin: g.id, Stage: "resolve", Err: g.err}
+			errs[i] = &StartError{Plugin: g.id, Stage: "resolve", Err: g.err}
 			continue
 		}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			results[i].s, results[i].err = launchSidecar(ctx, g.spec, cfg)
+			started[i], errs[i] = launchSidecar(ctx, g.spec, cfg)
 		})
 	}
 	wg.Wait()
@@ -240,16 +230,15 @@ func (cfg *Host) start(ctx context.Context) (*Runtime, error) {
 	// launch gate and failed starts alike, once the outcome is known.
 	var failed error
 	var warnings []Warning
-	for i, r := range results {
+	for i, err := range errs {
 		switch id := gates[i].id; {
-		case r.err == nil:
-			r.s.index = i
-			rt.sidecars = append(rt.sidecars, r.s)
-			rt.byID[id] = r.s
+		case err == nil:
+			rt.sidecars = append(rt.sidecars, started[i])
+			rt.byID[id] = started[i]
 		case gates[i].required && failed == nil:
-			failed = fmt.Errorf("required extension runtime %s failed to start: %w", id, r.err)
+			failed = fmt.Errorf("required extension runtime %s failed to start: %w", id, err)
 		case !gates[i].required:
-			warnings = append(warnings, Warning{Plugin: id, Err: fmt.Errorf("optional extension runtime failed to start: %w", r.err)})
+			warnings = append(warnings, Warning{Plugin: id, Err: fmt.Errorf("optional extension runtime failed to start: %w", err)})
 		}
 	}
 	if failed != nil {
@@ -295,16 +284,20 @@ func (e *SlotConflictError) Error() string {
 	return fmt.Sprintf("extension slot %q is claimed by both %s and %s; a slot has exactly one owner", e.Slot, e.First, e.Second)
 }
 
-// claimSlots records each slot's owner from the manifests' replaces and
-// fails on the second claimant, before anything starts (D17).
-func (rt *Runtime) claimSlots(specs []*launchSpec) error {
+// claimSlots records each slot's owner from the replaces of the manifests
+// that passed the launch gate and fails on the second claimant, before
+// anything starts (D17).
+func (rt *Runtime) claimSlots(gates []gated) error {
 	rt.slots = map[string]string{}
-	for _, spec := range specs {
-		for _, slot := range spec.Runtime.Replaces {
-			if owner, taken := rt.slots[slot]; taken && owner != spec.ID {
-				return &SlotConflictError{Slot: slot, First: owner, Second: spec.ID}
+	for _, g := range gates {
+		if g.spec == nil {
+			continue // refused: it claims nothing
+		}
+		for _, slot := range g.spec.Runtime.Replaces {
+			if owner, taken := rt.slots[slot]; taken && owner != g.id {
+				return &SlotConflictError{Slot: slot, First: owner, Second: g.id}
 			}
-			rt.slots[slot] = spec.ID
+			rt.slots[slot] = g.id
 		}
 	}
 	return nil

@@ -53,7 +53,6 @@ const (
 // Goroutines: watch (turns the end of the connection or of the process
 // into a crash, D13), plus those of its [Conn] and process; stop joins all.
 type sidecar struct {
-	id    string
 	spec  *launchSpec
 	cfg   *Host
 	proc  *process
@@ -62,7 +61,6 @@ type sidecar struct {
 	start time.Time
 
 	result InitializeResult // set before ready, read-only after
-	index  int              // position in installed order (D15's last tie-break)
 	seq    atomic.Int64     // the last intercept seq sent; chain and slot-owner calls share it
 
 	mu         sync.Mutex // protects state, failure
@@ -77,7 +75,7 @@ type sidecar struct {
 // launchSidecar starts one sidecar through the handshake. On failure
 // nothing is left running and the error is a *StartError.
 func launchSidecar(ctx context.Context, spec *launchSpec, cfg *Host) (*sidecar, error) {
-	s := &sidecar{id: spec.ID, spec: spec, cfg: cfg, start: time.Now(), classified: make(chan struct{}), watched: make(chan struct{})}
+	s := &sidecar{spec: spec, cfg: cfg, start: time.Now(), classified: make(chan struct{}), watched: make(chan struct{})}
 	s.tail = &tail{size: cfg.StderrTailBytes, redactor: cfg.Redactor}
 	s.stop = sync.OnceValue(s.doStop)
 	proc, stage, err := startProcess(spec, spec.env(cfg.Env), s.tail)
@@ -99,7 +97,7 @@ func launchSidecar(ctx context.Context, spec *launchSpec, cfg *Host) (*sidecar, 
 }
 
 func (s *sidecar) startError(stage string, err error) *StartError {
-	return &StartError{Plugin: s.id, Stage: stage, Elapsed: time.Since(s.start), Stderr: s.tail.redacted(), Err: err}
+	return &StartError{Plugin: s.spec.ID, Stage: stage, Elapsed: time.Since(s.start), Stderr: s.tail.redacted(), Err: err}
 }
 
 // abort stops a sidecar that failed its start and joins everything. The
@@ -133,20 +131,17 @@ func (s *sidecar) handshake(ctx context.Context) error {
 		Session:         s.cfg.Session,
 		Capabilities:    HostCapabilities{ContentRefs: true, UIHost: s.cfg.UIHost, ProtocolVersion: ProtocolVersion},
 	}
-	raw, err := s.conn.Call(ctx, MethodInitialize, params)
 	var res InitializeResult
+	err := s.conn.callResult(ctx, MethodInitialize, params, &res)
 	if err == nil {
-		err = DecodeResult(MethodInitialize, raw, &res)
-	}
-	if err == nil {
-		err = checkDeclaration(s.id, rt, &res)
+		err = checkDeclaration(s.spec.ID, rt, &res)
 	}
 	if err == nil {
 		s.mu.Lock()
 		if s.state == stateStarting {
 			s.result, s.state = res, stateReady
 		} else if err = s.failure; err == nil {
-			err = Errorf(ReasonProtocolError, "extension sidecar %s ended during the handshake", s.id)
+			err = Errorf(ReasonProtocolError, "extension sidecar %s ended during the handshake", s.spec.ID)
 		}
 		s.mu.Unlock()
 	}
@@ -157,7 +152,7 @@ func (s *sidecar) handshake(ctx context.Context) error {
 	if errors.As(s.conn.Err(), &e) && errors.Is(e, errPreBarrier) {
 		// D6: the barrier poisoned the connection, whatever the handshake
 		// saw of it; the start fails naming the plugin and what it sent.
-		return causedError(e, ReasonProtocolError, "extension sidecar %s %s", s.id, e.Message)
+		return causedError(e, ReasonProtocolError, "extension sidecar %s %s", s.spec.ID, e.Message)
 	}
 	return s.redactErr(err)
 }
@@ -236,13 +231,13 @@ func (s *sidecar) watch() {
 	}
 	close(s.classified)
 	if wasReady && s.live.Load() && s.cfg.OnCrash != nil {
-		s.cfg.OnCrash(s.id, s.interrupted(cause))
+		s.cfg.OnCrash(s.spec.ID, s.interrupted(cause))
 	}
 }
 
 // interrupted is the error of every call on a crashed sidecar (D13).
 func (s *sidecar) interrupted(cause error) *Error {
-	return causedError(cause, ReasonProviderInterrupted, "extension sidecar %s crashed: %s", s.id, s.cfg.Redactor.Redact(fmt.Sprint(cause)))
+	return causedError(cause, ReasonProviderInterrupted, "extension sidecar %s crashed: %s", s.spec.ID, s.cfg.Redactor.Redact(fmt.Sprint(cause)))
 }
 
 // usable fails fast without touching the wire when the sidecar cannot take
@@ -256,9 +251,9 @@ func (s *sidecar) usable() error {
 	case stateCrashed:
 		return s.interrupted(s.failure)
 	case stateStopping, stateStopped:
-		return Errorf(ReasonProviderInterrupted, "extension sidecar %s is shut down", s.id)
+		return Errorf(ReasonProviderInterrupted, "extension sidecar %s is shut down", s.spec.ID)
 	}
-	return Errorf(ReasonProtocolError, "extension sidecar %s is not initialized", s.id)
+	return Errorf(ReasonProtocolError, "extension sidecar %s is not initialized", s.spec.ID)
 }
 
 // call sends one request to the sidecar and strictly decodes its result
@@ -308,13 +303,8 @@ func (s *sidecar) doStop() error {
 	var late error
 	if wasReady {
 		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
-		var res ShutdownResult
-		raw, err := s.conn.Call(ctx, MethodShutdown, ShutdownParams{TimeoutMillis: s.cfg.ShutdownTimeout.Milliseconds()})
-		if err == nil {
-			err = DecodeResult(MethodShutdown, raw, &res)
-		}
+		late = s.conn.callResult(ctx, MethodShutdown, ShutdownParams{TimeoutMillis: s.cfg.ShutdownTimeout.Milliseconds()}, &ShutdownResult{})
 		cancel()
-		late = err
 	}
 	killed, reapErr := s.proc.stop(s.cfg.StdinGrace, s.cfg.ReapTimeout, s.cfg.ExitDrain)
 	s.conn.Close()
@@ -322,16 +312,16 @@ func (s *sidecar) doStop() error {
 	s.setState(stateStopped)
 	switch {
 	case reapErr != nil:
-		return Errorf(ReasonShutdownTimeout, "extension sidecar %s: %w", s.id, reapErr)
+		return Errorf(ReasonShutdownTimeout, "extension sidecar %s: %w", s.spec.ID, reapErr)
 	case late != nil && errors.Is(late, context.DeadlineExceeded):
-		return Errorf(ReasonShutdownTimeout, "extension sidecar %s did not answer extension/shutdown within %v", s.id, s.cfg.ShutdownTimeout)
+		return Errorf(ReasonShutdownTimeout, "extension sidecar %s did not answer extension/shutdown within %v", s.spec.ID, s.cfg.ShutdownTimeout)
 	case late != nil:
-		return fmt.Errorf("extension sidecar %s: extension/shutdown: %w", s.id, s.redactErr(late))
+		return fmt.Errorf("extension sidecar %s: extension/shutdown: %w", s.spec.ID, s.redactErr(late))
 	case killed:
-		return Errorf(ReasonShutdownTimeout, "extension sidecar %s did not exit cleanly within %v of stdin closing; its process group was killed", s.id, s.cfg.StdinGrace)
+		return Errorf(ReasonShutdownTimeout, "extension sidecar %s did not exit cleanly within %v of stdin closing; its process group was killed", s.spec.ID, s.cfg.StdinGrace)
 	case wasReady && s.proc.waitErr != nil:
 		// D11: a sidecar that was asked to stop exits with status 0.
-		return &PluginError{Plugin: s.id, Op: "shutdown", Err: fmt.Errorf("the sidecar %v after extension/shutdown; a clean stop exits with status 0", s.proc.waitErr)}
+		return &PluginError{Plugin: s.spec.ID, Op: "shutdown", Err: fmt.Errorf("the sidecar %v after extension/shutdown; a clean stop exits with status 0", s.proc.waitErr)}
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package sdk
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -72,11 +73,10 @@ func Block(reason string) Verdict { return verdict(extension.DecisionBlock, reas
 func Replace(v any) Verdict {
 	raw, ok := v.(json.RawMessage)
 	if !ok {
-		b, err := json.Marshal(v)
-		if err != nil {
+		var err error
+		if raw, err = json.Marshal(v); err != nil {
 			return Verdict{err: err}
 		}
-		raw = b
 	}
 	if !json.Valid(raw) {
 		return Verdict{err: errors.New("sdk: Replace needs valid JSON")}
@@ -116,10 +116,7 @@ func (s *server) intercept(ctx context.Context, raw json.RawMessage) (any, error
 		// returned, the answer is intercept_timeout.
 		return nil, extension.NewError(extension.ReasonInterceptTimeout, "")
 	}
-	if err == nil {
-		err = v.err
-	}
-	if err != nil {
+	if err = cmp.Or(err, v.err); err != nil {
 		s.logf("interceptor for %s: %v", p.Event, err)
 		return nil, extension.NewError(extension.ReasonInternal, "")
 	}
@@ -129,21 +126,17 @@ func (s *server) intercept(ctx context.Context, raw json.RawMessage) (any, error
 	return v.result, nil
 }
 
-// event delivers extension/event; malformed events are dropped with a log
-// line (notifications are never answered).
-func (s *server) event(ctx context.Context, raw json.RawMessage) {
+// event delivers extension/event, or returns why the event is dropped.
+func (s *server) event(ctx context.Context, raw json.RawMessage) error {
 	var p extension.EventParams
 	err := extension.DecodeParams(extension.MethodEvent, raw, &p)
 	if err == nil {
 		err = checkInline(p.Payload, p.Externalized)
 	}
-	if err != nil {
-		s.logf("dropped %s: %v", extension.MethodEvent, err)
-		return
-	}
-	if fn := callback(s.opts.Observe, p.Event); fn != nil {
+	if fn := callback(s.opts.Observe, p.Event); err == nil && fn != nil {
 		fn(ctx, &Event{Point: p.Event, Payload: p.Payload})
 	}
+	return err
 }
 
 // callback returns the callback m has for point p, else its "*" fallback,

@@ -155,24 +155,20 @@ func Serve(ctx context.Context, opts Options) error {
 		DropOverflowingNotifications: true,                                 // PROTOCOL.md §2.5: a slow observer loses events, not the sidecar
 		Logf:                         s.logf,
 	})
+	var err error
 	select {
 	case <-s.conn.Done():
+		if err = s.conn.Err(); errors.Is(err, extension.ErrClosed) || errors.Is(err, io.EOF) {
+			err = nil // an answered shutdown, or the host closed stdin
+		}
 	case <-ctx.Done():
-		return withStopError(ctx.Err(), s.close())
+		err = ctx.Err()
 	}
-	err := s.conn.Err()
+	// The error of a stop that did not finish in time is added to err,
+	// which is left as it is (and its type) when there is none.
 	stopErr := s.close()
-	if errors.Is(err, extension.ErrClosed) || errors.Is(err, io.EOF) {
-		return stopErr // nil: an answered shutdown, or the host closed stdin
-	}
-	return withStopError(err, stopErr)
-}
-
-// withStopError adds the error of a stop that did not finish in time to
-// err, leaving err itself (and its type) as it is when there is none.
-func withStopError(err, stopErr error) error {
-	if stopErr == nil {
-		return err
+	if err == nil || stopErr == nil {
+		return cmp.Or(err, stopErr)
 	}
 	return errors.Join(err, stopErr)
 }
@@ -216,22 +212,23 @@ func (s *server) HandleRequest(ctx context.Context, method string, params json.R
 	return nil, extension.NewError(extension.ReasonUnknownMethod, "method not found: "+method)
 }
 
-// HandleNotification dispatches one host notification.
+// HandleNotification dispatches one host notification; a malformed one is
+// dropped with a log line (notifications are never answered).
 func (s *server) HandleNotification(ctx context.Context, method string, params json.RawMessage) {
 	s.running.Add(1)
 	defer s.running.Add(-1)
+	var err error
 	switch method {
 	case extension.MethodEvent:
-		s.event(ctx, params)
+		err = s.event(ctx, params)
 	case extension.MethodResourcesChanged:
 		var p extension.ResourcesChangedParams
-		if err := extension.DecodeParams(method, params, &p); err != nil {
-			s.logf("dropped %s: %v", method, err)
-			return
-		}
-		if s.opts.ResourcesChanged != nil {
+		if err = extension.DecodeParams(method, params, &p); err == nil && s.opts.ResourcesChanged != nil {
 			s.opts.ResourcesChanged(ctx, p.Paths)
 		}
+	}
+	if err != nil {
+		s.logf("dropped %s: %v", method, err)
 	}
 }
 

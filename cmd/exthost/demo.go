@@ -29,25 +29,20 @@ func demoCommand(fs *flag.FlagSet) func(*env) int {
 			e.usage()
 			return 2
 		}
-		d := &demo{out: e.stdout, wire: *wire, redactor: &extension.Redactor{}}
-		return e.exit(d.run(e.args))
+		return e.exit(runDemo(e.stdout, *wire, e.args))
 	}
 }
 
-type demo struct {
-	out      io.Writer
-	wire     bool
-	redactor *extension.Redactor
-	mu       sync.Mutex // serializes output from the tap and the script
-}
-
-func (d *demo) printf(format string, args ...any) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	fmt.Fprintf(d.out, format, args...)
-}
-
-func (d *demo) run(args []string) error {
+// runDemo installs the plugin in args (default: the reference plugin) in a
+// temporary home, runs the scripted turn against it and prints the
+// transcript to out, with every frame on the wire too when wire is set.
+func runDemo(out io.Writer, wire bool, args []string) error {
+	var mu sync.Mutex // serializes output from the tap and the script
+	printf := func(format string, a ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(out, format, a...)
+	}
 	work, err := os.MkdirTemp("", "exthost-demo-")
 	if err != nil {
 		return err
@@ -70,26 +65,27 @@ func (d *demo) run(args []string) error {
 	if err != nil {
 		return err
 	}
-	d.printf("%s\n", trust.Text())
+	printf("%s\n", trust.Text())
 
 	h := &extension.Host{
 		Home:    home,
 		Session: extension.SessionContext{SessionID: "demo-session", WorkspaceRoot: work, Generation: 1},
 		OnWarning: func(w extension.Warning) {
-			d.printf("   warning: %s: %v\n", w.Plugin, w.Err)
+			printf("   warning: %s: %v\n", w.Plugin, w.Err)
 		},
 	}
-	if d.wire {
+	if wire {
+		redactor := &extension.Redactor{}
 		h.Conn.Tap = func(inbound bool, frame []byte) {
 			arrow := "host → sidecar"
 			if inbound {
 				arrow = "sidecar → host"
 			}
-			d.printf("      %s %s\n", arrow, clip(d.redactor.Redact(string(frame)), 240))
+			printf("      %s %s\n", arrow, clip(redactor.Redact(string(frame)), 240))
 		}
 	}
 	ctx := context.Background()
-	d.printf("── start: handshake with %s\n", entry.Name)
+	printf("── start: handshake with %s\n", entry.Name)
 	rt, err := h.Start(ctx)
 	if err != nil {
 		return err
@@ -99,19 +95,19 @@ func (d *demo) run(args []string) error {
 	if !ok {
 		return fmt.Errorf("%s did not start: %v", entry.Name, rt.Warnings())
 	}
-	d.printf("   %s %s subscribes to %s", decl.Name, decl.Version, strings.Join(decl.Subscriptions, ", "))
+	printf("   %s %s subscribes to %s", decl.Name, decl.Version, strings.Join(decl.Subscriptions, ", "))
 	if len(decl.Replaces) > 0 {
-		d.printf("; owns %s", strings.Join(decl.Replaces, ", "))
+		printf("; owns %s", strings.Join(decl.Replaces, ", "))
 	}
 	for _, p := range decl.Providers {
-		d.printf("; serves %s", p.Ref)
+		printf("; serves %s", p.Ref)
 	}
 	for _, a := range decl.UIActions {
-		d.printf("; offers /%s:%s", entry.Name, a.ActionID)
+		printf("; offers /%s:%s", entry.Name, a.ActionID)
 	}
-	d.printf("\n")
+	printf("\n")
 
-	d.printf("── session.start (observed)\n")
+	printf("── session.start (observed)\n")
 	if err := rt.Observe(extension.SessionStart, extension.SessionPayload{SessionPath: filepath.Join(work, "session.jsonl"), Phase: "start"}); err != nil {
 		return err
 	}
@@ -130,33 +126,33 @@ func (d *demo) run(args []string) error {
 		{"permission.decision rm (the host says deny)", extension.PermissionDecision, extension.PermissionPayload{Name: "rm", Arguments: `{}`, HostDecision: "deny"}},
 	}
 	for _, step := range steps {
-		d.printf("── %s\n", step.title)
+		printf("── %s\n", step.title)
 		out, err := rt.Intercept(ctx, step.point, step.payload)
 		switch {
 		case err != nil:
-			d.printf("   failed: %v\n", err)
+			printf("   failed: %v\n", err)
 		case out.Blocked:
-			d.printf("   blocked by %s: %s\n", out.BlockedBy, out.Reason)
+			printf("   blocked by %s: %s\n", out.BlockedBy, out.Reason)
 		case out.Permission != "":
-			d.printf("   %s by %s\n", out.Permission, out.PermissionBy)
+			printf("   %s by %s\n", out.Permission, out.PermissionBy)
 		case len(out.Replaced) > 0:
-			d.printf("   replaced by %s: %s\n", strings.Join(out.Replaced, ", "), clip(string(out.Payload), 200))
+			printf("   replaced by %s: %s\n", strings.Join(out.Replaced, ", "), clip(string(out.Payload), 200))
 		case step.point == extension.PermissionDecision:
-			d.printf("   no extension ruled (chain: %s); the host's decision stands\n", orNone(rt.Chain(step.point)))
+			printf("   no extension ruled (chain: %s); the host's decision stands\n", orNone(rt.Chain(step.point)))
 		default:
-			d.printf("   continue (chain: %s)\n", orNone(rt.Chain(step.point)))
+			printf("   continue (chain: %s)\n", orNone(rt.Chain(step.point)))
 		}
 	}
-	d.printf("── session.end (observed)\n")
+	printf("── session.end (observed)\n")
 	if err := rt.Observe(extension.SessionEnd, extension.SessionPayload{SessionPath: filepath.Join(work, "session.jsonl"), Phase: "end"}); err != nil {
 		return err
 	}
-	d.printf("── shutdown\n")
+	printf("── shutdown\n")
 	start := time.Now()
 	if err := rt.Close(); err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}
-	d.printf("   every sidecar stopped cleanly in %v\n", time.Since(start).Round(time.Millisecond))
+	printf("   every sidecar stopped cleanly in %v\n", time.Since(start).Round(time.Millisecond))
 	return nil
 }
 

@@ -22,6 +22,8 @@ import (
 	"os"
 	"slices"
 	"strings"
+
+	"github.com/reasonix-ext/extension"
 )
 
 // command is one entry of the command table: a new subcommand is one more
@@ -137,5 +139,22 @@ func helpCommand(fs *flag.FlagSet) func(*env) int {
 			return 2
 		}
 		return run([]string{e.args[0], "-h"}, e.stdin, e.stdout, e.stderr)
+	}
+}
+
+// trustCommand prints the FULL TRUST block of a plugin directory: what
+// installing it would let its sidecar do.
+func trustCommand(fs *flag.FlagSet) func(*env) int {
+	id := fs.String("name", "", "the plugin ID it would be installed as (default: the manifest's name)")
+	return func(e *env) int {
+		if len(e.args) != 1 {
+			e.usage()
+			return 2
+		}
+		t, err := extension.TrustPlugin(e.args[0], *id)
+		if err == nil {
+			fmt.Fprint(e.stdout, t.Text())
+		}
+		return e.exit(err)
 	}
 }

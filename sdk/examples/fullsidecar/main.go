@@ -33,13 +33,15 @@ import (
 	"github.com/reasonix-ext/extension/sdk"
 )
 
+// The test hooks, read from the environment.
+var (
+	crashOn = os.Getenv("FULLSIDECAR_CRASH_ON_INPUT") // input text that makes the process exit 3
+	stallOn = os.Getenv("FULLSIDECAR_STALL_ON_INPUT") // input text whose interceptor waits for the deadline
+)
+
 func main() {
 	id := cmp.Or(os.Getenv("REASONIX_PLUGIN_NAME"), "fullsidecar")
-	fs := &fullSidecar{
-		crashOn: os.Getenv("FULLSIDECAR_CRASH_ON_INPUT"),
-		stallOn: os.Getenv("FULLSIDECAR_STALL_ON_INPUT"),
-	}
-	if err := sdk.Serve(context.Background(), fs.options(id)); err != nil {
+	if err := sdk.Serve(context.Background(), options(id)); err != nil {
 		// A failed connection (an oversized frame, a refused handshake)
 		// must end the process with a non-zero status.
 		fmt.Fprintln(os.Stderr, "fullsidecar:", err)
@@ -47,14 +49,8 @@ func main() {
 	}
 }
 
-// fullSidecar holds the test hooks read from the environment.
-type fullSidecar struct {
-	crashOn string // input text that makes the process exit 3
-	stallOn string // input text whose interceptor waits for the deadline
-}
-
 // options is the sidecar's declaration and its interceptors.
-func (fs *fullSidecar) options(id string) sdk.Options {
+func options(id string) sdk.Options {
 	return sdk.Options{
 		Name:    id,
 		Version: "1.0.0",
@@ -74,7 +70,7 @@ func (fs *fullSidecar) options(id string) sdk.Options {
 		}},
 		UIActions: []extension.UIActionDecl{{ActionID: "demo", Label: "Run the fullsidecar demo"}},
 		Intercept: map[extension.Point]sdk.InterceptFunc{
-			extension.InputReceive:      fs.input,
+			extension.InputReceive:      input,
 			extension.ToolBefore:        tool,
 			extension.SystemPromptBuild: systemPrompt,
 		},
@@ -82,7 +78,7 @@ func (fs *fullSidecar) options(id string) sdk.Options {
 }
 
 // input rewrites "/fs <t>" inputs.
-func (fs *fullSidecar) input(ctx context.Context, c *sdk.Call) (sdk.Verdict, error) {
+func input(ctx context.Context, c *sdk.Call) (sdk.Verdict, error) {
 	var in struct {
 		Text string `json:"text"`
 	}
@@ -90,9 +86,9 @@ func (fs *fullSidecar) input(ctx context.Context, c *sdk.Call) (sdk.Verdict, err
 		return sdk.Verdict{}, err
 	}
 	switch {
-	case fs.crashOn != "" && in.Text == fs.crashOn:
+	case crashOn != "" && in.Text == crashOn:
 		os.Exit(3)
-	case fs.stallOn != "" && in.Text == fs.stallOn:
+	case stallOn != "" && in.Text == stallOn:
 		<-ctx.Done()
 		return sdk.Verdict{}, ctx.Err()
 	}
@@ -120,11 +116,10 @@ func tool(ctx context.Context, c *sdk.Call) (sdk.Verdict, error) {
 	case "dangerous_exec":
 		return sdk.Block("fullsidecar blocks the tool " + call.Name), nil
 	case "read":
-		args := map[string]any{}
-		if call.Arguments != "" {
-			if err := json.Unmarshal([]byte(call.Arguments), &args); err != nil {
-				return sdk.Verdict{}, fmt.Errorf("read arguments: %w", err)
-			}
+		var args map[string]any
+		// Arguments may be omitted: no arguments read as {}.
+		if err := json.Unmarshal([]byte(cmp.Or(call.Arguments, "{}")), &args); err != nil {
+			return sdk.Verdict{}, fmt.Errorf("read arguments: %w", err)
 		}
 		args["sandbox"] = true
 		b, err := json.Marshal(args)
