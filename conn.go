@@ -131,30 +131,6 @@ type Handler interface {
 	HandleNotification(ctx context.Context, method string, params json.RawMessage)
 }
 
-// connStats counts what a [Conn] has seen so far.
-type connStats struct {
-	// FramesIn counts the non-empty inbound lines, valid or not.
-	FramesIn uint64
-	// FramesOut counts the frames written completely.
-	FramesOut uint64
-	// UnknownResponses counts the responses dropped because their id
-	// matched no pending call (D4).
-	UnknownResponses uint64
-	// DroppedNotifications counts the inbound notifications dropped
-	// because the queue was full (ConnOptions.DropOverflowingNotifications).
-	DroppedNotifications uint64
-	// MalformedResponses counts the response-shaped frames (no method, and
-	// a result, error or id member) dropped because their envelope was
-	// invalid.
-	MalformedResponses uint64
-	// DroppedEvents counts the best-effort events dropped because the
-	// event budget was used up (D20).
-	DroppedEvents uint64
-	// LateResponses counts the responses that arrived as their caller's
-	// context ended and were dropped: the caller had already given up.
-	LateResponses uint64
-}
-
 // Conn is one bidirectional JSON-RPC 2.0 peer over NDJSON (D2-D6): it sends
 // calls and notifications, serves the peer's through a [Handler], keeps its
 // side of the handshake barrier, and ends with one terminal error that
@@ -201,6 +177,7 @@ type Conn struct {
 	closeWriter func() error // closes w once
 	wg          sync.WaitGroup
 
+	// Counters of what the connection has seen (tests read them).
 	framesIn, framesOut, unknownResponses, droppedEvents, malformedResponses, droppedNotifications, lateResponses atomic.Uint64
 
 	mu      sync.Mutex               // protects the following
@@ -296,17 +273,4 @@ func (c *Conn) Err() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.err
-}
-
-// stats returns the counters of the connection so far.
-func (c *Conn) stats() connStats {
-	return connStats{
-		FramesIn:             c.framesIn.Load(),
-		FramesOut:            c.framesOut.Load(),
-		UnknownResponses:     c.unknownResponses.Load(),
-		MalformedResponses:   c.malformedResponses.Load(),
-		DroppedNotifications: c.droppedNotifications.Load(),
-		DroppedEvents:        c.droppedEvents.Load(),
-		LateResponses:        c.lateResponses.Load(),
-	}
 }

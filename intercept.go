@@ -361,7 +361,7 @@ func (rt *Runtime) Observe(p Point, payload any) error {
 		if err != nil {
 			// D20: warned once per plugin per generation (category
 			// "event"); its connection counts the drop
-			// (connStats.DroppedEvents).
+			// (its droppedEvents counter).
 			rt.warnOnce("event", id, fmt.Errorf("extension %s dropped the %s event: %v", id, p, err))
 		}
 	}
