@@ -140,25 +140,15 @@ func redactLetterDigit(tok string) bool {
 
 const redactLetters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
-// Kinds of key a key=value pair can have.
-const (
-	redactKeyNone = iota
-	redactKeySecret
-	redactKeyPassword // a secret key whose unquoted value may hold blanks
-	redactKeyAuthorization
-	redactKeyCookie
-)
-
-// redactKeyRule names the rule that removes the value of each kind of key.
-var redactKeyRule = [...]string{redactKeySecret: "secret-key-value", redactKeyPassword: "secret-key-value",
-	redactKeyAuthorization: "authorization-header", redactKeyCookie: "cookie-header"}
-
 func redactKeyChar(c byte) bool { return redactAlnum(c) || c == '_' || c == '-' || c == '.' }
 
 // redactKeyKind classifies a key: prev is an optional word before it ("api"
-// in "API key"). The key is compared lower-cased with '_', '-', '.' and
-// blanks removed.
-func redactKeyKind(prev, key string) int {
+// in "API key"). It returns the rule that removes the key's value
+// (secret-key-value, authorization-header or cookie-header), or "" when the
+// key names no secret, and whether the key is a password's, whose unquoted
+// value may hold blanks. The key is compared lower-cased with '_', '-', '.'
+// and blanks removed.
+func redactKeyKind(prev, key string) (rule string, password bool) {
 	var buf [160]byte
 	n := 0
 	for _, part := range [2]string{prev, key} {
@@ -177,17 +167,17 @@ func redactKeyKind(prev, key string) int {
 	}
 	switch {
 	case k == "authorization" || k == "proxyauthorization" || suffix("authorization"):
-		return redactKeyAuthorization
+		return "authorization-header", false
 	case k == "cookie" || k == "setcookie" || suffix("cookie"): // not fCookie
-		return redactKeyCookie
+		return "cookie-header", false
 	}
-	password := k == "pwd" || k == "pass" || suffix("pwd") || suffix("pass") ||
+	password = k == "pwd" || k == "pass" || suffix("pwd") || suffix("pass") ||
 		redactContains(k, "password", "passwd", "passphrase")
 	secret := password || k == "auth" || k == "sig" || strings.HasSuffix(k, "auth") && k != "oauth" ||
 		redactContains(k, "secret", "token", "apikey", "accesskey", "privatekey", "accountkey",
 			"signingkey", "sessionkey", "encryptionkey", "masterkey", "authkey", "credential", "signature")
 	if !secret {
-		return redactKeyNone
+		return "", false
 	}
 	// Counters, limits, names and pointers to secrets are not secrets:
 	// max_tokens, token_type, secret_name, password_file, TokenExpiredError.
@@ -200,17 +190,14 @@ func redactKeyKind(prev, key string) int {
 		// The last byte first: most keys end in none of these words.
 		if len(k) >= len(w) && k[len(k)-1] == w[len(w)-1] && k[len(k)-len(w):] == w &&
 			!(w == "id" && (strings.HasSuffix(k, "secretid") || strings.HasSuffix(k, "tokenid"))) {
-			return redactKeyNone
+			return "", false
 		}
 	}
 	if redactContains(k, "tokeniz", "pagetoken", "nexttoken", "continuationtoken",
 		"stoptoken", "eostoken", "bostoken", "padtoken", "unktoken") {
-		return redactKeyNone
+		return "", false
 	}
-	if password {
-		return redactKeyPassword
-	}
-	return redactKeySecret
+	return "secret-key-value", password
 }
 
 // redactKeyValue removes the value of a key=value, key: value, key := value,
@@ -256,18 +243,18 @@ func redactKeyValue(st *redactScan, p int) {
 	default:
 		return
 	}
-	kind := redactKeyKind("", s[ks:ke])
-	if kind == redactKeyNone && ks >= 2 && s[ks-1] == ' ' { // "API key", "access token"
+	rule, password := redactKeyKind("", s[ks:ke])
+	if rule == "" && ks >= 2 && s[ks-1] == ' ' { // "API key", "access token"
 		ps := redactRunBack(s, ks-1, 32, redactKeyChar)
 		st.work += ks - ps
-		kind = redactKeyKind(s[ps:ks-1], s[ks:ke])
+		rule, password = redactKeyKind(s[ps:ks-1], s[ks:ke])
 	}
-	if kind == redactKeyNone {
+	if rule == "" {
 		return
 	}
 	i = redactBlank(s, i)
-	header := kind == redactKeyAuthorization || kind == redactKeyCookie
-	vs, ve, end := redactValue(s, i, ks, header, words && kind == redactKeyPassword)
+	header := rule != "secret-key-value" // authorization-header, cookie-header
+	vs, ve, end := redactValue(s, i, ks, header, words && password)
 	st.work += end - examined
 	v := s[vs:ve]
 	if redactRejectValue(s, i, vs, ve, header) ||
@@ -275,7 +262,7 @@ func redactKeyValue(st *redactScan, p int) {
 		st.examined(ve)
 		return
 	}
-	st.add(vs, ve, redactKeyRule[kind])
+	st.add(vs, ve, rule)
 }
 
 // redactRejectValue reports whether the value s[vs:ve] of a secret key,
