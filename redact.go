@@ -1,6 +1,7 @@
 package extension
 
 import (
+	"cmp"
 	"iter"
 	"os"
 	"slices"
@@ -254,17 +255,15 @@ func (p *redactProgram) hits(s string) iter.Seq2[int, *redactAnchor] {
 
 // redactEnvValues picks the environment values to redact literally.
 func redactEnvValues(r *Redactor) []string {
-	environ, isSecret, minLen := r.Environ, r.SecretEnvName, r.MinEnvValueLen
+	environ, isSecret := r.Environ, r.SecretEnvName
 	if environ == nil {
 		environ = os.Environ
 	}
 	if isSecret == nil {
 		isSecret = redactSecretEnvName
 	}
-	if minLen <= 0 {
-		minLen = 8
-	}
-	minLen = max(minLen, 3) // the shortest anchor hits can find
+	// Zero or less means 8; 3 is the shortest anchor hits can find.
+	minLen := max(cmp.Or(max(r.MinEnvValueLen, 0), 8), 3)
 	var vals []string
 	for _, kv := range environ() {
 		name, val, ok := strings.Cut(kv, "=")
