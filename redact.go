@@ -537,13 +537,11 @@ func redactPEMBody(s string, i int) (end, endAt int) {
 func redactPEMBodyBefore(s string, p int) int {
 	start, i := p, p
 	for {
-		for i > 0 { // line breaks, real or escaped
+		for i > 0 && (redactSpace(s[i-1]) || redactEscape(s, i)) { // line breaks, real or escaped
 			if redactSpace(s[i-1]) {
 				i--
-			} else if redactEscape(s, i) {
-				i = len(strings.TrimRight(s[:i-2], `\`))
 			} else {
-				break
+				i = len(strings.TrimRight(s[:i-2], `\`))
 			}
 		}
 		k := redactRunBack(s, i, i, redactB64)
