@@ -256,25 +256,19 @@ func redactKeyValue(st *redactScan, p int) {
 	header := rule != "secret-key-value" // authorization-header, cookie-header
 	vs, ve, end := redactValue(s, i, ks, header, words && password)
 	st.work += end - examined
+	// The value is not a secret when it is a placeholder, a count (pass: 12,
+	// secrets: 3), a line or port (File.java:118, host:443), a call (sig :=
+	// b.uint32()), except in a header a word of prose, or the directory of
+	// a pwd.
 	v := s[vs:ve]
-	if redactRejectValue(s, i, vs, ve, header) ||
+	call := vs == i && ve < len(s) && s[ve] == '(' && strings.Trim(v, redactLetters+"0123456789_.") == ""
+	if redactPlaceholder(v) || strings.Trim(v, "0123456789") == "" && (len(v) < 6 || s[i-1] == ':') ||
+		!header && (call || redactProse(v)) ||
 		strings.EqualFold(s[ks:ke], "pwd") && (strings.HasPrefix(v, "/") || redactDrivePath(v)) {
 		st.examined(ve)
 		return
 	}
 	st.add(vs, ve, rule)
-}
-
-// redactRejectValue reports whether the value s[vs:ve] of a secret key,
-// whose text starts at i, is not a secret: a placeholder, a count (pass:
-// 12, secrets: 3), a line or port (File.java:118, host:443), a call (sig :=
-// b.uint32()) or, except in a header, a word of prose.
-func redactRejectValue(s string, i, vs, ve int, header bool) bool {
-	v := s[vs:ve]
-	call := vs == i && ve < len(s) && s[ve] == '(' && strings.Trim(v, redactLetters+"0123456789_.") == ""
-	return redactPlaceholder(v) ||
-		strings.Trim(v, "0123456789") == "" && (len(v) < 6 || s[i-1] == ':') ||
-		!header && (call || redactProse(v))
 }
 
 // redactBlank returns the end of the run of blanks at i.
@@ -342,14 +336,13 @@ func redactValue(s string, i, ks int, header, words bool) (vs, ve, end int) {
 		end = k
 		for words && k < len(s) && (s[k] == ' ' || s[k] == '\t') {
 			w := redactBlank(s, k)
-			e := redactRun(s, w, len(s), func(c byte) bool { return !redactValueStop(c) })
-			end = max(end, e)
-			if e == w || s[w] == '#' || strings.ContainsAny(s[w:e], ":=") {
+			end = redactRun(s, w, len(s), func(c byte) bool { return !redactValueStop(c) })
+			if end == w || s[w] == '#' || strings.ContainsAny(s[w:end], ":=") {
 				break
 			}
-			k = e
+			k = end
 		}
-		return i, k, max(end, k)
+		return i, k, end
 	}
 	qc := "" // the quote the key sits in, if any
 	if ks > 0 && (s[ks-1] == '"' || s[ks-1] == '\'') {
