@@ -37,10 +37,8 @@ func (t *tail) Write(p []byte) (int, error) {
 	if t.buf == nil {
 		t.buf = make([]byte, 0, size)
 	}
-	if len(p) >= size { // p alone fills the tail
-		t.buf = append(t.buf[:0], p[len(p)-size:]...)
-		t.next = 0
-		return n, nil
+	if len(p) > size { // only the last size bytes of p stay
+		p = p[len(p)-size:]
 	}
 	if len(t.buf) < size { // still filling
 		k := min(size-len(t.buf), len(p))
