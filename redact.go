@@ -323,14 +323,17 @@ func (p *redactProgram) scan(s string) ([]Finding, int) {
 }
 
 func (p *redactProgram) anchorAt(s string, i int, a *redactAnchor) bool {
-	if len(s)-i < len(a.lit) {
+	t := s[i:min(len(s), i+len(a.lit))]
+	return t == a.lit || a.fold && redactFolds(t, a.lit)
+}
+
+// redactFolds reports whether s, ASCII lower-cased, is lower.
+func redactFolds(s, lower string) bool {
+	if len(s) != len(lower) {
 		return false
 	}
-	if !a.fold {
-		return s[i:i+len(a.lit)] == a.lit
-	}
-	for k := 0; k < len(a.lit); k++ {
-		if redactLower[s[i+k]] != a.lit[k] {
+	for i := 0; i < len(s); i++ {
+		if redactLower[s[i]] != lower[i] {
 			return false
 		}
 	}

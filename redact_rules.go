@@ -435,20 +435,13 @@ func redactPlaceholderLen(v string) int {
 // is missed; none of them is a credential on its own.
 func redactProse(v string) bool {
 	v = v[:redactRun(v, 0, len(v), func(c byte) bool { return c != ' ' && c != '\t' })] // the first word
-	var buf [10]byte
-	if len(v) > len(buf) {
-		return false
-	}
-	for i := 0; i < len(v); i++ {
-		buf[i] = redactLower[v[i]]
-	}
-	return slices.Contains([]string{"a", "an", "all", "any", "nothing", "not", "no", "is", "are", "was", "were", "has", "have",
+	return slices.ContainsFunc([]string{"a", "an", "all", "any", "nothing", "not", "no", "is", "are", "was", "were", "has", "have",
 		"will", "must", "cannot", "set", "unset", "empty", "missing", "required", "optional",
 		"invalid", "incorrect", "wrong", "expired", "revoked", "rotated", "changed", "updated",
 		"unchanged", "ok", "yes", "hidden", "masked", "omitted", "provided",
 		"ed25519", "ed448", "rsa", "ecdsa", "dsa", "eddsa", "hmac", "hs256", "hs384", "hs512",
 		"rs256", "rs384", "rs512", "es256", "es384", "es512", "ps256", "aes", "aes128", "aes256",
-		"sha1", "sha256", "sha512", "x25519"}, string(buf[:len(v)]))
+		"sha1", "sha256", "sha512", "x25519"}, func(w string) bool { return redactFolds(v, w) })
 }
 
 // redactDrivePath reports whether v is a Windows path: C:\... or C:/...,
