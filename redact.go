@@ -302,7 +302,7 @@ func (st *redactScan) add(start, end int, name string) {
 		return
 	}
 	st.spans = append(st.spans, Finding{Rule: name, Start: start, End: end})
-	st.done[st.cur] = max(st.done[st.cur], end)
+	st.examined(end)
 }
 
 // examined makes the engine skip the current rule's hits before end: text

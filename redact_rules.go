@@ -170,7 +170,7 @@ func redactKeyKind(prev, key string) (rule string, password bool) {
 	}
 	password = k == "pwd" || k == "pass" || suffix("pwd") || suffix("pass") ||
 		redactContains(k, "password", "passwd", "passphrase")
-	secret := password || k == "auth" || k == "sig" || strings.HasSuffix(k, "auth") && k != "oauth" ||
+	secret := password || k == "sig" || strings.HasSuffix(k, "auth") && k != "oauth" ||
 		redactContains(k, "secret", "token", "apikey", "accesskey", "privatekey", "accountkey",
 			"signingkey", "sessionkey", "encryptionkey", "masterkey", "authkey", "credential", "signature")
 	if !secret {
@@ -379,12 +379,9 @@ func redactPlaceholderLen(v string) int {
 	if len(v) < 2 {
 		return 0
 	}
-	closing := func(sep string) int { // where sep closes the placeholder, on its line
-		j := strings.Index(v, sep)
-		if j < 0 || strings.ContainsAny(v[:j], "\n\r\\") {
-			return -1
-		}
-		return j
+	line := v // what a placeholder must close in
+	if j := strings.IndexAny(v, "\n\r\\"); j >= 0 {
+		line = v[:j]
 	}
 	ident := func(t string, upper bool) int {
 		n := 0
@@ -395,17 +392,17 @@ func redactPlaceholderLen(v string) int {
 	}
 	switch {
 	case strings.HasPrefix(v, "${{"):
-		if j := closing("}}"); j > 3 {
+		if j := strings.Index(line, "}}"); j > 3 {
 			return j + 2
 		}
 	case strings.HasPrefix(v, "${"): // ${NAME}, ${NAME:?message}; not ${NAME:-default}, whose default may be a secret
 		n := ident(v[2:], false)
 		rest := v[2+n:]
-		if j := closing("}"); n > 0 && j > 0 && (strings.HasPrefix(rest, "}") || strings.HasPrefix(rest, ":?") || strings.HasPrefix(rest, "?")) {
+		if j := strings.Index(line, "}"); n > 0 && j > 0 && (strings.HasPrefix(rest, "}") || strings.HasPrefix(rest, ":?") || strings.HasPrefix(rest, "?")) {
 			return j + 1
 		}
 	case strings.HasPrefix(v, "$("):
-		if j := closing(")"); j > 2 {
+		if j := strings.Index(line, ")"); j > 2 {
 			return j + 1
 		}
 	case v[0] == '$':
@@ -413,7 +410,7 @@ func redactPlaceholderLen(v string) int {
 			return n + 1
 		}
 	case strings.HasPrefix(v, "%("):
-		if j := closing(")"); j > 2 && j+1 < len(v) && redactAlnum(v[j+1]) {
+		if j := strings.Index(line, ")"); j > 2 && j+1 < len(v) && redactAlnum(v[j+1]) {
 			return j + 2
 		}
 	case v[0] == '%':
