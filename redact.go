@@ -148,13 +148,14 @@ func redactApply(s string, spans []Finding) string {
 	return b.String()
 }
 
-// redactRule is one named rule. The engine calls match only where one of
-// the anchors occurs; match reports spans through redactScan.add.
+// redactRule is one named rule. The engine calls match, with the text of
+// the pass, only where one of the anchors occurs; match reports spans
+// through redactScan.add.
 type redactRule struct {
 	name    string
 	anchors []string
 	fold    bool // anchors match ASCII case-insensitively
-	match   func(st *redactScan, p int)
+	match   func(st *redactScan, s string, p int)
 }
 
 // redactAnchor is one literal of one rule, lower-cased when fold is set.
@@ -200,7 +201,7 @@ func newRedactProgram(r *Redactor) *redactProgram {
 	p := new(redactProgram)
 	p.rules = redactRules()
 	for _, v := range redactEnvValues(r) {
-		p.rules = append(p.rules, redactRule{name: "env-value", anchors: []string{v}, match: func(st *redactScan, i int) {
+		p.rules = append(p.rules, redactRule{name: "env-value", anchors: []string{v}, match: func(st *redactScan, _ string, i int) {
 			st.add(i, i+len(v), "env-value")
 		}})
 	}
@@ -288,7 +289,6 @@ func redactSecretEnvName(name string) bool {
 
 // redactScan is the state of one pass over one input.
 type redactScan struct {
-	s     string
 	spans []Finding // the spans to replace, and the rules that asked for them
 	cur   int       // rule being run
 	done  []int     // per rule: end of its last span; hits before it are skipped
@@ -312,11 +312,11 @@ func (st *redactScan) examined(end int) { st.done[st.cur] = max(st.done[st.cur],
 // scan runs every rule over s once and returns the spans to replace and
 // the bytes its rules examined.
 func (p *redactProgram) scan(s string) ([]Finding, int) {
-	st := redactScan{s: s, done: make([]int, len(p.rules)), pemAt: -1}
+	st := redactScan{done: make([]int, len(p.rules)), pemAt: -1}
 	for i, a := range p.hits(s) {
 		if i >= st.done[a.rule] {
 			st.cur = a.rule
-			p.rules[a.rule].match(&st, i)
+			p.rules[a.rule].match(&st, s, i)
 		}
 	}
 	return st.spans, st.work + len(s)
@@ -349,8 +349,7 @@ func redactFolds(s, lower string) bool {
 // it looks like a token (16 or more characters mixing letters and digits).
 // A password may hold an unescaped '/', '?' or '#' (user:pa/ss@host): after
 // user: anything but a port, the userinfo runs on to the first '@'.
-func redactURLUserinfo(st *redactScan, p int) {
-	s := st.s
+func redactURLUserinfo(st *redactScan, s string, p int) {
 	b := redactRunBack(s, p, 32, func(c byte) bool { return redactAlnum(c) || strings.IndexByte("+.-", c) >= 0 })
 	if b == p {
 		return
@@ -387,8 +386,7 @@ scan:
 
 // redactUserFlag removes the password of curl -u user:password (also
 // --user), keeping the user name; a numeric uid:gid, as in docker -u, stays.
-func redactUserFlag(st *redactScan, p int) {
-	s := st.s
+func redactUserFlag(st *redactScan, s string, p int) {
 	if p > 0 && s[p-1] != ' ' && s[p-1] != '\t' {
 		return
 	}
@@ -410,8 +408,7 @@ func redactUserFlag(st *redactScan, p int) {
 
 // redactTelegram removes a Telegram bot token, 123456789:AA..., also in the
 // /bot<token>/ form of Bot API URLs. The hit is at the colon.
-func redactTelegram(st *redactScan, p int) {
-	s := st.s
+func redactTelegram(st *redactScan, s string, p int) {
 	b := redactRunBack(s, p, 10, func(c byte) bool { return '0' <= c && c <= '9' })
 	if p-b < 8 || !(redactBoundary(s, b) || b >= 3 && s[b-3:b] == "bot") {
 		return
@@ -428,8 +425,7 @@ func redactTelegram(st *redactScan, p int) {
 // without an END line (cut off) loses every base64 line after BEGIN; an END
 // line without a BEGIN (the start cut off) loses the base64 lines before it.
 // Certificates and public keys are not secrets and stay.
-func redactPEM(st *redactScan, p int) {
-	s := st.s
+func redactPEM(st *redactScan, s string, p int) {
 	if s[p+5] == 'E' { // -----END, unless it closes the block just removed
 		if _, ok := redactPEMLabel(s, p+len("-----END ")); ok && p != st.pemAt {
 			start := redactPEMBodyBefore(s, p)

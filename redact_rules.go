@@ -74,8 +74,7 @@ func redactRules() []redactRule {
 func (t redactTokenRule) rule() redactRule {
 	re := regexp.MustCompile(t.re)
 	window := cmp.Or(t.window, 512)
-	return redactRule{name: t.name, anchors: t.prefixes, fold: t.fold, match: func(st *redactScan, p int) {
-		s := st.s
+	return redactRule{name: t.name, anchors: t.prefixes, fold: t.fold, match: func(st *redactScan, s string, p int) {
 		if !redactBoundary(s, p) || slices.ContainsFunc(t.yieldTo, func(d string) bool { return strings.HasPrefix(s[p:], d) }) {
 			return
 		}
@@ -208,8 +207,7 @@ func redactKeyKind(prev, key string) (rule string, password bool) {
 // A value that is redacted ends the rule's hits before its end (done); a
 // value that is rejected (a placeholder, a count) is marked examined, so the
 // keys inside it are not examined again.
-func redactKeyValue(st *redactScan, p int) {
-	s := st.s
+func redactKeyValue(st *redactScan, s string, p int) {
 	ks, ke := p, redactRun(s, p, 64, redactKeyChar)
 	for ks > 0 && p-ks < 64 && redactKeyChar(s[ks-1]) && !redactEscape(s, ks) { // \nkey
 		ks--
