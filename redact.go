@@ -522,7 +522,7 @@ func redactPEMBody(s string, i int) (end, endAt int) {
 			end = redactRun(s, k, len(s), func(c byte) bool { return c != '\n' && c != '\\' })
 		case k == j:
 			return end, -1
-		case k == len(s) || redactPEMBreaks(s, k) == k: // the last line
+		case redactPEMBreaks(s, k) == k: // the last line
 			return k, -1
 		default:
 			body, end = true, k

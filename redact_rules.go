@@ -84,9 +84,9 @@ func (t redactTokenRule) rule() redactRule {
 		if m == nil || t.alnumEnd && m[1] < len(w) && redactAlnum(w[m[1]]) {
 			return
 		}
-		end := m[1]
+		start, end := m[0], m[1]
 		if t.digit {
-			body := w[m[0]+len(t.prefixes[0]) : end]
+			body := w[start+len(t.prefixes[0]) : end]
 			for _, kind := range [...]string{"proj-", "svcacct-", "admin-"} {
 				body = strings.TrimPrefix(body, kind)
 			}
@@ -94,7 +94,6 @@ func (t redactTokenRule) rule() redactRule {
 				return
 			}
 		}
-		start := m[0]
 		if len(m) > 2 && m[2] >= 0 {
 			start, end = m[2], m[3]
 		}
