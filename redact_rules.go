@@ -144,17 +144,16 @@ func redactKeyChar(c byte) bool { return redactAlnum(c) || c == '_' || c == '-' 
 // value may hold blanks. The key is compared lower-cased with '_', '-', '.'
 // and blanks removed.
 func redactKeyKind(prev, key string) (rule string, password bool) {
-	var buf [160]byte
-	n := 0
+	var buf [160]byte // room for both: prev is at most 32 bytes, key 128
+	b := buf[:0]
 	for _, part := range [2]string{prev, key} {
-		for i := 0; i < len(part) && n < len(buf); i++ {
+		for i := 0; i < len(part); i++ {
 			if c := part[i]; c != '_' && c != '-' && c != '.' && c != ' ' {
-				buf[n] = redactLower[c]
-				n++
+				b = append(b, redactLower[c])
 			}
 		}
 	}
-	k := string(buf[:n]) // does not escape: the compiler keeps it on the stack
+	k := string(b) // does not escape: the compiler keeps it on the stack
 	// suffix reports whether key ends in _word or -word, as HTTP_COOKIE does.
 	suffix := func(word string) bool {
 		i := len(key) - len(word) - 1
@@ -285,15 +284,12 @@ func redactValueStop(c byte) bool {
 // except that with words set they run on over blanks up to a word that is a
 // key (has ':' or '='), a comment or punctuation.
 func redactValue(s string, i, ks int, header, words bool) (vs, ve, end int) {
-	bracket := false
-	if header && i < len(s) {
-		switch s[i] {
-		case '{', '(':
-			return i, i + 1, i + 1
-		case '[':
-			bracket = true
-			i++
-		}
+	if header && i < len(s) && (s[i] == '{' || s[i] == '(') { // a nested structure
+		return i, i + 1, i + 1
+	}
+	bracket := header && i < len(s) && s[i] == '[' // as Go prints an http.Header
+	if bracket {
+		i++
 	}
 	if j := redactPastBackslashes(s, i); j < len(s) && (s[j] == '"' || j == i && s[j] == '\'') {
 		q := s[i : j+1]
