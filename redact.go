@@ -507,23 +507,21 @@ func redactPEMBreaks(s string, i int) int {
 }
 
 // redactPEMBody finds the end of the body that starts at i: the offset of
-// the END line (returned twice) or, when there is none, the end of the last
-// whole base64 line (and -1).
+// the END line after a line break (returned twice) or, when there is none,
+// the end of the last base64 line (and -1).
 func redactPEMBody(s string, i int) (end, endAt int) {
 	end = i
 	body := false
 	for {
 		j := redactPEMBreaks(s, i)
-		if strings.HasPrefix(s[j:], "-----END ") {
+		if j > i && strings.HasPrefix(s[j:], "-----END ") {
 			return j, j
 		}
 		switch k := redactRun(s, j, len(s), redactB64); {
 		case !body && k > j && strings.HasPrefix(s[k:], ": "): // Proc-Type: 4,ENCRYPTED
 			end = redactRun(s, k, len(s), func(c byte) bool { return c != '\n' && c != '\\' })
-		case k == j:
+		case k == j: // no line here, as after one that no line break ends
 			return end, -1
-		case redactPEMBreaks(s, k) == k: // the last line
-			return k, -1
 		default:
 			body, end = true, k
 		}
