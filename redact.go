@@ -270,12 +270,10 @@ func redactEnvValues(r *Redactor) []string {
 		name, val, ok := strings.Cut(kv, "=")
 		if !ok || len(val) < minLen || !isSecret(name) ||
 			strings.HasPrefix(val, "/") || strings.HasPrefix(val, "~") || redactDrivePath(val) ||
-			strings.Contains(RedactedMarker, val) || strings.Contains(val, RedactedMarker) {
+			strings.Contains(RedactedMarker, val) || strings.Contains(val, RedactedMarker) || slices.Contains(vals, val) {
 			continue
 		}
-		if !slices.Contains(vals, val) {
-			vals = append(vals, val)
-		}
+		vals = append(vals, val)
 	}
 	return vals
 }
