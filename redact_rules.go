@@ -316,10 +316,8 @@ func redactValue(s string, i, ks int, header, words bool) (vs, ve, end int) {
 		}
 		path := redactDrivePath(w) // C:\dir holds '\', but not a JSON-escaped line break
 		for k += n; k < len(s); k++ {
-			if path && s[k] == '\\' && !(k+1 < len(s) && (s[k+1] == 'n' || s[k+1] == 'r') && s[k-1] != '\\') {
-				continue
-			}
-			if redactValueStop(s[k]) {
+			inPath := path && s[k] == '\\' && !(k+1 < len(s) && (s[k+1] == 'n' || s[k+1] == 'r') && s[k-1] != '\\')
+			if redactValueStop(s[k]) && !inPath {
 				break
 			}
 		}
