@@ -436,11 +436,8 @@ func redactPEM(st *redactScan, s string, p int) {
 	if !ok {
 		return
 	}
-	end, endAt := redactPEMBody(s, hdr)
+	end := redactPEMBody(st, s, hdr)
 	st.work += end - p
-	if endAt >= 0 {
-		st.pemAt = endAt
-	}
 	st.add(hdr, end, "pem-private-key")
 }
 
@@ -505,21 +502,22 @@ func redactPEMBreaks(s string, i int) int {
 }
 
 // redactPEMBody finds the end of the body that starts at i: the offset of
-// the END line after a line break (returned twice) or, when there is none,
-// the end of the last base64 line (and -1).
-func redactPEMBody(s string, i int) (end, endAt int) {
-	end = i
+// the END line after a line break, which it records in st.pemAt, or, when
+// there is none, the end of the last base64 line.
+func redactPEMBody(st *redactScan, s string, i int) int {
+	end := i
 	body := false
 	for {
 		j := redactPEMBreaks(s, i)
 		if j > i && strings.HasPrefix(s[j:], "-----END ") {
-			return j, j
+			st.pemAt = j
+			return j
 		}
 		switch k := redactRun(s, j, len(s), redactB64); {
 		case !body && k > j && strings.HasPrefix(s[k:], ": "): // Proc-Type: 4,ENCRYPTED
 			end = redactRun(s, k, len(s), func(c byte) bool { return c != '\n' && c != '\\' })
 		case k == j: // no line here, as after one that no line break ends
-			return end, -1
+			return end
 		default:
 			body, end = true, k
 		}
