@@ -322,7 +322,7 @@ func (p *redactProgram) scan(s string) ([]Finding, int) {
 
 func (p *redactProgram) anchorAt(s string, i int, a *redactAnchor) bool {
 	t := s[i:min(len(s), i+len(a.lit))]
-	return t == a.lit || a.fold && redactFolds(t, a.lit)
+	return a.fold && redactFolds(t, a.lit) || !a.fold && t == a.lit
 }
 
 // redactFolds reports whether s, ASCII lower-cased, is lower.
