@@ -1,6 +1,7 @@
 package extension
 
 import (
+	"cmp"
 	"iter"
 	"os"
 	"slices"
@@ -147,13 +148,14 @@ func redactApply(s string, spans []Finding) string {
 	return b.String()
 }
 
-// redactRule is one named rule. The engine calls match only where one of
-// the anchors occurs; match reports spans through redactScan.add.
+// redactRule is one named rule. The engine calls match, with the text of
+// the pass, only where one of the anchors occurs; match reports spans
+// through redactScan.add.
 type redactRule struct {
 	name    string
 	anchors []string
 	fold    bool // anchors match ASCII case-insensitively
-	match   func(st *redactScan, p int)
+	match   func(st *redactScan, s string, p int)
 }
 
 // redactAnchor is one literal of one rule, lower-cased when fold is set.
@@ -199,7 +201,7 @@ func newRedactProgram(r *Redactor) *redactProgram {
 	p := new(redactProgram)
 	p.rules = redactRules()
 	for _, v := range redactEnvValues(r) {
-		p.rules = append(p.rules, redactRule{name: "env-value", anchors: []string{v}, match: func(st *redactScan, i int) {
+		p.rules = append(p.rules, redactRule{name: "env-value", anchors: []string{v}, match: func(st *redactScan, _ string, i int) {
 			st.add(i, i+len(v), "env-value")
 		}})
 	}
@@ -254,28 +256,24 @@ func (p *redactProgram) hits(s string) iter.Seq2[int, *redactAnchor] {
 
 // redactEnvValues picks the environment values to redact literally.
 func redactEnvValues(r *Redactor) []string {
-	environ, isSecret, minLen := r.Environ, r.SecretEnvName, r.MinEnvValueLen
+	environ, isSecret := r.Environ, r.SecretEnvName
 	if environ == nil {
 		environ = os.Environ
 	}
 	if isSecret == nil {
 		isSecret = redactSecretEnvName
 	}
-	if minLen <= 0 {
-		minLen = 8
-	}
-	minLen = max(minLen, 3) // the shortest anchor hits can find
+	// Zero or less means 8; 3 is the shortest anchor hits can find.
+	minLen := max(cmp.Or(max(r.MinEnvValueLen, 0), 8), 3)
 	var vals []string
 	for _, kv := range environ() {
 		name, val, ok := strings.Cut(kv, "=")
 		if !ok || len(val) < minLen || !isSecret(name) ||
 			strings.HasPrefix(val, "/") || strings.HasPrefix(val, "~") || redactDrivePath(val) ||
-			strings.Contains(RedactedMarker, val) || strings.Contains(val, RedactedMarker) {
+			strings.Contains(RedactedMarker, val) || strings.Contains(val, RedactedMarker) || slices.Contains(vals, val) {
 			continue
 		}
-		if !slices.Contains(vals, val) {
-			vals = append(vals, val)
-		}
+		vals = append(vals, val)
 	}
 	return vals
 }
@@ -289,7 +287,6 @@ func redactSecretEnvName(name string) bool {
 
 // redactScan is the state of one pass over one input.
 type redactScan struct {
-	s     string
 	spans []Finding // the spans to replace, and the rules that asked for them
 	cur   int       // rule being run
 	done  []int     // per rule: end of its last span; hits before it are skipped
@@ -303,7 +300,7 @@ func (st *redactScan) add(start, end int, name string) {
 		return
 	}
 	st.spans = append(st.spans, Finding{Rule: name, Start: start, End: end})
-	st.done[st.cur] = max(st.done[st.cur], end)
+	st.examined(end)
 }
 
 // examined makes the engine skip the current rule's hits before end: text
@@ -313,25 +310,28 @@ func (st *redactScan) examined(end int) { st.done[st.cur] = max(st.done[st.cur],
 // scan runs every rule over s once and returns the spans to replace and
 // the bytes its rules examined.
 func (p *redactProgram) scan(s string) ([]Finding, int) {
-	st := redactScan{s: s, done: make([]int, len(p.rules)), pemAt: -1}
+	st := redactScan{done: make([]int, len(p.rules)), pemAt: -1}
 	for i, a := range p.hits(s) {
 		if i >= st.done[a.rule] {
 			st.cur = a.rule
-			p.rules[a.rule].match(&st, i)
+			p.rules[a.rule].match(&st, s, i)
 		}
 	}
 	return st.spans, st.work + len(s)
 }
 
 func (p *redactProgram) anchorAt(s string, i int, a *redactAnchor) bool {
-	if len(s)-i < len(a.lit) {
+	t := s[i:min(len(s), i+len(a.lit))]
+	return a.fold && redactFolds(t, a.lit) || !a.fold && t == a.lit
+}
+
+// redactFolds reports whether s, ASCII lower-cased, is lower.
+func redactFolds(s, lower string) bool {
+	if len(s) != len(lower) {
 		return false
 	}
-	if !a.fold {
-		return s[i:i+len(a.lit)] == a.lit
-	}
-	for k := 0; k < len(a.lit); k++ {
-		if redactLower[s[i+k]] != a.lit[k] {
+	for i := 0; i < len(s); i++ {
+		if redactLower[s[i]] != lower[i] {
 			return false
 		}
 	}
@@ -347,8 +347,7 @@ func (p *redactProgram) anchorAt(s string, i int, a *redactAnchor) bool {
 // it looks like a token (16 or more characters mixing letters and digits).
 // A password may hold an unescaped '/', '?' or '#' (user:pa/ss@host): after
 // user: anything but a port, the userinfo runs on to the first '@'.
-func redactURLUserinfo(st *redactScan, p int) {
-	s := st.s
+func redactURLUserinfo(st *redactScan, s string, p int) {
 	b := redactRunBack(s, p, 32, func(c byte) bool { return redactAlnum(c) || strings.IndexByte("+.-", c) >= 0 })
 	if b == p {
 		return
@@ -385,8 +384,7 @@ scan:
 
 // redactUserFlag removes the password of curl -u user:password (also
 // --user), keeping the user name; a numeric uid:gid, as in docker -u, stays.
-func redactUserFlag(st *redactScan, p int) {
-	s := st.s
+func redactUserFlag(st *redactScan, s string, p int) {
 	if p > 0 && s[p-1] != ' ' && s[p-1] != '\t' {
 		return
 	}
@@ -408,8 +406,7 @@ func redactUserFlag(st *redactScan, p int) {
 
 // redactTelegram removes a Telegram bot token, 123456789:AA..., also in the
 // /bot<token>/ form of Bot API URLs. The hit is at the colon.
-func redactTelegram(st *redactScan, p int) {
-	s := st.s
+func redactTelegram(st *redactScan, s string, p int) {
 	b := redactRunBack(s, p, 10, func(c byte) bool { return '0' <= c && c <= '9' })
 	if p-b < 8 || !(redactBoundary(s, b) || b >= 3 && s[b-3:b] == "bot") {
 		return
@@ -426,8 +423,7 @@ func redactTelegram(st *redactScan, p int) {
 // without an END line (cut off) loses every base64 line after BEGIN; an END
 // line without a BEGIN (the start cut off) loses the base64 lines before it.
 // Certificates and public keys are not secrets and stay.
-func redactPEM(st *redactScan, p int) {
-	s := st.s
+func redactPEM(st *redactScan, s string, p int) {
 	if s[p+5] == 'E' { // -----END, unless it closes the block just removed
 		if _, ok := redactPEMLabel(s, p+len("-----END ")); ok && p != st.pemAt {
 			start := redactPEMBodyBefore(s, p)
@@ -440,11 +436,8 @@ func redactPEM(st *redactScan, p int) {
 	if !ok {
 		return
 	}
-	end, endAt := redactPEMBody(s, hdr)
+	end := redactPEMBody(st, s, hdr)
 	st.work += end - p
-	if endAt >= 0 {
-		st.pemAt = endAt
-	}
 	st.add(hdr, end, "pem-private-key")
 }
 
@@ -509,23 +502,22 @@ func redactPEMBreaks(s string, i int) int {
 }
 
 // redactPEMBody finds the end of the body that starts at i: the offset of
-// the END line (returned twice) or, when there is none, the end of the last
-// whole base64 line (and -1).
-func redactPEMBody(s string, i int) (end, endAt int) {
-	end = i
+// the END line after a line break, which it records in st.pemAt, or, when
+// there is none, the end of the last base64 line.
+func redactPEMBody(st *redactScan, s string, i int) int {
+	end := i
 	body := false
 	for {
 		j := redactPEMBreaks(s, i)
-		if strings.HasPrefix(s[j:], "-----END ") {
-			return j, j
+		if j > i && strings.HasPrefix(s[j:], "-----END ") {
+			st.pemAt = j
+			return j
 		}
 		switch k := redactRun(s, j, len(s), redactB64); {
 		case !body && k > j && strings.HasPrefix(s[k:], ": "): // Proc-Type: 4,ENCRYPTED
 			end = redactRun(s, k, len(s), func(c byte) bool { return c != '\n' && c != '\\' })
-		case k == j:
-			return end, -1
-		case k == len(s) || redactPEMBreaks(s, k) == k: // the last line
-			return k, -1
+		case k == j: // no line here, as after one that no line break ends
+			return end
 		default:
 			body, end = true, k
 		}
@@ -538,13 +530,11 @@ func redactPEMBody(s string, i int) (end, endAt int) {
 func redactPEMBodyBefore(s string, p int) int {
 	start, i := p, p
 	for {
-		for i > 0 { // line breaks, real or escaped
+		for i > 0 && (redactSpace(s[i-1]) || redactEscape(s, i)) { // line breaks, real or escaped
 			if redactSpace(s[i-1]) {
 				i--
-			} else if redactEscape(s, i) {
-				i = len(strings.TrimRight(s[:i-2], `\`))
 			} else {
-				break
+				i = len(strings.TrimRight(s[:i-2], `\`))
 			}
 		}
 		k := redactRunBack(s, i, i, redactB64)

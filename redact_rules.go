@@ -30,16 +30,13 @@ func redactRules() []redactRule {
 		{name: "anthropic-key", prefixes: []string{"sk-ant-"}, re: `^sk-ant-[a-z]+[0-9]*-[A-Za-z0-9_-]{20,}`},
 		{name: "openrouter-key", prefixes: []string{"sk-or-v1-"}, re: `^sk-or-v1-[A-Za-z0-9]{32,}`},
 		{name: "openai-key", prefixes: []string{"sk-"}, re: `^sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}`, digit: true, yieldTo: []string{"sk-ant-", "sk-or-"}},
-		{name: "github-token", prefixes: []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_"}, re: `^gh[pousr]_[A-Za-z0-9]{30,}`},
-		{name: "github-token", prefixes: []string{"github_pat_"}, re: `^github_pat_[A-Za-z0-9_]{30,}`},
+		{name: "github-token", prefixes: []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"}, re: `^(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})`},
 		{name: "gitlab-token", prefixes: []string{"glpat-", "gldt-", "glrt-", "glptt-"}, re: `^gl(?:pat|dt|rt|ptt)-[A-Za-z0-9_-]{20,}`},
-		{name: "slack-token", prefixes: []string{"xoxb-", "xoxa-", "xoxp-", "xoxr-", "xoxs-", "xoxe-"}, re: `^xox[abprse]-[A-Za-z0-9-]{20,}`},
-		{name: "slack-token", prefixes: []string{"xapp-"}, re: `^xapp-[0-9]-[A-Za-z0-9-]{20,}`},
+		{name: "slack-token", prefixes: []string{"xoxb-", "xoxa-", "xoxp-", "xoxr-", "xoxs-", "xoxe-", "xapp-"}, re: `^(?:xox[abprse]|xapp-[0-9])-[A-Za-z0-9-]{20,}`},
 		{name: "slack-webhook", prefixes: []string{"hooks.slack.com/"}, re: `^hooks\.slack\.com/(?:services|workflows|triggers)/([A-Za-z0-9_/-]{16,})`},
 		{name: "aws-access-key-id", prefixes: []string{"AKIA", "ASIA", "AROA", "AIDA", "AGPA", "ANPA", "AIPA", "ANVA"}, re: `^A[A-Z]{3}[A-Z0-9]{16}`, alnumEnd: true},
 		{name: "google-api-key", prefixes: []string{"AIza"}, re: `^AIza[0-9A-Za-z_-]{35}`, alnumEnd: true},
-		{name: "stripe-key", prefixes: []string{"sk_live_", "sk_test_", "rk_live_", "rk_test_"}, re: `^[sr]k_(?:live|test)_[A-Za-z0-9]{20,}`},
-		{name: "stripe-key", prefixes: []string{"whsec_"}, re: `^whsec_[A-Za-z0-9+/]{24,}`},
+		{name: "stripe-key", prefixes: []string{"sk_live_", "sk_test_", "rk_live_", "rk_test_", "whsec_"}, re: `^(?:[sr]k_(?:live|test)_[A-Za-z0-9]{20,}|whsec_[A-Za-z0-9+/]{24,})`},
 		{name: "sendgrid-key", prefixes: []string{"SG."}, re: `^SG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}`},
 		{name: "npm-token", prefixes: []string{"npm_"}, re: `^npm_[A-Za-z0-9]{36}`, alnumEnd: true},
 		{name: "pypi-token", prefixes: []string{"pypi-Ag"}, re: `^pypi-Ag[A-Za-z0-9_-]{50,}`},
@@ -77,8 +74,7 @@ func redactRules() []redactRule {
 func (t redactTokenRule) rule() redactRule {
 	re := regexp.MustCompile(t.re)
 	window := cmp.Or(t.window, 512)
-	return redactRule{name: t.name, anchors: t.prefixes, fold: t.fold, match: func(st *redactScan, p int) {
-		s := st.s
+	return redactRule{name: t.name, anchors: t.prefixes, fold: t.fold, match: func(st *redactScan, s string, p int) {
 		if !redactBoundary(s, p) || slices.ContainsFunc(t.yieldTo, func(d string) bool { return strings.HasPrefix(s[p:], d) }) {
 			return
 		}
@@ -88,9 +84,9 @@ func (t redactTokenRule) rule() redactRule {
 		if m == nil || t.alnumEnd && m[1] < len(w) && redactAlnum(w[m[1]]) {
 			return
 		}
-		end := m[1]
+		start, end := m[0], m[1]
 		if t.digit {
-			body := w[m[0]+len(t.prefixes[0]) : end]
+			body := w[start+len(t.prefixes[0]) : end]
 			for _, kind := range [...]string{"proj-", "svcacct-", "admin-"} {
 				body = strings.TrimPrefix(body, kind)
 			}
@@ -98,7 +94,6 @@ func (t redactTokenRule) rule() redactRule {
 				return
 			}
 		}
-		start := m[0]
 		if len(m) > 2 && m[2] >= 0 {
 			start, end = m[2], m[3]
 		}
@@ -140,36 +135,25 @@ func redactLetterDigit(tok string) bool {
 
 const redactLetters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
-// Kinds of key a key=value pair can have.
-const (
-	redactKeyNone = iota
-	redactKeySecret
-	redactKeyPassword // a secret key whose unquoted value may hold blanks
-	redactKeyAuthorization
-	redactKeyCookie
-)
-
-// redactKeyRule names the rule that removes the value of each kind of key.
-var redactKeyRule = [...]string{redactKeySecret: "secret-key-value", redactKeyPassword: "secret-key-value",
-	redactKeyAuthorization: "authorization-header", redactKeyCookie: "cookie-header"}
-
 func redactKeyChar(c byte) bool { return redactAlnum(c) || c == '_' || c == '-' || c == '.' }
 
 // redactKeyKind classifies a key: prev is an optional word before it ("api"
-// in "API key"). The key is compared lower-cased with '_', '-', '.' and
-// blanks removed.
-func redactKeyKind(prev, key string) int {
-	var buf [160]byte
-	n := 0
+// in "API key"). It returns the rule that removes the key's value
+// (secret-key-value, authorization-header or cookie-header), or "" when the
+// key names no secret, and whether the key is a password's, whose unquoted
+// value may hold blanks. The key is compared lower-cased with '_', '-', '.'
+// and blanks removed.
+func redactKeyKind(prev, key string) (rule string, password bool) {
+	var buf [160]byte // room for both: prev is at most 32 bytes, key 128
+	b := buf[:0]
 	for _, part := range [2]string{prev, key} {
-		for i := 0; i < len(part) && n < len(buf); i++ {
+		for i := 0; i < len(part); i++ {
 			if c := part[i]; c != '_' && c != '-' && c != '.' && c != ' ' {
-				buf[n] = redactLower[c]
-				n++
+				b = append(b, redactLower[c])
 			}
 		}
 	}
-	k := string(buf[:n]) // does not escape: the compiler keeps it on the stack
+	k := string(b) // does not escape: the compiler keeps it on the stack
 	// suffix reports whether key ends in _word or -word, as HTTP_COOKIE does.
 	suffix := func(word string) bool {
 		i := len(key) - len(word) - 1
@@ -177,17 +161,17 @@ func redactKeyKind(prev, key string) int {
 	}
 	switch {
 	case k == "authorization" || k == "proxyauthorization" || suffix("authorization"):
-		return redactKeyAuthorization
+		return "authorization-header", false
 	case k == "cookie" || k == "setcookie" || suffix("cookie"): // not fCookie
-		return redactKeyCookie
+		return "cookie-header", false
 	}
-	password := k == "pwd" || k == "pass" || suffix("pwd") || suffix("pass") ||
+	password = k == "pwd" || k == "pass" || suffix("pwd") || suffix("pass") ||
 		redactContains(k, "password", "passwd", "passphrase")
-	secret := password || k == "auth" || k == "sig" || strings.HasSuffix(k, "auth") && k != "oauth" ||
+	secret := password || k == "sig" || strings.HasSuffix(k, "auth") && k != "oauth" ||
 		redactContains(k, "secret", "token", "apikey", "accesskey", "privatekey", "accountkey",
 			"signingkey", "sessionkey", "encryptionkey", "masterkey", "authkey", "credential", "signature")
 	if !secret {
-		return redactKeyNone
+		return "", false
 	}
 	// Counters, limits, names and pointers to secrets are not secrets:
 	// max_tokens, token_type, secret_name, password_file, TokenExpiredError.
@@ -200,17 +184,14 @@ func redactKeyKind(prev, key string) int {
 		// The last byte first: most keys end in none of these words.
 		if len(k) >= len(w) && k[len(k)-1] == w[len(w)-1] && k[len(k)-len(w):] == w &&
 			!(w == "id" && (strings.HasSuffix(k, "secretid") || strings.HasSuffix(k, "tokenid"))) {
-			return redactKeyNone
+			return "", false
 		}
 	}
 	if redactContains(k, "tokeniz", "pagetoken", "nexttoken", "continuationtoken",
 		"stoptoken", "eostoken", "bostoken", "padtoken", "unktoken") {
-		return redactKeyNone
+		return "", false
 	}
-	if password {
-		return redactKeyPassword
-	}
-	return redactKeySecret
+	return "secret-key-value", password
 }
 
 // redactKeyValue removes the value of a key=value, key: value, key := value,
@@ -224,8 +205,7 @@ func redactKeyKind(prev, key string) int {
 // A value that is redacted ends the rule's hits before its end (done); a
 // value that is rejected (a placeholder, a count) is marked examined, so the
 // keys inside it are not examined again.
-func redactKeyValue(st *redactScan, p int) {
-	s := st.s
+func redactKeyValue(st *redactScan, s string, p int) {
 	ks, ke := p, redactRun(s, p, 64, redactKeyChar)
 	for ks > 0 && p-ks < 64 && redactKeyChar(s[ks-1]) && !redactEscape(s, ks) { // \nkey
 		ks--
@@ -256,38 +236,32 @@ func redactKeyValue(st *redactScan, p int) {
 	default:
 		return
 	}
-	kind := redactKeyKind("", s[ks:ke])
-	if kind == redactKeyNone && ks >= 2 && s[ks-1] == ' ' { // "API key", "access token"
+	rule, password := redactKeyKind("", s[ks:ke])
+	if rule == "" && ks >= 2 && s[ks-1] == ' ' { // "API key", "access token"
 		ps := redactRunBack(s, ks-1, 32, redactKeyChar)
 		st.work += ks - ps
-		kind = redactKeyKind(s[ps:ks-1], s[ks:ke])
+		rule, password = redactKeyKind(s[ps:ks-1], s[ks:ke])
 	}
-	if kind == redactKeyNone {
+	if rule == "" {
 		return
 	}
 	i = redactBlank(s, i)
-	header := kind == redactKeyAuthorization || kind == redactKeyCookie
-	vs, ve, end := redactValue(s, i, ks, header, words && kind == redactKeyPassword)
+	header := rule != "secret-key-value" // authorization-header, cookie-header
+	vs, ve, end := redactValue(s, i, ks, header, words && password)
 	st.work += end - examined
+	// The value is not a secret when it is a placeholder, a count (pass: 12,
+	// secrets: 3), a line or port (File.java:118, host:443), a call (sig :=
+	// b.uint32()), except in a header a word of prose, or the directory of
+	// a pwd.
 	v := s[vs:ve]
-	if redactRejectValue(s, i, vs, ve, header) ||
+	call := vs == i && ve < len(s) && s[ve] == '(' && strings.Trim(v, redactLetters+"0123456789_.") == ""
+	if redactPlaceholder(v) || strings.Trim(v, "0123456789") == "" && (len(v) < 6 || s[i-1] == ':') ||
+		!header && (call || redactProse(v)) ||
 		strings.EqualFold(s[ks:ke], "pwd") && (strings.HasPrefix(v, "/") || redactDrivePath(v)) {
 		st.examined(ve)
 		return
 	}
-	st.add(vs, ve, redactKeyRule[kind])
-}
-
-// redactRejectValue reports whether the value s[vs:ve] of a secret key,
-// whose text starts at i, is not a secret: a placeholder, a count (pass:
-// 12, secrets: 3), a line or port (File.java:118, host:443), a call (sig :=
-// b.uint32()) or, except in a header, a word of prose.
-func redactRejectValue(s string, i, vs, ve int, header bool) bool {
-	v := s[vs:ve]
-	call := vs == i && ve < len(s) && s[ve] == '(' && strings.Trim(v, redactLetters+"0123456789_.") == ""
-	return redactPlaceholder(v) ||
-		strings.Trim(v, "0123456789") == "" && (len(v) < 6 || s[i-1] == ':') ||
-		!header && (call || redactProse(v))
+	st.add(vs, ve, rule)
 }
 
 // redactBlank returns the end of the run of blanks at i.
@@ -310,15 +284,12 @@ func redactValueStop(c byte) bool {
 // except that with words set they run on over blanks up to a word that is a
 // key (has ':' or '='), a comment or punctuation.
 func redactValue(s string, i, ks int, header, words bool) (vs, ve, end int) {
-	bracket := false
-	if header && i < len(s) {
-		switch s[i] {
-		case '{', '(':
-			return i, i + 1, i + 1
-		case '[':
-			bracket = true
-			i++
-		}
+	if header && i < len(s) && (s[i] == '{' || s[i] == '(') { // a nested structure
+		return i, i + 1, i + 1
+	}
+	bracket := header && i < len(s) && s[i] == '[' // as Go prints an http.Header
+	if bracket {
+		i++
 	}
 	if j := redactPastBackslashes(s, i); j < len(s) && (s[j] == '"' || j == i && s[j] == '\'') {
 		q := s[i : j+1]
@@ -345,24 +316,21 @@ func redactValue(s string, i, ks int, header, words bool) (vs, ve, end int) {
 		}
 		path := redactDrivePath(w) // C:\dir holds '\', but not a JSON-escaped line break
 		for k += n; k < len(s); k++ {
-			if path && s[k] == '\\' && !(k+1 < len(s) && (s[k+1] == 'n' || s[k+1] == 'r') && s[k-1] != '\\') {
-				continue
-			}
-			if redactValueStop(s[k]) {
+			inPath := path && s[k] == '\\' && !(k+1 < len(s) && (s[k+1] == 'n' || s[k+1] == 'r') && s[k-1] != '\\')
+			if redactValueStop(s[k]) && !inPath {
 				break
 			}
 		}
 		end = k
 		for words && k < len(s) && (s[k] == ' ' || s[k] == '\t') {
 			w := redactBlank(s, k)
-			e := redactRun(s, w, len(s), func(c byte) bool { return !redactValueStop(c) })
-			end = max(end, e)
-			if e == w || s[w] == '#' || strings.ContainsAny(s[w:e], ":=") {
+			end = redactRun(s, w, len(s), func(c byte) bool { return !redactValueStop(c) })
+			if end == w || s[w] == '#' || strings.ContainsAny(s[w:end], ":=") {
 				break
 			}
-			k = e
+			k = end
 		}
-		return i, k, max(end, k)
+		return i, k, end
 	}
 	qc := "" // the quote the key sits in, if any
 	if ks > 0 && (s[ks-1] == '"' || s[ks-1] == '\'') {
@@ -402,12 +370,9 @@ func redactPlaceholderLen(v string) int {
 	if len(v) < 2 {
 		return 0
 	}
-	closing := func(sep string) int { // where sep closes the placeholder, on its line
-		j := strings.Index(v, sep)
-		if j < 0 || strings.ContainsAny(v[:j], "\n\r\\") {
-			return -1
-		}
-		return j
+	line := v // what a placeholder must close in
+	if j := strings.IndexAny(v, "\n\r\\"); j >= 0 {
+		line = v[:j]
 	}
 	ident := func(t string, upper bool) int {
 		n := 0
@@ -418,17 +383,17 @@ func redactPlaceholderLen(v string) int {
 	}
 	switch {
 	case strings.HasPrefix(v, "${{"):
-		if j := closing("}}"); j > 3 {
+		if j := strings.Index(line, "}}"); j > 3 {
 			return j + 2
 		}
 	case strings.HasPrefix(v, "${"): // ${NAME}, ${NAME:?message}; not ${NAME:-default}, whose default may be a secret
 		n := ident(v[2:], false)
 		rest := v[2+n:]
-		if j := closing("}"); n > 0 && j > 0 && (strings.HasPrefix(rest, "}") || strings.HasPrefix(rest, ":?") || strings.HasPrefix(rest, "?")) {
+		if j := strings.Index(line, "}"); n > 0 && j > 0 && (strings.HasPrefix(rest, "}") || strings.HasPrefix(rest, ":?") || strings.HasPrefix(rest, "?")) {
 			return j + 1
 		}
 	case strings.HasPrefix(v, "$("):
-		if j := closing(")"); j > 2 {
+		if j := strings.Index(line, ")"); j > 2 {
 			return j + 1
 		}
 	case v[0] == '$':
@@ -436,7 +401,7 @@ func redactPlaceholderLen(v string) int {
 			return n + 1
 		}
 	case strings.HasPrefix(v, "%("):
-		if j := closing(")"); j > 2 && j+1 < len(v) && redactAlnum(v[j+1]) {
+		if j := strings.Index(line, ")"); j > 2 && j+1 < len(v) && redactAlnum(v[j+1]) {
 			return j + 2
 		}
 	case v[0] == '%':
@@ -458,20 +423,13 @@ func redactPlaceholderLen(v string) int {
 // is missed; none of them is a credential on its own.
 func redactProse(v string) bool {
 	v = v[:redactRun(v, 0, len(v), func(c byte) bool { return c != ' ' && c != '\t' })] // the first word
-	var buf [10]byte
-	if len(v) > len(buf) {
-		return false
-	}
-	for i := 0; i < len(v); i++ {
-		buf[i] = redactLower[v[i]]
-	}
-	return slices.Contains([]string{"a", "an", "all", "any", "nothing", "not", "no", "is", "are", "was", "were", "has", "have",
+	return slices.ContainsFunc([]string{"a", "an", "all", "any", "nothing", "not", "no", "is", "are", "was", "were", "has", "have",
 		"will", "must", "cannot", "set", "unset", "empty", "missing", "required", "optional",
 		"invalid", "incorrect", "wrong", "expired", "revoked", "rotated", "changed", "updated",
 		"unchanged", "ok", "yes", "hidden", "masked", "omitted", "provided",
 		"ed25519", "ed448", "rsa", "ecdsa", "dsa", "eddsa", "hmac", "hs256", "hs384", "hs512",
 		"rs256", "rs384", "rs512", "es256", "es384", "es512", "ps256", "aes", "aes128", "aes256",
-		"sha1", "sha256", "sha512", "x25519"}, string(buf[:len(v)]))
+		"sha1", "sha256", "sha512", "x25519"}, func(w string) bool { return redactFolds(v, w) })
 }
 
 // redactDrivePath reports whether v is a Windows path: C:\... or C:/...,

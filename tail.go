@@ -37,10 +37,8 @@ func (t *tail) Write(p []byte) (int, error) {
 	if t.buf == nil {
 		t.buf = make([]byte, 0, size)
 	}
-	if len(p) >= size { // p alone fills the tail
-		t.buf = append(t.buf[:0], p[len(p)-size:]...)
-		t.next = 0
-		return n, nil
+	if len(p) > size { // only the last size bytes of p stay
+		p = p[len(p)-size:]
 	}
 	if len(t.buf) < size { // still filling
 		k := min(size-len(t.buf), len(p))
@@ -94,26 +92,21 @@ func tailDropFragment(text string) string {
 	}
 	i := tailRun(text, 0, false) // the fragment, possibly empty
 	j := tailRun(text, i, true)
-	k := tailRun(text, j, false) // what may be the fragment's value
-	if i > 0 && (text[i-1] == ':' || text[i-1] == '=') ||
-		k == j || strings.Trim(text[j:k], `=:"'\>`) == "" || tailAuthScheme(text[j:k]) {
+	k := tailRun(text, j, false) // what may be the fragment's value, none when k == j
+	if i > 0 && (text[i-1] == ':' || text[i-1] == '=') || strings.Trim(text[j:k], `=:"'\>`) == "" ||
+		slices.ContainsFunc(tailAuthSchemes, func(scheme string) bool { return strings.EqualFold(text[j:k], scheme) }) {
 		return "" // the value may run to the end of the line
 	}
 	return text[k:]
 }
 
-func tailBlank(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f' }
-
 // tailRun returns the end of the run of blank (or, if not blank, non-blank)
 // bytes at i.
 func tailRun(text string, i int, blank bool) int {
-	return redactRun(text, i, len(text), func(c byte) bool { return tailBlank(c) == blank })
+	return redactRun(text, i, len(text), func(c byte) bool { return (c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f') == blank })
 }
 
-// tailAuthScheme reports whether w names an HTTP authentication scheme,
-// whose credentials follow it to the end of the line.
-func tailAuthScheme(w string) bool {
-	return slices.ContainsFunc([]string{"basic", "bearer", "digest", "token", "bot", "apikey", "negotiate",
-		"ntlm", "oauth", "hoba", "mutual", "vapid", "hawk", "aws4-hmac-sha256", "scram-sha-1", "scram-sha-256"},
-		func(scheme string) bool { return strings.EqualFold(w, scheme) })
-}
+// tailAuthSchemes are the HTTP authentication schemes, whose credentials
+// follow them to the end of the line.
+var tailAuthSchemes = []string{"basic", "bearer", "digest", "token", "bot", "apikey", "negotiate",
+	"ntlm", "oauth", "hoba", "mutual", "vapid", "hawk", "aws4-hmac-sha256", "scram-sha-1", "scram-sha-256"}
