@@ -117,9 +117,10 @@ func tool(ctx context.Context, c *sdk.Call) (sdk.Verdict, error) {
 		return sdk.Block("fullsidecar blocks the tool " + call.Name), nil
 	case "read":
 		var args map[string]any
-		// Arguments may be omitted: no arguments read as {}.
-		if err := json.Unmarshal([]byte(cmp.Or(call.Arguments, "{}")), &args); err != nil {
-			return sdk.Verdict{}, fmt.Errorf("read arguments: %w", err)
+		// Arguments may be omitted: no arguments read as {}. Anything
+		// else must be an object ("null" is not).
+		if err := json.Unmarshal([]byte(cmp.Or(call.Arguments, "{}")), &args); err != nil || args == nil {
+			return sdk.Verdict{}, fmt.Errorf("read: arguments %q are not a JSON object", call.Arguments)
 		}
 		args["sandbox"] = true
 		b, err := json.Marshal(args)
