@@ -203,8 +203,7 @@ func LoadPackages(home string) ([]PackageEntry, error) {
 		return nil, &PackagesError{Path: path, Msg: "cannot read: " + err.Error(), Err: err}
 	}
 	p, err := parsePackages(data)
-	var me *ManifestError
-	if errors.As(err, &me) {
+	if me, ok := err.(*ManifestError); ok { // every error parsePackages returns
 		return nil, &PackagesError{Path: path, Field: me.Field, Msg: me.Msg + "; fix or reinstall", Err: ErrCorruptPackages}
 	}
 	return p, err
