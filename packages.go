@@ -406,11 +406,10 @@ func updatePackages(home string, fn func(*[]PackageEntry) error, after func() er
 	if err != nil {
 		return &PackagesError{Path: path, Msg: "cannot open the lock: " + err.Error(), Err: err}
 	}
-	defer f.Close() // closing the file releases the lock too
+	defer f.Close() // closing the file releases the lock
 	if err := lockFile(f); err != nil {
 		return &PackagesError{Path: path, Msg: "cannot lock: " + err.Error(), Err: err}
 	}
-	defer unlockFile(f)
 	pkgs, err := LoadPackages(home)
 	if err != nil {
 		return err

@@ -9,6 +9,8 @@ import (
 )
 
 // lockFile takes an exclusive flock(2) on f, waiting for other holders.
+// Closing f releases it: Go opens files close-on-exec, so no child holds
+// a copy of the descriptor.
 func lockFile(f *os.File) error {
 	for {
 		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
@@ -17,5 +19,3 @@ func lockFile(f *os.File) error {
 		}
 	}
 }
-
-func unlockFile(f *os.File) error { return syscall.Flock(int(f.Fd()), syscall.LOCK_UN) }
