@@ -196,9 +196,5 @@ func trustList(items []string) string {
 
 // quotedList quotes each item and joins them, or says none.
 func quotedList(items []string) string {
-	quoted := make([]string, len(items))
-	for i, s := range items {
-		quoted[i] = strconv.Quote(s)
-	}
-	return trustList(quoted)
+	return trustList(column(items, strconv.Quote))
 }
