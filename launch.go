@@ -177,20 +177,19 @@ func launchGate(home string, e *PackageEntry, workspaceRoot string) (*launchSpec
 	if workspaceRoot != "" && insideDir(root, filepath.Join(workspaceRoot, projectConfigDir)) {
 		return refuse(rt.Required, "%w: the package root %s is inside the workspace's %s directory; install it at user level to run its sidecar", ErrProjectRuntime, root, projectConfigDir)
 	}
-	command, err := resolveCommand(root, rt.Command)
+	return newLaunchSpec(e.Name, root, cmp.Or(e.Version, m.Version), e.Linked, m)
+}
+
+// newLaunchSpec resolves the command of m's runtime under root and
+// describes the launch of plugin id: the last step of the launch gate,
+// which [TrustPlugin] shares. A command it refuses is a [*LaunchError].
+func newLaunchSpec(id, root, version string, linked bool, m *Manifest) (*launchSpec, error) {
+	command, err := resolveCommand(root, m.Runtime.Command)
 	if err != nil {
-		return nil, &LaunchError{Plugin: e.Name, Required: rt.Required, Cause: err}
+		return nil, &LaunchError{Plugin: id, Required: m.Runtime.Required, Cause: err}
 	}
-	return &launchSpec{
-		ID:       e.Name,
-		Root:     root,
-		Version:  cmp.Or(e.Version, m.Version),
-		Linked:   e.Linked,
-		Manifest: m,
-		Runtime:  rt,
-		Command:  command,
-		Args:     append([]string(nil), rt.Args...),
-	}, nil
+	return &launchSpec{ID: id, Root: root, Version: version, Linked: linked, Manifest: m,
+		Runtime: m.Runtime, Command: command, Args: append([]string(nil), m.Runtime.Args...)}, nil
 }
 
 // claimsRequired reports whether the manifest under root, which failed the

@@ -102,11 +102,10 @@ func TrustPlugin(pluginDir, pluginID string) (TrustSummary, error) {
 	if m.Runtime == nil {
 		return TrustSummary{}, &LaunchError{Plugin: pluginID, Cause: fmt.Errorf("%w; nothing would run, so nothing needs trust", ErrNoRuntime)}
 	}
-	command, err := resolveCommand(root, m.Runtime.Command)
+	spec, err := newLaunchSpec(pluginID, root, m.Version, false, m)
 	if err != nil {
-		return TrustSummary{}, &LaunchError{Plugin: pluginID, Required: m.Runtime.Required, Cause: err}
+		return TrustSummary{}, err
 	}
-	spec := &launchSpec{ID: pluginID, Root: root, Version: m.Version, Manifest: m, Runtime: m.Runtime, Command: command, Args: m.Runtime.Args}
 	return spec.trust(), nil
 }
 
