@@ -125,11 +125,10 @@ func launchablePlugins(home, workspaceRoot string) ([]gated, error) {
 	var out []gated
 	for i := range pkgs {
 		spec, err := launchGate(home, &pkgs[i], workspaceRoot)
-		var le *LaunchError
-		switch {
+		switch le, _ := err.(*LaunchError); { // the gate refuses only with a *LaunchError
 		case err == nil:
 			out = append(out, gated{id: spec.ID, required: spec.Runtime.Required, spec: spec})
-		case !errors.Is(err, ErrDisabled) && !errors.Is(err, ErrNoRuntime) && errors.As(err, &le):
+		case le != nil && !errors.Is(err, ErrDisabled) && !errors.Is(err, ErrNoRuntime):
 			out = append(out, gated{id: le.Plugin, required: le.Required, err: err})
 		}
 	}
