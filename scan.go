@@ -252,7 +252,7 @@ func plainString(raw []byte) (string, bool) {
 type dupState struct {
 	names   [][]byte // raw names of the open objects' members, innermost last
 	escaped []bool
-	sets    map[int]map[string]bool // decoded names of large objects, by mark
+	sets    map[int]map[string]bool // decoded names of large objects, by mark; made with the walker
 }
 
 // dupLinear is how many members an object may have before its duplicate
@@ -291,9 +291,6 @@ func (d *dupState) seen(mark int, key []byte, escaped bool) bool {
 		set := make(map[string]bool, 2*dupLinear)
 		for i := mark; i < len(d.names); i++ {
 			set[unquote(d.names[i], d.escaped[i])] = true
-		}
-		if d.sets == nil {
-			d.sets = map[int]map[string]bool{}
 		}
 		d.sets[mark] = set
 	}

@@ -72,7 +72,7 @@ type pathToken struct {
 	index   int
 }
 
-var walkers = sync.Pool{New: func() any { return new(walker) }}
+var walkers = sync.Pool{New: func() any { return &walker{dup: dupState{sets: map[int]map[string]bool{}}} }}
 
 // walk validates doc against n and decodes it into dst, which must be
 // settable and of n's Go type; on failure dst may be partly filled. Every
