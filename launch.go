@@ -92,10 +92,9 @@ func (s *launchSpec) env(base []string) []string {
 // envKey returns the name of a KEY=value entry; a leading '=' belongs to
 // the name (Windows has "=C:=C:\" entries).
 func envKey(kv string) string {
-	k := kv
-	if i := strings.IndexByte(kv[min(1, len(kv)):], '='); i >= 0 {
-		k = kv[:i+min(1, len(kv))]
-	}
+	lead := min(1, len(kv)) // the first byte is never the separator
+	k, _, _ := strings.Cut(kv[lead:], "=")
+	k = kv[:lead+len(k)]
 	if runtime.GOOS == "windows" {
 		k = strings.ToUpper(k)
 	}
