@@ -158,18 +158,19 @@ func (c *Conn) tryNotify(method string, params any) error {
 	}
 	f.event = true
 	if c.events.Add(1) > int64(c.opts.EventBudget) {
-		c.events.Add(-1)
-		c.droppedEvents.Add(1)
-		return fmt.Errorf("%w: %s dropped, %d events pending", errQueueFull, method, c.opts.EventBudget)
+		err = fmt.Errorf("%w: %s dropped, %d events pending", errQueueFull, method, c.opts.EventBudget)
+	} else {
+		select {
+		case c.writeq <- f:
+			return nil
+		default:
+			err = fmt.Errorf("%w: %s dropped, write queue full", errQueueFull, method)
+		}
 	}
-	select {
-	case c.writeq <- f:
-		return nil
-	default:
-		c.events.Add(-1)
-		c.droppedEvents.Add(1)
-		return fmt.Errorf("%w: %s dropped, write queue full", errQueueFull, method)
-	}
+	// Not sent: the event gives its budget back and counts as dropped.
+	c.events.Add(-1)
+	c.droppedEvents.Add(1)
+	return err
 }
 
 // newNotification encodes a notification frame, or returns the error that
@@ -227,8 +228,7 @@ func (c *Conn) writeLoop() {
 				return
 			}
 		case <-c.done:
-			c.drain()
-			return
+			// Back to the check above, which drains.
 		}
 	}
 }

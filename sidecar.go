@@ -112,9 +112,7 @@ func (s *sidecar) abort() {
 
 func (s *sidecar) setState(st sidecarState) {
 	s.mu.Lock()
-	if st > s.state {
-		s.state = st
-	}
+	s.state = max(s.state, st) // the state only moves forward
 	s.mu.Unlock()
 }
 
@@ -296,9 +294,7 @@ func (s *sidecar) doStop() error {
 		wasReady = false // crashed a moment ago: nothing to ask
 	default:
 	}
-	if s.state < stateStopping {
-		s.state = stateStopping
-	}
+	s.state = max(s.state, stateStopping)
 	s.mu.Unlock()
 	var late error
 	if wasReady {
