@@ -102,16 +102,22 @@ func (c *Conn) callResult(ctx context.Context, method string, params, result any
 // received here, and counted as late when it is the peer's response, so no
 // response goes unaccounted for.
 func (c *Conn) forget(id msgID, call chan callReply) {
-	c.mu.Lock()
-	_, waiting := c.pending[id]
-	delete(c.pending, id)
-	c.mu.Unlock()
-	if !waiting {
+	if c.take(id) == nil {
 		if r := <-call; r.peer {
 			c.lateResponses.Add(1)
 			c.opts.Logf("extension: dropped a response to id %d that came as its caller gave up", id)
 		}
 	}
+}
+
+// take removes the pending call with this id from the table and returns
+// it, nil when there is none: its reply is then the taker's to deliver.
+func (c *Conn) take(id msgID) chan callReply {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	call := c.pending[id]
+	delete(c.pending, id)
+	return call
 }
 
 // isPending reports whether a request with this id was sent and is still
@@ -300,10 +306,8 @@ func (c *Conn) write(f *outFrame) bool {
 		// sidecar could have seen extension/initialized.
 		c.openedAt.Store(c.fr.consumed())
 	}
-	if c.opts.Tap != nil {
-		// Before the write: the peer's answer cannot be tapped first.
-		c.opts.Tap(false, f.data[:len(f.data)-1])
-	}
+	// Before the write: the peer's answer cannot be tapped first.
+	c.opts.Tap(false, f.data[:len(f.data)-1])
 	if err := c.fw.writeFrame(f.data); err != nil {
 		c.fail(fmt.Errorf("extension: write frame: %w", err))
 		return false
