@@ -16,10 +16,8 @@ import (
 func (c *Conn) readLoop() {
 	defer close(c.readerDone)
 	for {
-		select {
-		case <-c.done:
+		if waitClosed(c.done, 0) {
 			return // nothing is dispatched once the connection has ended
-		default:
 		}
 		line, err := c.fr.readFrame()
 		if err != nil {
@@ -172,10 +170,8 @@ func (c *Conn) notifyLoop() {
 	for {
 		select {
 		case m := <-c.notifq:
-			select {
-			case <-c.done:
+			if waitClosed(c.done, 0) {
 				return // the connection ended while m was queued
-			default:
 			}
 			c.handleNotification(m)
 		case <-c.done:

@@ -221,11 +221,9 @@ func (c *Conn) sendAnswer(f *outFrame) {
 func (c *Conn) writeLoop() {
 	defer close(c.writerDone)
 	for {
-		select {
-		case <-c.done:
+		if waitClosed(c.done, 0) {
 			c.drain()
 			return
-		default:
 		}
 		select {
 		case f := <-c.writeq:

@@ -268,13 +268,11 @@ func (s *sidecar) call(ctx context.Context, method string, params, result any) e
 		if ctx.Err() != nil {
 			return err
 		}
-		select {
-		case <-s.conn.Done():
+		if waitClosed(s.conn.Done(), 0) {
 			<-s.classified // the watcher has classified the end
 			if uerr := s.usable(); uerr != nil {
 				return uerr
 			}
-		default:
 		}
 		return s.redactErr(err)
 	}
@@ -288,12 +286,8 @@ func (s *sidecar) call(ctx context.Context, method string, params, result any) e
 // with a status other than 0.
 func (s *sidecar) doStop() error {
 	s.mu.Lock()
-	wasReady := s.state == stateReady
-	select {
-	case <-s.conn.Done():
-		wasReady = false // crashed a moment ago: nothing to ask
-	default:
-	}
+	// A connection that has ended crashed a moment ago: nothing to ask.
+	wasReady := s.state == stateReady && !waitClosed(s.conn.Done(), 0)
 	s.state = max(s.state, stateStopping)
 	s.mu.Unlock()
 	var late error
