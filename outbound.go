@@ -349,9 +349,7 @@ watch:
 		}
 	}
 	c.closeReader()
-	select {
-	case <-c.writerDone:
-	case <-time.After(c.opts.WriterDrainTimeout):
+	if !waitClosed(c.writerDone, c.opts.WriterDrainTimeout) {
 		close(c.drainStop)
 	}
 	c.closeWriter()
