@@ -92,7 +92,7 @@ type ConnOptions struct {
 }
 
 // withDefaults returns o with every zero (or negative) bound replaced by its
-// default.
+// default, and a nil Tap or Logf by one that does nothing.
 func (o ConnOptions) withDefaults() ConnOptions {
 	o.MaxHandlers = orDefault(o.MaxHandlers, 64)
 	o.NotificationQueue = orDefault(o.NotificationQueue, 256)
@@ -102,6 +102,9 @@ func (o ConnOptions) withDefaults() ConnOptions {
 	o.WriterDrainTimeout = orDefault(o.WriterDrainTimeout, 100*time.Millisecond)
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
+	}
+	if o.Tap == nil {
+		o.Tap = func(bool, []byte) {}
 	}
 	return o
 }

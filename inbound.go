@@ -16,10 +16,8 @@ import (
 func (c *Conn) readLoop() {
 	defer close(c.readerDone)
 	for {
-		select {
-		case <-c.done:
+		if waitClosed(c.done, 0) {
 			return // nothing is dispatched once the connection has ended
-		default:
 		}
 		line, err := c.fr.readFrame()
 		if err != nil {
@@ -39,9 +37,7 @@ func (c *Conn) readLoop() {
 			return
 		}
 		c.framesIn.Add(1)
-		if c.opts.Tap != nil {
-			c.opts.Tap(true, line)
-		}
+		c.opts.Tap(true, line)
 		m, fe := decodeMessage(line)
 		if c.admit(&m, fe, c.fr.frameEnd()) {
 			c.dispatch(m, fe)
@@ -91,10 +87,7 @@ func (c *Conn) dispatch(m message, fe *frameError) {
 			c.fail(fmt.Errorf("extension: inbound notification queue overflow (%d queued) at %s", c.opts.NotificationQueue, m.method))
 		}
 	case kindResponse:
-		c.mu.Lock()
-		call := c.pending[m.id]
-		delete(c.pending, m.id)
-		c.mu.Unlock()
+		call := c.take(m.id)
 		if call == nil {
 			// D4: a response to an unknown id is dropped and counted.
 			c.unknownResponses.Add(1)
@@ -177,10 +170,8 @@ func (c *Conn) notifyLoop() {
 	for {
 		select {
 		case m := <-c.notifq:
-			select {
-			case <-c.done:
+			if waitClosed(c.done, 0) {
 				return // the connection ended while m was queued
-			default:
 			}
 			c.handleNotification(m)
 		case <-c.done:

@@ -102,16 +102,22 @@ func (c *Conn) callResult(ctx context.Context, method string, params, result any
 // received here, and counted as late when it is the peer's response, so no
 // response goes unaccounted for.
 func (c *Conn) forget(id msgID, call chan callReply) {
-	c.mu.Lock()
-	_, waiting := c.pending[id]
-	delete(c.pending, id)
-	c.mu.Unlock()
-	if !waiting {
+	if c.take(id) == nil {
 		if r := <-call; r.peer {
 			c.lateResponses.Add(1)
 			c.opts.Logf("extension: dropped a response to id %d that came as its caller gave up", id)
 		}
 	}
+}
+
+// take removes the pending call with this id from the table and returns
+// it, nil when there is none: its reply is then the taker's to deliver.
+func (c *Conn) take(id msgID) chan callReply {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	call := c.pending[id]
+	delete(c.pending, id)
+	return call
 }
 
 // isPending reports whether a request with this id was sent and is still
@@ -158,18 +164,19 @@ func (c *Conn) tryNotify(method string, params any) error {
 	}
 	f.event = true
 	if c.events.Add(1) > int64(c.opts.EventBudget) {
-		c.events.Add(-1)
-		c.droppedEvents.Add(1)
-		return fmt.Errorf("%w: %s dropped, %d events pending", errQueueFull, method, c.opts.EventBudget)
+		err = fmt.Errorf("%w: %s dropped, %d events pending", errQueueFull, method, c.opts.EventBudget)
+	} else {
+		select {
+		case c.writeq <- f:
+			return nil
+		default:
+			err = fmt.Errorf("%w: %s dropped, write queue full", errQueueFull, method)
+		}
 	}
-	select {
-	case c.writeq <- f:
-		return nil
-	default:
-		c.events.Add(-1)
-		c.droppedEvents.Add(1)
-		return fmt.Errorf("%w: %s dropped, write queue full", errQueueFull, method)
-	}
+	// Not sent: the event gives its budget back and counts as dropped.
+	c.events.Add(-1)
+	c.droppedEvents.Add(1)
+	return err
 }
 
 // newNotification encodes a notification frame, or returns the error that
@@ -214,11 +221,9 @@ func (c *Conn) sendAnswer(f *outFrame) {
 func (c *Conn) writeLoop() {
 	defer close(c.writerDone)
 	for {
-		select {
-		case <-c.done:
+		if waitClosed(c.done, 0) {
 			c.drain()
 			return
-		default:
 		}
 		select {
 		case f := <-c.writeq:
@@ -227,8 +232,7 @@ func (c *Conn) writeLoop() {
 				return
 			}
 		case <-c.done:
-			c.drain()
-			return
+			// Back to the check above, which drains.
 		}
 	}
 }
@@ -300,10 +304,8 @@ func (c *Conn) write(f *outFrame) bool {
 		// sidecar could have seen extension/initialized.
 		c.openedAt.Store(c.fr.consumed())
 	}
-	if c.opts.Tap != nil {
-		// Before the write: the peer's answer cannot be tapped first.
-		c.opts.Tap(false, f.data[:len(f.data)-1])
-	}
+	// Before the write: the peer's answer cannot be tapped first.
+	c.opts.Tap(false, f.data[:len(f.data)-1])
 	if err := c.fw.writeFrame(f.data); err != nil {
 		c.fail(fmt.Errorf("extension: write frame: %w", err))
 		return false
@@ -347,9 +349,7 @@ watch:
 		}
 	}
 	c.closeReader()
-	select {
-	case <-c.writerDone:
-	case <-time.After(c.opts.WriterDrainTimeout):
+	if !waitClosed(c.writerDone, c.opts.WriterDrainTimeout) {
 		close(c.drainStop)
 	}
 	c.closeWriter()

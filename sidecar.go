@@ -112,9 +112,7 @@ func (s *sidecar) abort() {
 
 func (s *sidecar) setState(st sidecarState) {
 	s.mu.Lock()
-	if st > s.state {
-		s.state = st
-	}
+	s.state = max(s.state, st) // the state only moves forward
 	s.mu.Unlock()
 }
 
@@ -270,13 +268,11 @@ func (s *sidecar) call(ctx context.Context, method string, params, result any) e
 		if ctx.Err() != nil {
 			return err
 		}
-		select {
-		case <-s.conn.Done():
+		if waitClosed(s.conn.Done(), 0) {
 			<-s.classified // the watcher has classified the end
 			if uerr := s.usable(); uerr != nil {
 				return uerr
 			}
-		default:
 		}
 		return s.redactErr(err)
 	}
@@ -290,15 +286,9 @@ func (s *sidecar) call(ctx context.Context, method string, params, result any) e
 // with a status other than 0.
 func (s *sidecar) doStop() error {
 	s.mu.Lock()
-	wasReady := s.state == stateReady
-	select {
-	case <-s.conn.Done():
-		wasReady = false // crashed a moment ago: nothing to ask
-	default:
-	}
-	if s.state < stateStopping {
-		s.state = stateStopping
-	}
+	// A connection that has ended crashed a moment ago: nothing to ask.
+	wasReady := s.state == stateReady && !waitClosed(s.conn.Done(), 0)
+	s.state = max(s.state, stateStopping)
 	s.mu.Unlock()
 	var late error
 	if wasReady {

@@ -288,20 +288,19 @@ func (s *server) shutdownRequest(ctx context.Context, raw json.RawMessage) (any,
 		return nil, err
 	}
 	if s.opts.Shutdown != nil {
-		cctx := ctx
 		if p.TimeoutMillis > 0 {
 			var cancel context.CancelFunc
-			cctx, cancel = context.WithTimeout(ctx, time.Duration(p.TimeoutMillis)*time.Millisecond)
+			ctx, cancel = context.WithTimeout(ctx, time.Duration(p.TimeoutMillis)*time.Millisecond)
 			defer cancel()
 		}
 		done := make(chan error, 1)
-		go func() { done <- s.opts.Shutdown(cctx) }()
+		go func() { done <- s.opts.Shutdown(ctx) }()
 		select {
 		case err := <-done:
 			if err != nil {
 				s.logf("Shutdown: %v", err)
 			}
-		case <-cctx.Done():
+		case <-ctx.Done():
 			s.logf("Shutdown callback overran timeoutMillis=%d", p.TimeoutMillis)
 		}
 	}
