@@ -410,6 +410,7 @@ func updatePackages(home string, fn func(*[]PackageEntry) error, after func() er
 	if err := lockFile(f); err != nil {
 		return &PackagesError{Path: path, Msg: "cannot lock: " + err.Error(), Err: err}
 	}
+	defer unlockFile(f) // at once, even while a sidecar forked meanwhile holds a copy of f until its exec
 	pkgs, err := LoadPackages(home)
 	if err != nil {
 		return err

@@ -9,9 +9,6 @@ import (
 )
 
 // lockFile takes an exclusive flock(2) on f, waiting for other holders.
-// Closing f releases it once no copy of the descriptor is open: Go opens
-// files close-on-exec, so a sidecar being started at that moment holds one
-// only from its fork to its exec, and the lock is free right after.
 func lockFile(f *os.File) error {
 	for {
 		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
@@ -20,3 +17,8 @@ func lockFile(f *os.File) error {
 		}
 	}
 }
+
+// unlockFile releases the lock at once. Closing f alone would release it
+// only once no copy of the descriptor is open, and a sidecar being started
+// at that moment holds one from its fork to its exec.
+func unlockFile(f *os.File) { syscall.Flock(int(f.Fd()), syscall.LOCK_UN) }

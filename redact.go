@@ -154,7 +154,7 @@ func redactApply(s string, spans []Finding) string {
 type redactRule struct {
 	name    string
 	anchors []string
-	fold    bool // anchors match ASCII case-insensitively
+	fold    bool // anchors match ASCII case-insensitively; they are written in lower case
 	match   func(st *redactScan, s string, p int)
 }
 
@@ -207,9 +207,6 @@ func newRedactProgram(r *Redactor) *redactProgram {
 	}
 	for ri, rule := range p.rules {
 		for _, lit := range rule.anchors {
-			if rule.fold {
-				lit = strings.ToLower(lit)
-			}
 			p.anchors = append(p.anchors, redactAnchor{lit: lit, fold: rule.fold, rule: ri})
 		}
 	}

@@ -472,12 +472,16 @@ func ExampleRedactor_Findings() {
 // at every other byte pair, yields exactly the hits (and in the same
 // order) of trying every anchor at every offset, on the corpus, on the
 // benchmark log and on text made of anchor fragments at odd and even
-// offsets; and no anchor is shorter than the 3 bytes it relies on.
+// offsets; no anchor is shorter than the 3 bytes it relies on, and every
+// case-folding one is written in lower case, as the index expects.
 func TestRedactAnchorHitsEqualEveryOffsetScan(t *testing.T) {
 	p := newRedactProgram(&Redactor{Environ: func() []string { return append(redactTestEnv, "MY_TOKEN=abc") }, MinEnvValueLen: 1})
 	for _, a := range p.anchors {
 		if len(a.lit) < 3 {
 			t.Errorf("anchor %q of rule %s is shorter than 3 bytes", a.lit, p.rules[a.rule].name)
+		}
+		if a.fold && a.lit != strings.ToLower(a.lit) {
+			t.Errorf("case-folding anchor %q of rule %s is not written in lower case", a.lit, p.rules[a.rule].name)
 		}
 	}
 	inputs := []string{string(redactBenchLog(64 << 10)), "abc", "xabc", "ab", "", "ke", "KEYxkeyToKeN:AA-u ://", "xkeyJ", "keyJ", "xpasswd"}
