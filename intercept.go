@@ -352,11 +352,11 @@ func (rt *Runtime) Observe(p Point, payload any) error {
 	defer rt.end()
 	params := EventParams{Event: p, Payload: raw}
 	send := func(id string, s *sidecar) {
-		var err error = Errorf(ReasonProviderInterrupted, "extension %s is not running", id)
-		if s != nil {
-			if err = s.usable(); err == nil {
-				err = s.conn.tryNotify(MethodEvent, params)
-			}
+		var err error // built only for a plugin that is not running: this runs per event
+		if s == nil {
+			err = Errorf(ReasonProviderInterrupted, "extension %s is not running", id)
+		} else if err = s.usable(); err == nil {
+			err = s.conn.tryNotify(MethodEvent, params)
 		}
 		if err != nil {
 			// D20: warned once per plugin per generation (category
