@@ -137,14 +137,13 @@ func (c *Conn) answered(method string, handlerErr error) error {
 		if c.side != initializing {
 			return nil
 		}
-		e := asWireError(handlerErr)
 		switch {
 		case handlerErr == nil:
 			c.side = awaitInitialized
-		case e.Reason == ReasonInvalidParams:
+		case asWireError(handlerErr).Reason == ReasonInvalidParams:
 			c.side = awaitInitialize // the host may try again
 		default:
-			return e // PROTOCOL.md §3.3: a refused handshake is fatal
+			return asWireError(handlerErr) // PROTOCOL.md §3.3: a refused handshake is fatal
 		}
 	case MethodShutdown:
 		if handlerErr == nil {

@@ -75,15 +75,15 @@ func (c *Conn) dispatch(m message, fe *frameError) {
 		case c.notifq <- m:
 		default:
 			if c.opts.DropOverflowingNotifications {
-				// PROTOCOL.md §2.5 (sidecar side): an observation that
-				// does not fit is dropped with a log line.
+				// PROTOCOL.md §2.5 (sidecar side of D26): an observation
+				// that does not fit is dropped with a log line.
 				c.droppedNotifications.Add(1)
 				c.opts.Logf("extension: dropped %s: %d notifications already queued", m.method, c.opts.NotificationQueue)
 				return
 			}
-			// PROTOCOL.md §2.5 (host side): notifications, such as
-			// stream chunks, are never dropped silently; overflow fails
-			// the connection.
+			// Host side: notifications, such as stream chunks, are never
+			// dropped silently. Until D26's push-back is built (PROTOCOL.md
+			// §11), overflow fails the connection.
 			c.fail(fmt.Errorf("extension: inbound notification queue overflow (%d queued) at %s", c.opts.NotificationQueue, m.method))
 		}
 	case kindResponse:

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -303,7 +302,9 @@ func (rt *Runtime) rule(ctx context.Context, s *sidecar, p Point, out *Intercept
 // about once per plugin and category ("error" for a call that failed,
 // "violation" for an illegal answer) and skipped.
 func (rt *Runtime) failure(s *sidecar, p Point, category string, err error, owner bool) error {
-	if owner || s.spec.Runtime.Required || slices.Contains(slices.Collect(maps.Values(rt.slots)), s.spec.ID) {
+	// A plugin owns a slot exactly when its manifest claims one: the start
+	// records every claim in rt.slots or fails.
+	if owner || s.spec.Runtime.Required || len(s.spec.Runtime.Replaces) > 0 {
 		return &PluginError{Plugin: s.spec.ID, Op: string(p), Err: err}
 	}
 	rt.warnOnce(category, s.spec.ID, fmt.Errorf("skipping optional extension %s at %s: %w", s.spec.ID, p, err))
@@ -360,8 +361,8 @@ func (rt *Runtime) Observe(p Point, payload any) error {
 		}
 		if err != nil {
 			// D20: warned once per plugin per generation (category
-			// "event"); its connection counts the drop
-			// (its droppedEvents counter).
+			// "event"); a drop at a full queue is also counted by the
+			// connection (droppedEvents), a plugin not running has none.
 			rt.warnOnce("event", id, fmt.Errorf("extension %s dropped the %s event: %v", id, p, err))
 		}
 	}

@@ -112,8 +112,8 @@ func (s *server) intercept(ctx context.Context, raw json.RawMessage) (any, error
 	}
 	v, err := fn(ctx, c)
 	if c.Timeout > 0 && errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		// Past timeoutMillis the host has given up: whatever the callback
-		// returned, the answer is intercept_timeout.
+		// D18: past timeoutMillis the host has given up: whatever the
+		// callback returned, the answer is intercept_timeout.
 		return nil, extension.NewError(extension.ReasonInterceptTimeout, "")
 	}
 	if err = cmp.Or(err, v.err); err != nil {

@@ -88,7 +88,7 @@ func TestInterceptFailuresAreTheFrozenInternalError(t *testing.T) {
 	}
 }
 
-func TestInterceptDeadlineIsInterceptTimeout(t *testing.T) {
+func TestInterceptDeadlineIsInterceptTimeoutD18(t *testing.T) {
 	cases := []struct {
 		name string
 		fn   sdk.InterceptFunc
