@@ -39,7 +39,7 @@ type Method struct {
 	params, result reflect.Type
 }
 
-// Notification reports whether the method is a notification.
+// notification reports whether the method is a notification.
 func (m Method) notification() bool { return strings.HasSuffix(m.Direction, "_notification") }
 
 func method(name, direction, class string, params, result any) Method {

@@ -341,42 +341,41 @@ func (w *walker) number(n *vnode, dst reflect.Value) error {
 	if err != nil {
 		return err
 	}
-	lit := string(num.raw)
 	if n.kind == vNumber {
-		f, err := strconv.ParseFloat(lit, 64)
+		f, err := strconv.ParseFloat(string(num.raw), 64)
 		if err != nil {
-			return w.fail(ruleRange, lit, "number %.40s is out of range", lit)
+			return w.fail(ruleRange, string(num.raw), "number %.40s is out of range", string(num.raw))
 		}
 		// A negative literal below the minimum stays below it even when it
 		// rounds to -0 (-1e-400 is not >= 0).
 		if n.min != nil && (f < float64(*n.min) || num.negative && num.nonzero && float64(*n.min) >= 0 && f == 0) {
-			return w.fail(ruleRange, lit, "number %s is out of bounds", lit)
+			return w.fail(ruleRange, string(num.raw), "number %s is out of bounds", string(num.raw))
 		}
 		dst.SetFloat(f)
 		return nil
 	}
 	if num.fraction || num.exponent {
-		return w.fail(ruleInteger, lit, "want an integer, got %.40s", lit) // D3
+		return w.fail(ruleInteger, string(num.raw), "want an integer, got %.40s", string(num.raw)) // D3
 	}
 	if n.unsigned {
-		u, err := strconv.ParseUint(lit, 10, 64)
+		u, err := strconv.ParseUint(string(num.raw), 10, 64)
 		switch {
 		case num.negative:
 			// D3: encoding/json refuses any sign for an unsigned field,
 			// "-0" included, so the walk does too.
-			return w.fail(ruleRange, lit, "must not be negative")
+			return w.fail(ruleRange, string(num.raw), "must not be negative")
 		case err != nil || dst.OverflowUint(u):
-			return w.fail(ruleRange, lit, "integer %.40s is out of range", lit)
+			return w.fail(ruleRange, string(num.raw), "integer %.40s is out of range", string(num.raw))
 		}
 		dst.SetUint(u)
 		return nil
 	}
-	i, err := strconv.ParseInt(lit, 10, 64)
+	i, err := strconv.ParseInt(string(num.raw), 10, 64)
 	switch {
 	case err != nil || dst.OverflowInt(i):
-		return w.fail(ruleRange, lit, "integer %.40s is out of range", lit) // D3
+		return w.fail(ruleRange, string(num.raw), "integer %.40s is out of range", string(num.raw)) // D3
 	case n.min != nil && i < *n.min:
-		return w.fail(ruleRange, lit, "must be at least %d", *n.min)
+		return w.fail(ruleRange, string(num.raw), "must be at least %d", *n.min)
 	}
 	dst.SetInt(i)
 	return nil
