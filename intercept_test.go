@@ -487,6 +487,11 @@ func TestDecodePayloadRulesPerPointD16(t *testing.T) {
 	if _, err := extension.DecodePayload(extension.ToolBefore, []byte(`{"name":"x","arguments":""}`)); err != nil {
 		t.Errorf("empty tool arguments are allowed: %v", err)
 	}
+	// The arguments' own fault is named once, with its pointer inside them.
+	_, err := extension.DecodePayload(extension.ToolBefore, []byte(`{"name":"x","arguments":"{\"a\":1,\"a\":2}"}`))
+	if want := `ToolPayload at /arguments: arguments at /a: duplicate member "a"`; err == nil || err.Error() != want {
+		t.Errorf("duplicate member in arguments: got %v, want %s", err, want)
+	}
 }
 
 // TestPermissionSlotOwnerHasTheFinalSayD17: a chain member's ruling ends

@@ -271,7 +271,7 @@ func nonBlank(member, value string) (pointer, msg string) {
 
 // jsonObjectNode admits any JSON object, every member name inside checked
 // for duplicates (D3).
-var jsonObjectNode = &vnode{kind: vAny, object: true}
+var jsonObjectNode = &vnode{kind: vAny, object: true, def: "arguments"} // def names it in errors
 
 // toolRule: a tool needs a name, and its arguments are empty or the text
 // of a JSON object read as strictly as the frames around it (D3): no
@@ -284,7 +284,7 @@ func toolRule(name, args string) (pointer, msg string) {
 		if err.(*ValidationError).rule == ruleKind {
 			return "/arguments", "arguments must be the text of a JSON object"
 		}
-		return "/arguments", "arguments: " + err.Error()
+		return "/arguments", err.Error()
 	}
 	return "", ""
 }
