@@ -16,7 +16,7 @@ import (
 // InstallOptions configure [Install].
 type InstallOptions struct {
 	// Name is the installed name, which becomes the plugin ID; empty means
-	// the manifest's name. It must satisfy [validPluginName].
+	// the manifest's name. It must be a valid plugin name (PROTOCOL.md §3.1).
 	Name string
 	// Link records the plugin directory in place instead of copying it to
 	// <home>/plugins/<name>/.

@@ -63,7 +63,7 @@ type launchSpec struct {
 	Args []string
 }
 
-// Env returns the sidecar's environment (PROTOCOL.md §3.1): base
+// env returns the sidecar's environment (PROTOCOL.md §3.1): base
 // unfiltered (normally os.Environ()), then the manifest's env in key
 // order, then REASONIX_PLUGIN_ROOT, REASONIX_PLUGIN_NAME and
 // REASONIX_PLUGIN_VERSION. Later entries win and each key appears once,

@@ -49,8 +49,8 @@ const maxManifestBytes = 1 << 20
 // runtime member in it is an error rather than being silently dropped, so
 // an author who forgot the apiVersion line learns why nothing starts (D8).
 type Manifest struct {
-	// APIVersion is the apiVersion as written ([manifestAPIVersion] or a
-	// v1 minor); empty for a legacy manifest.
+	// APIVersion is the apiVersion as written ("reasonix.io/plugin/v1" or
+	// a v1 minor); empty for a legacy manifest.
 	APIVersion string `json:"apiVersion,omitempty"`
 	// Name is the plugin's own name (required, non-blank). The plugin ID a
 	// host uses is the installed name, which may differ (PROTOCOL.md §3.1).
@@ -97,7 +97,8 @@ type RuntimeSpec struct {
 	// Capabilities lists interceptors, strategies, providers and ui.
 	Capabilities []string `json:"capabilities,omitempty"`
 	// TimeoutMillis, when > 0, replaces every point's default timeout
-	// (clamped to 60 s at dispatch, D18); 0 keeps the defaults.
+	// (clamped at dispatch to Host.MaxInterceptTimeout, 60 s by default,
+	// D18); 0 keeps the defaults.
 	TimeoutMillis int64 `json:"timeoutMillis,omitempty"`
 	// Providers optionally lists the provider refs the sidecar may declare
 	// (D9): each a plugin ref plugin/<pluginID>/<provider>/<model>, the

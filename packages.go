@@ -406,7 +406,7 @@ func updatePackages(home string, fn func(*[]PackageEntry) error, after func() er
 	if err != nil {
 		return &PackagesError{Path: path, Msg: "cannot open the lock: " + err.Error(), Err: err}
 	}
-	defer f.Close() // closing the file releases the lock
+	defer f.Close()
 	if err := lockFile(f); err != nil {
 		return &PackagesError{Path: path, Msg: "cannot lock: " + err.Error(), Err: err}
 	}

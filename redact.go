@@ -158,7 +158,8 @@ type redactRule struct {
 	match   func(st *redactScan, s string, p int)
 }
 
-// redactAnchor is one literal of one rule, lower-cased when fold is set.
+// redactAnchor is one literal of one rule, written in lower case when fold
+// is set.
 type redactAnchor struct {
 	lit  string
 	fold bool

@@ -356,7 +356,7 @@ func redactPlaceholder(v string) bool {
 	// A hex constant of up to 64 bits, not a 256-bit private key.
 	hex := len(v) > 2 && len(v) <= 18 && v[0] == '0' && (v[1] == 'x' || v[1] == 'X') && strings.Trim(v[2:], redactHexDigits) == ""
 	return v == "" || strings.HasPrefix(v, RedactedMarker) || strings.Trim(v, "*") == "" || hex ||
-		slices.Contains([]string{"null", "nil", "none", "true", "false", "undefined", "redacted"}, strings.ToLower(v)) ||
+		slices.ContainsFunc([]string{"null", "nil", "none", "true", "false", "undefined", "redacted"}, func(w string) bool { return redactFolds(v, w) }) ||
 		redactPlaceholderLen(v) == len(v) ||
 		strings.IndexByte("{[(", v[0]) >= 0 || // a nested structure
 		v[0] == '<' && v[len(v)-1] == '>' // <your-token>

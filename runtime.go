@@ -93,7 +93,7 @@ type Host struct {
 }
 
 // defaultMaxInterceptTimeout is the default of Host.MaxInterceptTimeout
-// (D18), which the trust summary's defaultMaxTimeoutMillis shows too.
+// (D18), which TrustSummary.Text shows too.
 const defaultMaxInterceptTimeout = 60 * time.Second
 
 // Warning is a non-fatal problem of one plugin, such as an optional

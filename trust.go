@@ -61,7 +61,7 @@ type TrustSummary struct {
 	UIActions []string
 }
 
-// Trust returns the FULL TRUST summary of the spec's plugin.
+// trust returns the FULL TRUST summary of the spec's plugin.
 func (s *launchSpec) trust() TrustSummary {
 	rt := s.Runtime
 	return TrustSummary{
