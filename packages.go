@@ -70,7 +70,8 @@ const (
 // [errors.Is]. They arrive wrapped in a [*PluginError], a [*LaunchError]
 // or a [*PackagesError] that names the plugin or the file.
 var (
-	// ErrNotInstalled: the plugin has no entry in plugin-packages.json.
+	// ErrNotInstalled: the plugin has no entry in plugin-packages.json
+	// (from SetEnabled and Remove, in a *PluginError).
 	ErrNotInstalled = errors.New("plugin is not installed")
 	// ErrDisabled: the plugin's entry is disabled.
 	ErrDisabled = errors.New("plugin is disabled")
