@@ -43,17 +43,29 @@ type ConnOptions struct {
 	// host's bound; the SDK sets 32.
 	MaxHandlers int
 
+	// InlineBound is how long a request handler runs on the reader
+	// goroutine before reading moves on to a new goroutine. Most answers
+	// take microseconds, and starting a goroutine per request was the
+	// largest cost of a sidecar's round trip (issue 10's profile); a slow
+	// handler still keeps its concurrency, and a request waits at most
+	// this long behind one. Reading also moves on at once when a Call is
+	// made while a handler runs inline (its answer needs the reader).
+	// Zero means 200µs.
+	InlineBound time.Duration
+
 	// NotificationQueue bounds the inbound notifications waiting for the
 	// single notification worker, which handles them one at a time in
-	// arrival order. Overflow fails the connection, unless
-	// DropOverflowingNotifications is set. Zero means 256.
+	// arrival order. When it is full the reader waits for room (D26), so
+	// the pipe slows the peer down and a burst never fails the
+	// connection; a notification handler must therefore not wait for a
+	// response from the peer. Zero means 256.
 	NotificationQueue int
 
 	// DropOverflowingNotifications makes an inbound notification that
 	// does not fit the queue be dropped, counted and logged instead of
-	// failing the connection. The SDK sets it: a sidecar may lose an
-	// observation but not its life to a burst of events (PROTOCOL.md
-	// §2.5). The host leaves it false, so stream chunks are never lost.
+	// waiting for room. The SDK sets it: an observer that calls the host
+	// from its callback could otherwise deadlock (D26, PROTOCOL.md §2.5).
+	// The host leaves it false, so stream chunks are never lost.
 	DropOverflowingNotifications bool
 
 	// WriteQueue bounds the outbound frames waiting for the writer.
@@ -95,6 +107,7 @@ type ConnOptions struct {
 // default, and a nil Tap or Logf by one that does nothing.
 func (o ConnOptions) withDefaults() ConnOptions {
 	o.MaxHandlers = orDefault(o.MaxHandlers, 64)
+	o.InlineBound = orDefault(o.InlineBound, 200*time.Microsecond)
 	o.NotificationQueue = orDefault(o.NotificationQueue, 256)
 	o.WriteQueue = orDefault(o.WriteQueue, 256)
 	o.EventBudget = orDefault(o.EventBudget, 16)
@@ -140,12 +153,15 @@ type Handler interface {
 // every pending and later call receives.
 //
 // A Conn starts these goroutines, each joined by [Conn.Close]:
-//   - the reader (readLoop): reads, admits and dispatches inbound frames;
-//   - the writer (writeLoop): the only one that writes to w;
+//   - the reader (readLoop): reads, admits and dispatches inbound frames,
+//     and runs request handlers itself (runInline); when one runs too
+//     long or calls the peer, reading moves on to a new reader goroutine
+//     and the old one ends with its handler;
+//   - the writer (writeLoop): writes the queued frames; a sender writes
+//     its own frame when nothing is queued (direct), under the same lock;
 //   - the notification worker (notifyLoop);
 //   - the supervisor (superviseLoop): the write-stall watchdog, and the
-//     teardown once the connection has ended;
-//   - one goroutine per inbound request being handled.
+//     teardown once the connection has ended.
 //
 // The connection ends at the first terminal error: the peer's EOF, a read or
 // write error, an oversized inbound frame, a write stall, a barrier
@@ -162,10 +178,22 @@ type Conn struct {
 	ctx    context.Context // handlers' context, cancelled when the connection ends
 	cancel context.CancelFunc
 
-	writeq     chan *outFrame // frames for the writer
-	notifq     chan message   // notifications for the notification worker
-	handlerSem chan struct{}  // one token per running request handler
-	events     atomic.Int64   // best-effort events queued or being written
+	writeq   chan *outFrame            // frames for the writer
+	kick     chan struct{}             // wakes the writer for a direct write's rest
+	backlog  atomic.Int64              // frames queued or held by the writer, rest included: no direct write then
+	writeNow func([]byte) (int, error) // one non-blocking write to w; nil when w has none (direct.go)
+
+	wmu   sync.Mutex // held while writing to w; protects the following
+	rest  *outFrame  // what a direct write left unwritten, written before anything else
+	batch []*outFrame
+	wbuf  []byte
+
+	inline      atomic.Uint64 // the token of the handler running on the reader, 0 when none
+	inlineSeq   atomic.Uint64
+	inlineTimer *time.Timer   // migrates reading after InlineBound
+	notifq      chan message  // notifications for the notification worker
+	handlerSem  chan struct{} // one token per running request handler
+	events      atomic.Int64  // best-effort events queued or being written
 
 	// openedAt is the count of input bytes read when the host began to
 	// write extension/initialized, -1 before (the host side, D6).
@@ -206,6 +234,8 @@ func NewConn(r io.ReadCloser, w io.WriteCloser, h Handler, opts ConnOptions) *Co
 		ctx:         ctx,
 		cancel:      cancel,
 		writeq:      make(chan *outFrame, opts.WriteQueue),
+		kick:        make(chan struct{}, 1),
+		writeNow:    directWriter(w),
 		notifq:      make(chan message, opts.NotificationQueue),
 		handlerSem:  make(chan struct{}, opts.MaxHandlers),
 		done:        make(chan struct{}),
@@ -217,6 +247,8 @@ func NewConn(r io.ReadCloser, w io.WriteCloser, h Handler, opts ConnOptions) *Co
 		pending:     make(map[msgID]chan callReply),
 	}
 	c.openedAt.Store(-1)
+	c.inlineTimer = time.AfterFunc(time.Hour, c.migrate)
+	c.inlineTimer.Stop()
 	c.wg.Go(c.readLoop)
 	c.wg.Go(c.writeLoop)
 	c.wg.Go(c.notifyLoop)
@@ -261,6 +293,7 @@ func (c *Conn) fail(err error) {
 func (c *Conn) Close() error {
 	c.fail(ErrClosed)
 	c.wg.Wait()
+	c.inlineTimer.Stop()
 	// An answer a handler queued after the writer had stopped is never
 	// written; dropping it frees its handler slot.
 	c.dropQueued()

@@ -40,9 +40,9 @@
 // unknown, duplicate and case-variant members, null for optional members,
 // trailing data and integers with a fraction or exponent. D4: request ids
 // are integers that fit in an int64, numbered from 1 by each side. D5:
-// params, when present, are an object, and absent params read as {}. D26
-// (being built): the host's reader pushes back on a burst of
-// notifications instead of failing the connection (PROTOCOL.md §2).
+// params, when present, are an object, and absent params read as {}. D26:
+// the host's reader pushes back on a burst of notifications instead of
+// failing the connection (PROTOCOL.md §2).
 //
 // # Lifecycle
 //

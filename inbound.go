@@ -12,11 +12,13 @@ import (
 )
 
 // readLoop is the reader goroutine: it reads frames until the input ends
-// or the connection does, and hands each to dispatch.
+// or the connection does, and hands each to dispatch. It returns early,
+// leaving readerDone open, when reading has moved on to a new reader
+// while it ran a handler (runInline).
 func (c *Conn) readLoop() {
-	defer close(c.readerDone)
 	for {
 		if waitClosed(c.done, 0) {
+			close(c.readerDone)
 			return // nothing is dispatched once the connection has ended
 		}
 		line, err := c.fr.readFrame()
@@ -34,38 +36,40 @@ func (c *Conn) readLoop() {
 			default:
 				c.fail(fmt.Errorf("extension: read frame: %w", err))
 			}
+			close(c.readerDone)
 			return
 		}
 		c.framesIn.Add(1)
 		c.opts.Tap(true, line)
 		m, fe := decodeMessage(line)
-		if c.admit(&m, fe, c.fr.frameEnd()) {
-			c.dispatch(m, fe)
+		if c.admit(&m, fe, c.fr.frameEnd()) && !c.dispatch(m, fe) {
+			return // another goroutine reads now
 		}
 	}
 }
 
-// dispatch routes one decoded frame, on the reader goroutine.
-func (c *Conn) dispatch(m message, fe *frameError) {
+// dispatch routes one decoded frame, on the reader goroutine. It reports
+// whether this goroutine is still the reader.
+func (c *Conn) dispatch(m message, fe *frameError) bool {
 	if fe != nil && fe.kind == kindResponse {
 		// PROTOCOL.md §2.4: a malformed response is dropped, never
 		// answered: answering it could start an endless exchange of
 		// error responses between two peers.
 		c.malformedResponses.Add(1)
 		c.opts.Logf("extension: dropped a malformed response: %v", fe.err)
-		return
+		return true
 	}
 	if fe != nil {
 		// PROTOCOL.md §2.4: a malformed frame is answered, with its id
 		// when the id itself is valid, and the connection survives.
 		c.answerFrame(fe, fe.err)
-		return
+		return true
 	}
 	switch m.kind {
 	case kindRequest:
 		select {
 		case c.handlerSem <- struct{}{}:
-			c.wg.Go(func() { c.handleRequest(m) })
+			return c.runInline(m)
 		default:
 			// PROTOCOL.md §2.5: past MaxHandlers, answer at once.
 			c.sendAnswer(&outFrame{data: encodeError(&m.id, &Error{Code: codeServerBusy, Message: "server busy"})})
@@ -79,12 +83,15 @@ func (c *Conn) dispatch(m message, fe *frameError) {
 				// that does not fit is dropped with a log line.
 				c.droppedNotifications.Add(1)
 				c.opts.Logf("extension: dropped %s: %d notifications already queued", m.method, c.opts.NotificationQueue)
-				return
+				return true
 			}
-			// Host side: notifications, such as stream chunks, are never
-			// dropped silently. Until D26's push-back is built (PROTOCOL.md
-			// §11), overflow fails the connection.
-			c.fail(fmt.Errorf("extension: inbound notification queue overflow (%d queued) at %s", c.opts.NotificationQueue, m.method))
+			// D26: notifications, such as stream chunks, are never
+			// dropped; the reader stops reading until there is room,
+			// and the full pipe slows the peer down.
+			select {
+			case c.notifq <- m:
+			case <-c.done:
+			}
 		}
 	case kindResponse:
 		call := c.take(m.id)
@@ -92,13 +99,37 @@ func (c *Conn) dispatch(m message, fe *frameError) {
 			// D4: a response to an unknown id is dropped and counted.
 			c.unknownResponses.Add(1)
 			c.opts.Logf("extension: dropped a response to unknown id %d", m.id)
-			return
+			return true
 		}
 		if m.err != nil {
 			call <- callReply{err: m.err, peer: true}
 		} else {
 			call <- callReply{result: m.result, peer: true}
 		}
+	}
+	return true
+}
+
+// runInline handles a request on the reader goroutine, holding a handler
+// slot, and reports whether this goroutine is still the reader. If the
+// handler is still running after InlineBound, or a Call is made meanwhile,
+// migrate starts a new reader and this goroutine ends with the handler.
+func (c *Conn) runInline(m message) bool {
+	token := c.inlineSeq.Add(1) // never 0
+	c.inline.Store(token)
+	c.inlineTimer.Reset(c.opts.InlineBound)
+	c.handleRequest(m)
+	c.inlineTimer.Stop()
+	return c.inline.CompareAndSwap(token, 0)
+}
+
+// migrate moves reading on to a new goroutine if a handler is running on
+// the reader. The reader's goroutine is counted in wg until its handler
+// returns, so the new one is added while the count is above zero. A late
+// timer may migrate the next handler early, which costs one goroutine.
+func (c *Conn) migrate() {
+	if token := c.inline.Load(); token != 0 && c.inline.CompareAndSwap(token, 0) {
+		c.wg.Go(c.readLoop)
 	}
 }
 
@@ -113,8 +144,8 @@ func (c *Conn) answerFrame(fe *frameError, err *Error) {
 	c.sendAnswer(&outFrame{data: encodeError(id, err)})
 }
 
-// handleRequest runs on its own goroutine, holding a handler slot, which
-// the writer frees as the answer leaves the queue.
+// handleRequest answers one request, holding a handler slot, which is
+// freed as its answer is taken to be written.
 func (c *Conn) handleRequest(m message) {
 	data, err := c.answer(c.ctx, m)
 	if len(data) > FrameBytes {

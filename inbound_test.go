@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -34,24 +35,53 @@ func TestConnNotificationsHandledOneAtATimeInOrder(t *testing.T) {
 	}
 }
 
-// TestConnNotificationQueueOverflowFailsTheConnection pins the host's
-// interim behaviour (PROTOCOL.md §2.5): D26, decided but not built yet
-// (§11), replaces it with push-back, and this test with one for that.
-func TestConnNotificationQueueOverflowFailsTheConnection(t *testing.T) {
+// TestConnNotificationBurstPushesBackD26: on the host's side a full
+// notification queue makes the reader wait for room, so a burst of 200,000
+// notifications behind a held worker is handled whole, in order, and the
+// connection survives (before D26 the 258th failed it).
+func TestConnNotificationBurstPushesBackD26(t *testing.T) {
 	hangWatchdog(t)
-	entered := make(chan struct{}, 1)
-	h := funcHandler{notification: func(ctx context.Context, _ string, _ json.RawMessage) {
-		entered <- struct{}{}
-		<-ctx.Done()
+	const n = 200_000
+	release := make(chan struct{})
+	var handled atomic.Int64
+	done := make(chan struct{})
+	h := funcHandler{notification: func(_ context.Context, method string, _ json.RawMessage) {
+		if method == "n0" {
+			<-release
+		}
+		if want := fmt.Sprintf("n%d", handled.Load()); method != want {
+			t.Errorf("handled %s, want %s: notifications out of order", method, want)
+		}
+		if handled.Add(1) == n {
+			close(done)
+		}
 	}}
-	c, peer := newPipeConn(t, h, ConnOptions{NotificationQueue: 1})
-	peer.send(t, `{"jsonrpc":"2.0","method":"n0"}`)
-	<-entered // the worker holds n0, so n1 fills the queue and n2 overflows it
-	peer.send(t, `{"jsonrpc":"2.0","method":"n1"}`)
-	peer.send(t, `{"jsonrpc":"2.0","method":"n2"}`)
-	<-c.Done()
-	if err := c.Err(); err == nil || !strings.Contains(err.Error(), "notification queue overflow") {
-		t.Errorf("Err: got %v, want a notification queue overflow", err)
+	const queue = 256
+	full := make(chan struct{})
+	var seen atomic.Int64
+	c, peer := newPipeConn(t, h, ConnOptions{NotificationQueue: queue, Tap: func(inbound bool, _ []byte) {
+		// The worker holds n0 and the queue takes 256 more: the frame
+		// after those can only wait (or, before D26, fail the connection).
+		if inbound && seen.Add(1) == queue+2 {
+			close(full)
+		}
+	}})
+	go func() {
+		var b bytes.Buffer
+		for i := range n {
+			fmt.Fprintf(&b, "{\"jsonrpc\":\"2.0\",\"method\":\"n%d\"}\n", i)
+		}
+		peer.out.Write(b.Bytes())
+	}()
+	<-full
+	close(release)
+	select {
+	case <-done:
+	case <-c.Done():
+		t.Fatalf("the connection ended after %d notifications: %v", handled.Load(), c.Err())
+	}
+	if err := c.Err(); err != nil {
+		t.Fatalf("Err after the burst: %v, want the connection alive", err)
 	}
 }
 

@@ -7,7 +7,9 @@ package extension
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -46,6 +48,17 @@ const (
 // frame_too_large and the connection stays up. Every call takes the next id
 // (D4), even one that fails locally.
 func (c *Conn) Call(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	return c.call(ctx, 0, method, params)
+}
+
+// errCallTimeout is the error of a call whose own timeout ended it.
+var errCallTimeout = errors.New("extension: call timed out")
+
+// call is Call with an optional timeout of its own (0: none), which ends
+// the call with an error matching errCallTimeout. A pooled timer bounds
+// it: the intercept hot path would otherwise build a context per call
+// (issue 10's profile: one of the host's hand-offs and allocations).
+func (c *Conn) call(ctx context.Context, timeout time.Duration, method string, params any) (json.RawMessage, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("extension: call %s: %w", method, err)
 	}
@@ -66,25 +79,52 @@ func (c *Conn) Call(ctx context.Context, method string, params any) (json.RawMes
 		c.forget(id, call)
 		return nil, err
 	}
-	select {
-	case c.writeq <- f:
-	case <-ctx.Done():
+	var expired <-chan time.Time
+	if timeout > 0 {
+		t := timerPool.Get().(*time.Timer)
+		t.Reset(timeout)
+		defer timerPool.Put(t)
+		defer t.Stop()
+		expired = t.C
+	}
+	gaveUp := func() error {
 		c.forget(id, call)
-		return nil, fmt.Errorf("extension: call %s: %w", method, ctx.Err())
-	case <-c.done:
+		if ctx.Err() != nil {
+			return fmt.Errorf("extension: call %s: %w", method, ctx.Err())
+		}
+		return fmt.Errorf("%w: %s after %v", errCallTimeout, method, timeout)
+	}
+	switch c.send(f, ctx.Done(), c.done, expired) {
+	case sendStopA, sendStopC:
+		return nil, gaveUp()
+	case sendStopB:
 		return nil, c.Err()
+	}
+	if c.inline.Load() != 0 {
+		// The reader is running a handler, maybe this call's caller:
+		// reading moves on, or the response could never be read.
+		c.migrate()
 	}
 	select {
 	case r := <-call:
 		return r.result, r.err
 	case <-ctx.Done():
-		c.forget(id, call)
-		// A frame not yet started is skipped; one being written is
-		// finished, so the peer never sees a torn frame (D2).
-		f.state.CompareAndSwap(frameQueued, frameSkipped)
-		return nil, fmt.Errorf("extension: call %s: %w", method, ctx.Err())
+	case <-expired:
 	}
+	err = gaveUp()
+	// A frame not yet started is skipped; one being written is finished,
+	// so the peer never sees a torn frame (D2).
+	f.state.CompareAndSwap(frameQueued, frameSkipped)
+	return nil, err
 }
+
+// timerPool holds stopped timers for call (with Go 1.23 timers, a
+// stopped timer's channel holds no stale value).
+var timerPool = sync.Pool{New: func() any {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return t
+}}
 
 // callResult is Call, then the strict decoding of the result into result,
 // a pointer to the method's result DTO.
@@ -143,14 +183,13 @@ func (c *Conn) Notify(ctx context.Context, method string, params any) error {
 	}
 	// D6: the host's extension/initialized opens the barrier.
 	f.opens = c.opts.host && method == MethodInitialized
-	select {
-	case c.writeq <- f:
-		return nil
-	case <-ctx.Done():
+	switch c.send(f, ctx.Done(), c.done, nil) {
+	case sendStopA:
 		return fmt.Errorf("extension: notify %s: %w", method, ctx.Err())
-	case <-c.done:
+	case sendStopB:
 		return c.Err()
 	}
+	return nil
 }
 
 // tryNotify sends a best-effort event without ever blocking (D20). When
@@ -165,13 +204,10 @@ func (c *Conn) tryNotify(method string, params any) error {
 	f.event = true
 	if c.events.Add(1) > int64(c.opts.EventBudget) {
 		err = fmt.Errorf("%w: %s dropped, %d events pending", errQueueFull, method, c.opts.EventBudget)
+	} else if c.send(f, nil, nil, nil) == sendDone {
+		return nil
 	} else {
-		select {
-		case c.writeq <- f:
-			return nil
-		default:
-			err = fmt.Errorf("%w: %s dropped, write queue full", errQueueFull, method)
-		}
+		err = fmt.Errorf("%w: %s dropped, write queue full", errQueueFull, method)
 	}
 	// Not sent: the event gives its budget back and counts as dropped.
 	c.events.Add(-1)
@@ -206,18 +242,104 @@ func newFrame(id *msgID, method string, params any) (*outFrame, error) {
 	return &outFrame{data: data, call: id != nil}, nil
 }
 
-// sendAnswer queues an answer from the reader. It waits for room, but not
-// past the writer's end, and is still flushed after the connection ended.
+// sendAnswer sends an answer from a handler or the reader. It waits for
+// room, but not past the writer's end, and is still flushed after the
+// connection ended.
 func (c *Conn) sendAnswer(f *outFrame) {
-	select {
-	case c.writeq <- f:
-	case <-c.writerDone:
+	if c.send(f, c.writerDone, nil, nil) != sendDone {
 		c.freeSlot(f)
 	}
 }
 
-// writeLoop is the writer goroutine, the only one that writes to w (D2:
-// frames never interleave). Once the connection has ended it drains.
+// sendResult is how send ended: the frame was taken, or which of its
+// stop channels fired first, or (not waiting) the queue was full.
+type sendResult int
+
+const (
+	sendDone sendResult = iota
+	sendStopA
+	sendStopB
+	sendStopC
+	sendFull
+)
+
+// send hands f to the wire: the calling goroutine writes it at once when
+// it can (direct); otherwise it joins the write queue, waiting for room
+// until a, b or t fires (a nil channel never does). With all three nil it
+// does not wait: a full queue is sendFull.
+func (c *Conn) send(f *outFrame, a, b <-chan struct{}, t <-chan time.Time) sendResult {
+	if c.direct(f) {
+		return sendDone
+	}
+	c.backlog.Add(1) // before the frame is queued: no direct write may overtake it
+	r := sendFull
+	if a == nil && b == nil && t == nil {
+		select {
+		case c.writeq <- f:
+			return sendDone
+		default:
+		}
+	} else {
+		select {
+		case c.writeq <- f:
+			return sendDone
+		case <-a:
+			r = sendStopA
+		case <-b:
+			r = sendStopB
+		case <-t:
+			r = sendStopC
+		}
+	}
+	c.backlog.Add(-1)
+	return r
+}
+
+// direct writes f on the calling goroutine when nothing is queued or being
+// written, so the writer goroutine is not woken for it: one of the host's
+// three hand-offs per call in issue 10's profile. It makes one
+// non-blocking attempt; whatever the pipe does not take is left to the
+// writer (rest), which writes it before any other frame, so no frame is
+// torn (D2) and a full pipe never blocks the caller past its deadline
+// (D18). It reports whether f was taken care of; false leaves f to the
+// queue.
+func (c *Conn) direct(f *outFrame) bool {
+	if c.writeNow == nil || c.backlog.Load() != 0 || !c.wmu.TryLock() {
+		return false
+	}
+	defer c.wmu.Unlock()
+	if c.backlog.Load() != 0 || waitClosed(c.done, 0) {
+		return false // once the connection has ended, the writer drains in order
+	}
+	if !c.begin(f) {
+		return true // skipped: its caller gave up
+	}
+	if f.opens {
+		// D6, as in writeFrames; the rest, if any, does not store it again.
+		c.openedAt.Store(c.fr.consumed())
+		f.opens = false
+	}
+	n, err := c.writeNow(f.data)
+	switch {
+	case err != nil:
+		c.fail(fmt.Errorf("extension: write frame: %w", err))
+	case n < len(f.data):
+		f.data = f.data[n:]
+		c.rest = f
+		c.backlog.Add(1)
+		select {
+		case c.kick <- struct{}{}:
+		default:
+		}
+	default:
+		c.finish(f)
+	}
+	return true
+}
+
+// writeLoop is the writer goroutine. It and direct writers hold wmu while
+// they write to w (D2: frames never interleave). Once the connection has
+// ended it drains.
 func (c *Conn) writeLoop() {
 	defer close(c.writerDone)
 	for {
@@ -225,14 +347,16 @@ func (c *Conn) writeLoop() {
 			c.drain()
 			return
 		}
+		var f *outFrame
 		select {
-		case f := <-c.writeq:
-			if !c.write(f) {
-				c.dropQueued() // the connection has failed: nothing more is written
-				return
-			}
+		case f = <-c.writeq:
+		case <-c.kick: // a direct write left its rest
 		case <-c.done:
-			// Back to the check above, which drains.
+			continue // back to the check above, which drains
+		}
+		if !c.writeBatch(f) {
+			c.dropQueued() // the connection has failed: nothing more is written
+			return
 		}
 	}
 }
@@ -252,12 +376,15 @@ func (c *Conn) drain() {
 			// queued and stop.
 			select {
 			case f = <-c.writeq:
+			case <-c.kick:
 			default:
+				c.writeBatch(nil) // a direct write's rest, if any
 				return
 			}
 		} else {
 			select {
 			case f = <-c.writeq:
+			case <-c.kick:
 			case <-c.readerDone:
 				readerStopped = true
 				continue
@@ -266,10 +393,111 @@ func (c *Conn) drain() {
 				return
 			}
 		}
-		if !f.call && !c.write(f) {
+		if !c.writeBatch(f) {
 			c.dropQueued()
 			return
 		}
+	}
+}
+
+// writeBatch writes a direct write's rest, if any, then f (when not nil)
+// and the frames queued behind it, several small frames in one write of up
+// to writeChunkSize bytes. A request is dropped once the connection has
+// ended: its caller has failed. It reports whether the writer may go on.
+func (c *Conn) writeBatch(f *outFrame) bool {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	batch, size := c.batch[:0], 0
+	if r := c.rest; r != nil {
+		c.rest = nil
+		c.backlog.Add(-1)
+		batch, size = append(batch, r), len(r.data) // begun by direct
+	}
+	for f != nil || len(batch) > 0 {
+		if f != nil && (size == 0 || size+len(f.data) <= writeChunkSize) && !endsBatch(batch) {
+			c.backlog.Add(-1)
+			if f.call && waitClosed(c.done, 0) {
+				f.state.Store(frameSkipped)
+			} else if c.begin(f) {
+				batch, size = append(batch, f), size+len(f.data)
+			}
+			f = c.dequeue()
+			continue
+		}
+		if !c.writeFrames(batch) {
+			return false
+		}
+		batch, size = batch[:0], 0
+	}
+	c.batch = batch[:0]
+	return true
+}
+
+// endsBatch reports whether the batch's last frame ends the connection
+// once written: nothing is written with it after it.
+func endsBatch(batch []*outFrame) bool {
+	return len(batch) > 0 && batch[len(batch)-1].endAfter != nil
+}
+
+// dequeue takes the next queued frame without waiting, nil when none is.
+func (c *Conn) dequeue() *outFrame {
+	select {
+	case f := <-c.writeq:
+		return f
+	default:
+		return nil
+	}
+}
+
+// writeFrames writes a batch of begun frames in one write (the single
+// frame of a batch without a copy) and finishes them.
+func (c *Conn) writeFrames(batch []*outFrame) bool {
+	data := batch[0].data
+	if len(batch) > 1 {
+		c.wbuf = c.wbuf[:0]
+		for _, f := range batch {
+			c.wbuf = append(c.wbuf, f.data...)
+		}
+		data = c.wbuf
+	}
+	for _, f := range batch {
+		if f.opens {
+			// D6: whatever was read before this point was sent before
+			// the sidecar could have seen extension/initialized.
+			c.openedAt.Store(c.fr.consumed())
+		}
+	}
+	if err := c.fw.writeFrame(data); err != nil {
+		c.fail(fmt.Errorf("extension: write frame: %w", err))
+		return false
+	}
+	for _, f := range batch {
+		c.finish(f)
+	}
+	return true
+}
+
+// begin starts the writing of f unless its caller gave up first, and
+// reports whether it did. The frame's handler slot is freed and the tap
+// sees it before it is written, so a transcript never shows the peer's
+// answer ahead of it.
+func (c *Conn) begin(f *outFrame) bool {
+	c.freeSlot(f)
+	if !f.state.CompareAndSwap(frameQueued, frameWriting) {
+		return false // skipped: the caller gave up before the write began
+	}
+	c.opts.Tap(false, f.data[:len(f.data)-1])
+	return true
+}
+
+// finish accounts for a frame written in full.
+func (c *Conn) finish(f *outFrame) {
+	c.framesOut.Add(1)
+	if f.event {
+		c.events.Add(-1)
+	}
+	if f.endAfter != nil {
+		c.fail(f.endAfter)
 	}
 }
 
@@ -279,6 +507,7 @@ func (c *Conn) dropQueued() {
 	for {
 		select {
 		case f := <-c.writeq:
+			c.backlog.Add(-1)
 			if f.event {
 				c.events.Add(-1)
 			}
@@ -287,34 +516,6 @@ func (c *Conn) dropQueued() {
 			return
 		}
 	}
-}
-
-// write writes one frame unless its caller gave up before it started. It
-// reports whether the writer may go on.
-func (c *Conn) write(f *outFrame) bool {
-	if f.event {
-		defer c.events.Add(-1)
-	}
-	c.freeSlot(f)
-	if !f.state.CompareAndSwap(frameQueued, frameWriting) {
-		return true // skipped: the caller gave up before the write began
-	}
-	if f.opens {
-		// D6: whatever was read before this point was sent before the
-		// sidecar could have seen extension/initialized.
-		c.openedAt.Store(c.fr.consumed())
-	}
-	// Before the write: the peer's answer cannot be tapped first.
-	c.opts.Tap(false, f.data[:len(f.data)-1])
-	if err := c.fw.writeFrame(f.data); err != nil {
-		c.fail(fmt.Errorf("extension: write frame: %w", err))
-		return false
-	}
-	c.framesOut.Add(1)
-	if f.endAfter != nil {
-		c.fail(f.endAfter)
-	}
-	return true
 }
 
 // freeSlot frees the handler slot an answer holds. It runs as the answer
