@@ -258,14 +258,15 @@ func (s *sidecar) usable() error {
 // into result, a pointer to the method's result DTO. Errors: the peer's
 // protocol error (message redacted); provider_interrupted naming the plugin
 // when the sidecar crashed or is shut down (D13); protocol_error for a
-// malformed result; the context's error when ctx ends first.
-func (s *sidecar) call(ctx context.Context, method string, params, result any) error {
+// malformed result; the context's error when ctx ends first; an error
+// matching errCallTimeout when timeout (0: none) runs out first.
+func (s *sidecar) call(ctx context.Context, timeout time.Duration, method string, params, result any) error {
 	if err := s.usable(); err != nil {
 		return err
 	}
-	raw, err := s.conn.Call(ctx, method, params)
+	raw, err := s.conn.call(ctx, timeout, method, params)
 	if err != nil {
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || errors.Is(err, errCallTimeout) {
 			return err
 		}
 		if waitClosed(s.conn.Done(), 0) {
