@@ -144,7 +144,7 @@ func Serve(ctx context.Context, opts Options) error {
 	}
 	in, out := opts.Stdin, opts.Stdout
 	if in == nil {
-		in = pollable(os.Stdin)
+		in = stdinReader(os.Stdin)
 	}
 	if out == nil {
 		out = pollable(os.Stdout)
