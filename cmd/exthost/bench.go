@@ -306,27 +306,7 @@ func inChain(figure string, rt *extension.Runtime, ids ...string) error {
 
 // interceptRTT measures intercept_rtt against pingpong_limit.
 func (b *bench) interceptRTT() ([]result, error) {
-	rt, err := start("intercept_rtt", b.host(b.home1), "", b.id)
-	if err != nil {
-		return nil, err
-	}
-	defer rt.Close()
-	if err := inChain("intercept_rtt", rt, b.id); err != nil {
-		return nil, err
-	}
-	peers, err := b.startPingpongs(1)
-	if err != nil {
-		return nil, fmt.Errorf("pingpong_limit: %w", err)
-	}
-	defer closeAll(peers)
-	t, err := interleave(b.n, b.warm(),
-		op{"intercept_rtt", intercept(rt)},
-		op{"pingpong_limit", rounds(peers)})
-	if err != nil {
-		return nil, err
-	}
-	base := t[1].result(true)
-	return []result{t[0].result(true).against(base), base}, nil
+	return b.intercepts("intercept_rtt", "pingpong_limit", b.host(b.home1), "", b.id)
 }
 
 // interceptChain4 measures intercept_chain4, one intercept through the
@@ -335,22 +315,27 @@ func (b *bench) interceptRTT() ([]result, error) {
 func (b *bench) interceptChain4() ([]result, error) {
 	h := b.host(b.home4)
 	h.MaxParallelStarts = copies
-	rt, err := start("intercept_chain4", h, copiesHint, b.ids4...)
+	return b.intercepts("intercept_chain4", "pingpong4_limit", h, copiesHint, b.ids4...)
+}
+
+// intercepts measures figure, one tool.before Intercept through the
+// plugins ids of a generation of h, against baseline, one pingpong round
+// with each of as many peers.
+func (b *bench) intercepts(figure, baseline string, h *extension.Host, hint string, ids ...string) ([]result, error) {
+	rt, err := start(figure, h, hint, ids...)
 	if err != nil {
 		return nil, err
 	}
 	defer rt.Close()
-	if err := inChain("intercept_chain4", rt, b.ids4...); err != nil {
+	if err := inChain(figure, rt, ids...); err != nil {
 		return nil, err
 	}
-	peers, err := b.startPingpongs(copies)
+	peers, err := b.startPingpongs(len(ids))
 	if err != nil {
-		return nil, fmt.Errorf("pingpong4_limit: %w", err)
+		return nil, fmt.Errorf("%s: %w", baseline, err)
 	}
 	defer closeAll(peers)
-	t, err := interleave(b.n, b.warm(),
-		op{"intercept_chain4", intercept(rt)},
-		op{"pingpong4_limit", rounds(peers)})
+	t, err := interleave(b.n, b.warm(), op{figure, intercept(rt)}, op{baseline, rounds(peers)})
 	if err != nil {
 		return nil, err
 	}
