@@ -9,6 +9,7 @@
 //	demo     run one scripted agent turn against a plugin (default: the bundled reference plugin)
 //	trust    print the FULL TRUST block of a plugin directory
 //	redact   copy standard input to standard output with credentials removed
+//	bench    measure the host's hot paths, each beside a same-run baseline
 //	help     print this usage, or a command's with "exthost help <command>"
 //
 // Exit status is 0 on success, 1 when a command fails and 2 for a usage
@@ -52,6 +53,7 @@ func commands() []command {
 		{name: "demo", args: "[PLUGIN_DIR]", summary: "run one scripted agent turn against a plugin (default: the bundled reference plugin)", flags: demoCommand},
 		{name: "trust", args: "PLUGIN_DIR", summary: "print the FULL TRUST block of a plugin directory", flags: trustCommand},
 		{name: "redact", summary: "copy standard input to standard output with credentials removed", flags: redactCommand},
+		{name: "bench", args: "[PLUGIN_DIR]", summary: "measure the host's hot paths, each beside a same-run baseline", flags: benchCommand},
 		{name: "help", args: "[COMMAND]", summary: "print this usage, or a command's with \"exthost help <command>\"", flags: helpCommand},
 	}
 }

@@ -14,6 +14,13 @@
 // It also declares the provider plugin/<id>/fake/echo and the UI action
 // demo, which the handshake checks against the manifest (D9).
 //
+// The slot, the provider and the UI action are declared only when the
+// host's initialize params grant them (InitializeParams.Manifest, read by
+// the host's own rules of D9), so one binary can be installed several
+// times, as exthost bench does: copies whose manifests claim no slot (a
+// slot has one owner, D17), list no provider (a ref names its plugin ID)
+// and declare no capability start side by side.
+//
 // The plugin ID comes from $REASONIX_PLUGIN_NAME (default fullsidecar).
 // Two test hooks make it misbehave on purpose: $FULLSIDECAR_CRASH_ON_INPUT
 // names an input text on which the process exits with status 3, and
@@ -27,6 +34,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/reasonix-ext/extension"
@@ -68,13 +76,44 @@ func options(id string) sdk.Options {
 			Efforts:       []string{"low", "high"},
 			DefaultEffort: "low",
 		}},
-		UIActions: []extension.UIActionDecl{{ActionID: "demo", Label: "Run the fullsidecar demo"}},
+		UIActions:  []extension.UIActionDecl{{ActionID: "demo", Label: "Run the fullsidecar demo"}},
+		Initialize: granted,
 		Intercept: map[extension.Point]sdk.InterceptFunc{
 			extension.InputReceive:      input,
 			extension.ToolBefore:        tool,
 			extension.SystemPromptBuild: systemPrompt,
 		},
 	}
+}
+
+// granted trims the declaration to what the host's initialize params
+// grant, by the rules the host checks it with (D9): a slot must be in
+// the manifest's replaces; a provider or UI action needs its capability
+// and, when the manifest lists them, to be listed.
+func granted(ctx context.Context, p *extension.InitializeParams, r *extension.InitializeResult) error {
+	m := p.Manifest
+	listed := func(list []string, item string) bool { return len(list) == 0 || slices.Contains(list, item) }
+	r.Replaces = keep(r.Replaces, func(slot string) bool { return slices.Contains(m.Replaces, slot) })
+	r.Providers = keep(r.Providers, func(d extension.ProviderDescriptor) bool {
+		return slices.Contains(m.Capabilities, "providers") && listed(m.Providers, d.Ref)
+	})
+	r.UIActions = keep(r.UIActions, func(a extension.UIActionDecl) bool {
+		return slices.Contains(m.Capabilities, "ui") && listed(m.UIActions, a.ActionID)
+	})
+	return nil
+}
+
+// keep returns the items of s that ok accepts, in a new slice: s is the
+// declaration in Options, shared by every connection, so it is never
+// changed in place.
+func keep[T any](s []T, ok func(T) bool) []T {
+	var out []T
+	for _, v := range s {
+		if ok(v) {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // input rewrites "/fs <t>" inputs.

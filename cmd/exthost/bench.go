@@ -1,0 +1,773 @@
+package main
+
+// exthost bench measures the host's hot paths, each beside a baseline
+// measured in the same run: the machine is shared and noisy, so only the
+// ratios mean much. Measured and baseline samples alternate in blocks,
+// so that noise falls on both alike. The figures:
+//
+//   - intercept_rtt: one tool.before Intercept through the plugin, against
+//     pingpong_limit, one round of the same frame with a child process
+//     doing nothing but plain encoding/json into the same DTOs.
+//   - intercept_chain4: one Intercept through four copies of the plugin,
+//     against pingpong4_limit, one such round with each of four children.
+//   - observe_throughput: events per second that reach an observer
+//     sidecar offered by a tight loop of Observe, and the fraction lost.
+//   - startup_1, startup_4: Host.Start of one sidecar and of four started
+//     together, against spawn_1 and spawn_4, as many minimal Go programs
+//     started together until each has answered one line.
+//
+// Every child, sidecars and peers alike, runs with the bench's GOMAXPROCS.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/reasonix-ext/extension"
+)
+
+// benchPeers is where the bench's own programs live: the baselines'
+// peers and the observer sidecar, built with the same go as the plugin.
+const benchPeers = "github.com/reasonix-ext/extension/cmd/exthost/internal/"
+
+// The peer programs, by package (and so binary) name.
+const (
+	pingpongPeer = "pingpong" // the intercept baselines' child
+	echolinePeer = "echoline" // the startup baselines' child
+	observerPeer = "observer" // the observe_throughput sidecar
+)
+
+// defaultBenchRounds is the default of -n: the whole run stays well
+// under 20 s on a 2-core machine.
+const defaultBenchRounds = 2000
+
+// copies is how many sidecars the 4-sidecar figures run.
+const copies = 4
+
+// benchTool is the tool.before payload of the intercept figures and
+// their baselines: a realistic write call of about 300 bytes, which the
+// reference plugin answers continue to.
+var benchTool = extension.ToolPayload{
+	Name:      "write",
+	Arguments: `{"path":"internal/store/cache.go","content":"package store\n\n// Cache keeps the most recent lookups of the resolver.\ntype Cache struct {\n\tmu    sync.Mutex\n\titems map[string]entry\n}\n","mode":"0644","createDirs":true,"overwrite":false}`,
+}
+
+// result is one figure of the run. A field that does not apply is left
+// zero and omitted from the JSON: no p50, per_sec or ratio is ever
+// legitimately 0, while allocations and losses can be, so those two are
+// pointers.
+type result struct {
+	Name        string   `json:"name"`
+	P50         int64    `json:"p50_ns,omitempty"`
+	P99         int64    `json:"p99_ns,omitempty"`
+	PerSec      float64  `json:"per_sec,omitempty"`
+	AllocsPerOp *float64 `json:"allocs_per_op,omitempty"`
+	Baseline    string   `json:"baseline,omitempty"`
+	BaselineP50 int64    `json:"baseline_p50_ns,omitempty"`
+	Ratio       float64  `json:"ratio,omitempty"`
+	Lost        *float64 `json:"lost,omitempty"` // observe_throughput: the fraction of events lost, 0..1
+}
+
+// benchCommand measures the host's hot paths against same-run baselines
+// and prints a table, or JSON.
+func benchCommand(fs *flag.FlagSet) func(*env) int {
+	asJSON := fs.Bool("json", false, `print {"results": [...]} instead of the table`)
+	n := fs.Int("n", defaultBenchRounds, "timed calls of each latency figure and of its baseline; the startup figures time n/100 starts (at least 3) and observe_throughput offers 50*n events")
+	return func(e *env) int {
+		if len(e.args) > 1 {
+			e.usage()
+			return 2
+		}
+		if *n < 1 {
+			fmt.Fprintf(e.stderr, "exthost bench: -n %d: give a positive number of rounds\n", *n)
+			return 2
+		}
+		results, err := runBench(*n, e.args)
+		if err == nil && *asJSON {
+			enc := json.NewEncoder(e.stdout)
+			enc.SetIndent("", "  ")
+			err = enc.Encode(struct {
+				Results []result `json:"results"`
+			}{results})
+		} else if err == nil {
+			err = printBench(e.stdout, *n, results)
+		}
+		return e.exit(err)
+	}
+}
+
+// bench is one run: what setup built and installed, in a temporary
+// directory removed at the end.
+type bench struct {
+	n      int
+	work   string   // the temporary directory
+	bin    string   // the peer programs
+	env    []string // every child's environment: ours, plus our GOMAXPROCS
+	plugin string   // the plugin directory measured
+	id     string   // its plugin ID in home1
+	home1  string   // the plugin, installed once
+	home4  string   // its copies bench-1..bench-4
+	ids4   []string // their plugin IDs
+}
+
+// runBench measures every figure against the plugin in args (default:
+// the reference plugin) and returns the results in the order they print.
+func runBench(n int, args []string) ([]result, error) {
+	work, err := os.MkdirTemp("", "exthost-bench-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(work)
+	b := &bench{
+		n:    n,
+		work: work,
+		bin:  filepath.Join(work, "bin"),
+		// The baselines' peers and the sidecars run with the host's
+		// parallelism, so neither side of a ratio has more CPUs.
+		env: append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(runtime.GOMAXPROCS(0))),
+	}
+	if err := b.setup(args); err != nil {
+		return nil, err
+	}
+	var results []result
+	// Each step measures one or more figures; stream_throughput and
+	// content_8mib will be two more steps.
+	for _, step := range []func() ([]result, error){b.interceptRTT, b.interceptChain4, b.observeThroughput, b.startup} {
+		r, err := step()
+		if err != nil {
+			return nil, err
+		}
+		results = append(results, r...)
+	}
+	return results, nil
+}
+
+// setup builds the peers (and the reference plugin, when args names no
+// plugin directory) and installs the plugin once in home1 and as its
+// copies in home4.
+func (b *bench) setup(args []string) error {
+	var refErr error
+	var wg sync.WaitGroup
+	if len(args) == 1 {
+		b.plugin = args[0]
+	} else {
+		b.id = "fullsidecar"
+		// buildReference runs its own go build; running it beside the
+		// peers' build is as close to one build as reusing it allows.
+		wg.Go(func() { b.plugin, refErr = buildReference(b.work) })
+	}
+	build := []string{"build", "-o", b.bin + string(filepath.Separator)}
+	for _, p := range []string{pingpongPeer, echolinePeer, observerPeer} {
+		build = append(build, benchPeers+p)
+	}
+	_, err := goTool(build...)
+	wg.Wait()
+	if err != nil {
+		// Reported alone: whatever fails this build (no module source
+		// here, most often) fails the reference plugin's too.
+		return fmt.Errorf("building the bench's peer programs (they are part of the module, so exthost bench runs from its source even with a PLUGIN_DIR): %w", err)
+	}
+	if refErr != nil {
+		return refErr
+	}
+	b.home1 = filepath.Join(b.work, "home1")
+	entry, err := extension.Install(b.home1, b.plugin, extension.InstallOptions{Name: b.id, Link: true})
+	if err != nil {
+		return err
+	}
+	b.id = entry.Name
+	b.home4 = filepath.Join(b.work, "home4")
+	b.ids4, err = installCopies(b.home4, b.plugin, filepath.Join(b.work, "copies"), copies)
+	return err
+}
+
+// installCopies installs n copies of the plugin in pluginDir into home
+// as bench-1..bench-n. Each is a copy of the directory, so that
+// ${REASONIX_PLUGIN_ROOT} resolves inside it, whose manifest is the
+// original with its name set to the copy's and runtime.replaces,
+// providers, uiActions and capabilities removed: two plugins cannot own
+// one slot (D17), and a provider ref names its plugin ID (D9). The rest,
+// runtime.command and intercepts among it, is kept as it was.
+func installCopies(home, pluginDir, under string, n int) ([]string, error) {
+	raw, err := os.ReadFile(filepath.Join(pluginDir, extension.ManifestFile))
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for i := 1; i <= n; i++ {
+		// Decoded afresh per copy, numbers kept as written, so that
+		// each copy changes only its own map.
+		var manifest map[string]any
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.UseNumber()
+		if err := dec.Decode(&manifest); err != nil {
+			return nil, fmt.Errorf("%s: %w", filepath.Join(pluginDir, extension.ManifestFile), err)
+		}
+		rt, ok := manifest["runtime"].(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("%s has no runtime block: exthost bench measures sidecars", filepath.Join(pluginDir, extension.ManifestFile))
+		}
+		for _, k := range []string{"replaces", "providers", "uiActions", "capabilities"} {
+			delete(rt, k)
+		}
+		id := fmt.Sprintf("bench-%d", i)
+		manifest["name"] = id
+		dir := filepath.Join(under, id)
+		if err := os.CopyFS(dir, os.DirFS(pluginDir)); err != nil {
+			return nil, fmt.Errorf("copying the plugin directory for %s: %w", id, err)
+		}
+		b, err := json.MarshalIndent(manifest, "", "  ")
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, extension.ManifestFile), b, 0o644)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if _, err := extension.Install(home, dir, extension.InstallOptions{Name: id, Link: true}); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
+}
+
+// host returns a Host over home whose sidecars get the bench's
+// environment.
+func (b *bench) host(home string) *extension.Host {
+	return &extension.Host{
+		Home:    home,
+		Session: extension.SessionContext{SessionID: "bench-session", WorkspaceRoot: b.work, Generation: 1},
+		Env:     b.env,
+	}
+}
+
+// copiesHint says why the copies of a plugin may fail to start.
+const copiesHint = "the 4-sidecar figures run copies of the plugin, bench-1..bench-4, whose manifests grant no slot, provider, UI action or capability (two plugins cannot own one slot, D17), " +
+	"so a sidecar installed several times must declare those only when extension/initialize grants them, as sdk/examples/fullsidecar does"
+
+// start starts a generation of h and checks that each plugin in ids runs:
+// an optional plugin that fails to start is only a warning to the host,
+// but a figure without it would measure nothing. Errors name the figure,
+// and end with hint when there is one.
+func start(figure string, h *extension.Host, hint string, ids ...string) (*extension.Runtime, error) {
+	rt, err := h.Start(context.Background())
+	if err != nil {
+		return nil, withHint(fmt.Errorf("%s: %w", figure, err), hint)
+	}
+	for _, id := range ids {
+		if _, ok := rt.Declaration(id); ok {
+			continue
+		}
+		why := fmt.Errorf("%s: %s did not start", figure, id)
+		for _, w := range rt.Warnings() {
+			if w.Plugin == id {
+				why = fmt.Errorf("%w: %v", why, w.Err)
+			}
+		}
+		rt.Close()
+		return nil, withHint(why, hint)
+	}
+	return rt, nil
+}
+
+func withHint(err error, hint string) error {
+	if hint == "" {
+		return err
+	}
+	return fmt.Errorf("%w; %s", err, hint)
+}
+
+// inChain checks that each plugin in ids intercepts tool.before, the
+// point the intercept figures measure.
+func inChain(figure string, rt *extension.Runtime, ids ...string) error {
+	chain := rt.Chain(extension.ToolBefore)
+	for _, id := range ids {
+		if !slices.Contains(chain, id) {
+			return fmt.Errorf("%s: %s does not intercept tool.before (chain: %s), so there is nothing to measure: its runtime.intercepts and its subscriptions must name tool.before", figure, id, orNone(chain))
+		}
+	}
+	return nil
+}
+
+// interceptRTT measures intercept_rtt against pingpong_limit.
+func (b *bench) interceptRTT() ([]result, error) {
+	return b.intercepts("intercept_rtt", "pingpong_limit", b.host(b.home1), "", b.id)
+}
+
+// interceptChain4 measures intercept_chain4, one intercept through the
+// four copies, against pingpong4_limit, one round with each of four
+// peers.
+func (b *bench) interceptChain4() ([]result, error) {
+	h := b.host(b.home4)
+	h.MaxParallelStarts = copies
+	return b.intercepts("intercept_chain4", "pingpong4_limit", h, copiesHint, b.ids4...)
+}
+
+// intercepts measures figure, one tool.before Intercept through the
+// plugins ids of a generation of h, against baseline, one pingpong round
+// with each of as many peers.
+func (b *bench) intercepts(figure, baseline string, h *extension.Host, hint string, ids ...string) ([]result, error) {
+	rt, err := start(figure, h, hint, ids...)
+	if err != nil {
+		return nil, err
+	}
+	defer rt.Close()
+	if err := inChain(figure, rt, ids...); err != nil {
+		return nil, err
+	}
+	peers, err := b.startPingpongs(len(ids))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", baseline, err)
+	}
+	defer closeAll(peers)
+	t, err := interleave(b.n, b.warm(), op{figure, intercept(rt)}, op{baseline, rounds(peers)})
+	if err != nil {
+		return nil, err
+	}
+	base := t[1].result(true)
+	return []result{t[0].result(true).against(base), base}, nil
+}
+
+// warm is how many untimed calls of each latency figure come first.
+func (b *bench) warm() int { return max(10, b.n/20) }
+
+// intercept is one tool.before through rt.
+func intercept(rt *extension.Runtime) func() (func() error, error) {
+	ctx := context.Background()
+	return func() (func() error, error) {
+		_, err := rt.Intercept(ctx, extension.ToolBefore, benchTool)
+		return nil, err
+	}
+}
+
+// observeThroughput offers 50·n small tool.after events to the observer
+// sidecar by a tight loop of Observe, then reads its count until it
+// settles. per_sec is the events the observer received over the time from
+// the loop's start until the count stopped rising (the first of two equal
+// readings ~10 ms apart), so a loop that only fills the host's queue
+// does not inflate it; lost is the fraction of the offered events that
+// never reached the observer, dropped by the host (D20) or the SDK.
+func (b *bench) observeThroughput() ([]result, error) {
+	const name = "observe_throughput"
+	dir := filepath.Join(b.work, observerPeer)
+	home := filepath.Join(b.work, "home-observer")
+	manifest, err := json.Marshal(map[string]any{
+		"apiVersion": "reasonix.io/plugin/v1", "name": observerPeer, "version": "1.0.0",
+		"runtime": map[string]any{"command": b.exe(observerPeer), "intercepts": []extension.Point{extension.ToolBefore, extension.ToolAfter}},
+	})
+	if err == nil {
+		err = os.MkdirAll(dir, 0o755)
+	}
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, extension.ManifestFile), manifest, 0o644)
+	}
+	if err == nil {
+		_, err = extension.Install(home, dir, extension.InstallOptions{Link: true})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: installing the observer: %w", name, err)
+	}
+	rt, err := start(name, b.host(home), "", observerPeer)
+	if err != nil {
+		return nil, err
+	}
+	defer rt.Close()
+	count := func() (int64, error) {
+		out, err := rt.Intercept(context.Background(), extension.ToolBefore, extension.ToolPayload{Name: "count"})
+		if err != nil {
+			return 0, fmt.Errorf("%s: reading the count: %w", name, err)
+		}
+		n, ok := strings.CutPrefix(out.Reason, "observed ")
+		c, err := strconv.ParseInt(n, 10, 64)
+		if !out.Blocked || !ok || err != nil {
+			return 0, fmt.Errorf("%s: the observer answered %+v, not a block reason \"observed <count>\"", name, out)
+		}
+		return c, nil
+	}
+	before, err := count() // also warms the connection
+	if err != nil {
+		return nil, err
+	}
+	event := extension.ToolResultPayload{Name: "read", Arguments: `{"path":"go.mod"}`, Result: "module example.com/app\n"}
+	offered := 50 * b.n
+	begin := time.Now()
+	for range offered {
+		if err := rt.Observe(extension.ToolAfter, event); err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	loopEnd := time.Now()
+	last, err := count()
+	lastAt := time.Now()
+	for err == nil {
+		time.Sleep(10 * time.Millisecond)
+		var c int64
+		if c, err = count(); err == nil && c == last {
+			break
+		}
+		if time.Since(loopEnd) > 3*time.Second {
+			return nil, fmt.Errorf("%s: the observer's count was still rising 3 s after the last event was offered (%d of %d)", name, last-before, offered)
+		}
+		last, lastAt = c, time.Now()
+	}
+	if err != nil {
+		return nil, err
+	}
+	received := last - before
+	if received <= 0 {
+		return nil, fmt.Errorf("%s: the observer received none of the %d events offered; the host's warnings: %v", name, offered, rt.Warnings())
+	}
+	lost := float64(int64(offered)-received) / float64(offered)
+	return []result{{Name: name, PerSec: float64(received) / lastAt.Sub(begin).Seconds(), Lost: &lost}}, nil
+}
+
+// startup measures startup_1 and startup_4, the ready time of one and of
+// four sidecars started together, against spawn_1 and spawn_4, as many
+// minimal Go programs started together until each has answered a line.
+func (b *bench) startup() ([]result, error) {
+	h1 := b.host(b.home1)
+	h4 := b.host(b.home4)
+	h4.MaxParallelStarts = copies
+	generation := func(figure string, h *extension.Host, hint string, ids ...string) func() (func() error, error) {
+		return func() (func() error, error) {
+			rt, err := start(figure, h, hint, ids...)
+			if err != nil {
+				return nil, err
+			}
+			return rt.Close, nil // untimed: the figure is the ready time
+		}
+	}
+	t, err := interleave(max(3, b.n/100), 1,
+		op{"spawn_1", b.spawn(1)},
+		op{"startup_1", generation("startup_1", h1, "", b.id)},
+		op{"spawn_4", b.spawn(copies)},
+		op{"startup_4", generation("startup_4", h4, copiesHint, b.ids4...)})
+	if err != nil {
+		return nil, err
+	}
+	// The untimed Close falls inside the blocks that count mallocs, so
+	// these figures report none.
+	spawn1, spawn4 := t[0].result(false), t[2].result(false)
+	return []result{t[1].result(false).against(spawn1), spawn1, t[3].result(false).against(spawn4), spawn4}, nil
+}
+
+// exe is the path of a built peer program.
+func (b *bench) exe(name string) string {
+	if runtime.GOOS == "windows" {
+		name += ".exe"
+	}
+	return filepath.Join(b.bin, name)
+}
+
+// child starts a peer program with pipes on its stdin and stdout; its
+// stderr is ours, so that its complaints are seen.
+func (b *bench) child(name string) (*exec.Cmd, io.WriteCloser, *bufio.Reader, error) {
+	cmd := exec.Command(b.exe(name))
+	cmd.Env = b.env
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, nil, nil, err
+	}
+	return cmd, stdin, bufio.NewReader(stdout), nil
+}
+
+// spawn is one sample of spawn_<k>: k echoline peers started together,
+// timed until each one's answer line has been read; closing their stdin
+// and waiting for them is the untimed cleanup.
+func (b *bench) spawn(k int) func() (func() error, error) {
+	return func() (func() error, error) {
+		cmds := make([]*exec.Cmd, k)
+		stdins := make([]io.WriteCloser, k)
+		errs := make([]error, k)
+		var wg sync.WaitGroup
+		for i := range k {
+			// One goroutine per process, as the host launches each
+			// sidecar on its own.
+			wg.Go(func() {
+				var out *bufio.Reader
+				if cmds[i], stdins[i], out, errs[i] = b.child(echolinePeer); errs[i] != nil {
+					return
+				}
+				if _, errs[i] = io.WriteString(stdins[i], "ready?\n"); errs[i] == nil {
+					var line string
+					if line, errs[i] = out.ReadString('\n'); errs[i] == nil && line != "ready?\n" {
+						errs[i] = fmt.Errorf("echoline answered %q", line)
+					}
+				}
+			})
+		}
+		wg.Wait()
+		cleanup := func() error {
+			var errs []error
+			for i, cmd := range cmds {
+				if cmd != nil {
+					stdins[i].Close()
+					errs = append(errs, cmd.Wait())
+				}
+			}
+			return errors.Join(errs...)
+		}
+		if err := errors.Join(errs...); err != nil {
+			cleanup()
+			return nil, err
+		}
+		return cleanup, nil
+	}
+}
+
+// pingpong is one child of the intercept baselines and the parent's side
+// of its pipes: the same DTOs as the host's, in envelopes, with plain
+// json.Marshal and json.Unmarshal, synchronously, on one goroutine.
+type pingpong struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	w     *bufio.Writer
+	r     *bufio.Reader
+	id    int64
+}
+
+// pingRequest is the frame written; pingAnswer the one read back.
+type pingRequest struct {
+	JSONRPC string                    `json:"jsonrpc"`
+	ID      int64                     `json:"id"`
+	Method  string                    `json:"method"`
+	Params  extension.InterceptParams `json:"params"`
+}
+
+type pingAnswer struct {
+	JSONRPC string                    `json:"jsonrpc"`
+	ID      int64                     `json:"id"`
+	Result  extension.InterceptResult `json:"result"`
+}
+
+// startPingpongs starts k pingpong peers.
+func (b *bench) startPingpongs(k int) ([]*pingpong, error) {
+	var peers []*pingpong
+	for range k {
+		cmd, stdin, r, err := b.child(pingpongPeer)
+		if err != nil {
+			closeAll(peers)
+			return nil, err
+		}
+		peers = append(peers, &pingpong{cmd: cmd, stdin: stdin, w: bufio.NewWriter(stdin), r: r})
+	}
+	return peers, nil
+}
+
+// round writes one extension/intercept frame of benchTool, encoding the
+// payload as the host does, and reads and decodes the answer.
+func (p *pingpong) round() error {
+	p.id++
+	payload, err := json.Marshal(benchTool)
+	if err != nil {
+		return err
+	}
+	frame, err := json.Marshal(pingRequest{JSONRPC: "2.0", ID: p.id, Method: extension.MethodIntercept,
+		Params: extension.InterceptParams{Event: extension.ToolBefore, Seq: p.id, Payload: payload, TimeoutMillis: 5000}})
+	if err != nil {
+		return err
+	}
+	p.w.Write(frame)
+	p.w.WriteByte('\n')
+	if err := p.w.Flush(); err != nil {
+		return fmt.Errorf("writing to the peer: %w", err)
+	}
+	line, err := p.r.ReadBytes('\n')
+	if err != nil {
+		return fmt.Errorf("reading the peer's answer: %w", err)
+	}
+	var a pingAnswer
+	if err := json.Unmarshal(line, &a); err != nil {
+		return err
+	}
+	if a.ID != p.id || a.Result.Decision != extension.DecisionContinue {
+		return fmt.Errorf("the peer answered %s to request %d", line, p.id)
+	}
+	return nil
+}
+
+// rounds is one round with each peer in turn.
+func rounds(peers []*pingpong) func() (func() error, error) {
+	return func() (func() error, error) {
+		for _, p := range peers {
+			if err := p.round(); err != nil {
+				return nil, err
+			}
+		}
+		return nil, nil
+	}
+}
+
+// closeAll ends the peers: EOF on stdin makes each exit.
+func closeAll(peers []*pingpong) {
+	for _, p := range peers {
+		p.stdin.Close()
+		p.cmd.Wait()
+	}
+}
+
+// op is one figure's sample: run does one timed operation and returns
+// an untimed cleanup, or nil for none.
+type op struct {
+	name string
+	run  func() (cleanup func() error, err error)
+}
+
+// timing is what interleave measured of one op: each call's time and the
+// process's mallocs over the blocks of calls.
+type timing struct {
+	name    string
+	lat     []time.Duration
+	mallocs uint64
+}
+
+// interleave runs warm untimed calls of each op, then n timed calls of
+// each, in alternating blocks, so that the machine's noise falls on all of
+// them alike. The times go into preallocated slices and the mallocs are
+// read around each block, so that neither is part of the figure.
+func interleave(n, warm int, ops ...op) ([]timing, error) {
+	call := func(o op) (time.Duration, error) {
+		start := time.Now()
+		cleanup, err := o.run()
+		d := time.Since(start)
+		if err == nil && cleanup != nil {
+			if err = cleanup(); err != nil {
+				err = fmt.Errorf("stopping: %w", err)
+			}
+		}
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", o.name, err)
+		}
+		return d, nil
+	}
+	for _, o := range ops {
+		for range warm {
+			if _, err := call(o); err != nil {
+				return nil, err
+			}
+		}
+	}
+	out := make([]timing, len(ops))
+	for i, o := range ops {
+		out[i] = timing{name: o.name, lat: make([]time.Duration, 0, n)}
+	}
+	block := max(1, min(50, n/10))
+	var ms runtime.MemStats
+	for done := 0; done < n; done += block {
+		for i, o := range ops {
+			runtime.ReadMemStats(&ms)
+			before := ms.Mallocs
+			for range min(block, n-done) {
+				d, err := call(o)
+				if err != nil {
+					return nil, err
+				}
+				out[i].lat = append(out[i].lat, d)
+			}
+			runtime.ReadMemStats(&ms)
+			out[i].mallocs += ms.Mallocs - before
+		}
+	}
+	return out, nil
+}
+
+// result summarizes t: p50, p99 and, when allocs, the mallocs per call.
+func (t timing) result(allocs bool) result {
+	slices.Sort(t.lat)
+	r := result{Name: t.name, P50: percentile(t.lat, 50), P99: percentile(t.lat, 99)}
+	if allocs {
+		a := float64(t.mallocs) / float64(len(t.lat))
+		r.AllocsPerOp = &a
+	}
+	return r
+}
+
+// against sets r's baseline and its ratio to it.
+func (r result) against(base result) result {
+	r.Baseline, r.BaselineP50 = base.Name, base.P50
+	r.Ratio = float64(r.P50) / float64(base.P50)
+	return r
+}
+
+// percentile is the nearest-rank pth percentile of sorted, in
+// nanoseconds, at least 1: a coarse clock may read a call as 0, which
+// would make a ratio infinite.
+func percentile(sorted []time.Duration, p int) int64 {
+	i := (len(sorted)*p + 99) / 100 // the rank, rounded up
+	return max(1, sorted[max(i, 1)-1].Nanoseconds())
+}
+
+// printBench prints the results as a table under a line naming the
+// machine; a blank cell is a field that does not apply.
+func printBench(w io.Writer, n int, results []result) error {
+	fmt.Fprintf(w, "exthost bench: %s/%s, %d CPUs, GOMAXPROCS=%d, %s, -n %d\n\n",
+		runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version(), n)
+	var table bytes.Buffer
+	tw := tabwriter.NewWriter(&table, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "name\tp50\tp99\tper_sec\tallocs/op\tbaseline\tratio\tlost")
+	for _, r := range results {
+		cells := []string{r.Name, duration(r.P50), duration(r.P99), "", "", r.Baseline, "", ""}
+		if r.PerSec > 0 {
+			cells[3] = fmt.Sprintf("%.0f", r.PerSec)
+		}
+		if r.AllocsPerOp != nil {
+			cells[4] = fmt.Sprintf("%.1f", *r.AllocsPerOp)
+		}
+		if r.Ratio > 0 {
+			cells[6] = fmt.Sprintf("%.2f", r.Ratio)
+		}
+		if r.Lost != nil {
+			cells[7] = fmt.Sprintf("%.3f", *r.Lost)
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	// Blank trailing cells would leave trailing spaces.
+	for line := range strings.Lines(table.String()) {
+		if _, err := fmt.Fprintln(w, strings.TrimRight(line, " \n")); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// duration prints ns with three or four significant digits, "" for 0.
+func duration(ns int64) string {
+	switch d := time.Duration(ns); {
+	case d == 0:
+		return ""
+	case d < time.Microsecond:
+		return fmt.Sprintf("%dns", ns)
+	case d < time.Millisecond:
+		return fmt.Sprintf("%.1fµs", float64(ns)/1e3)
+	case d < time.Second:
+		return fmt.Sprintf("%.2fms", float64(ns)/1e6)
+	default:
+		return fmt.Sprintf("%.2fs", d.Seconds())
+	}
+}
