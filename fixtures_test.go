@@ -37,7 +37,8 @@ var fixtures = map[string]func(){
 	"stderr-flood":       fixtureStderrFlood,
 	"gauge":              fixtureGauge,
 	"verdict":            fixtureVerdict,
-	"pingpong":           fixturePingPong,
+	"pingpong-dto":       fixturePingPongDTO,
+	"observe-count":      fixtureObserveCount,
 	"serve-cancel":       fixtureServeCancel,
 	"install":            fixtureInstall,
 }
@@ -465,24 +466,6 @@ func fixtureVerdict() {
 	if err := sdk.Serve(context.Background(), opts); err != nil {
 		fmt.Fprintln(os.Stderr, "verdict fixture:", err)
 		os.Exit(1)
-	}
-}
-
-// fixturePingPong is the benchmark baseline's peer: it decodes each JSON
-// line and answers with a small JSON line, nothing more.
-func fixturePingPong() {
-	in := bufio.NewReader(os.Stdin)
-	out := bufio.NewWriter(os.Stdout)
-	for {
-		line, err := in.ReadBytes('\n')
-		if err != nil {
-			return
-		}
-		var m map[string]json.RawMessage
-		json.Unmarshal(line, &m)
-		b, _ := json.Marshal(map[string]json.RawMessage{"id": m["id"], "result": json.RawMessage(`{"decision":"continue"}`)})
-		out.Write(append(b, '\n'))
-		out.Flush()
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -22,11 +23,15 @@ import (
 	"github.com/reasonix-ext/extension/sdk"
 )
 
-func init() {
-	// Registered here rather than in fixtures_test.go: only these
-	// benchmarks and their tests use them.
-	fixtures["pingpong-dto"] = fixturePingPongDTO
-	fixtures["observe-count"] = fixtureObserveCount
+// latencies records per-call durations and reports their median.
+type latencies []time.Duration
+
+func (l latencies) report(b *testing.B) {
+	if len(l) == 0 {
+		return
+	}
+	slices.Sort(l)
+	b.ReportMetric(float64(l[len(l)/2].Nanoseconds()), "p50-ns")
 }
 
 // rttTool is exthost bench's tool.before payload: a realistic write call
