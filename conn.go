@@ -62,10 +62,11 @@ type ConnOptions struct {
 	NotificationQueue int
 
 	// DropOverflowingNotifications makes an inbound notification that
-	// does not fit the queue be dropped, counted and logged instead of
-	// waiting for room. The SDK sets it: an observer that calls the host
-	// from its callback could otherwise deadlock (D26, PROTOCOL.md §2.5).
-	// The host leaves it false, so stream chunks are never lost.
+	// does not fit the queue within InlineBound be dropped, counted and
+	// logged instead of waiting for room as long as it takes. The SDK
+	// sets it: an observer that calls the host from its callback could
+	// otherwise deadlock (D26, PROTOCOL.md §2.5). The host leaves it
+	// false, so stream chunks are never lost.
 	DropOverflowingNotifications bool
 
 	// WriteQueue bounds the outbound frames waiting for the writer.
@@ -154,12 +155,14 @@ type Handler interface {
 //
 // A Conn starts these goroutines, each joined by [Conn.Close]:
 //   - the reader (readLoop): reads, admits and dispatches inbound frames,
-//     and runs request handlers itself (runInline); when one runs too
+//     and runs handlers itself (runInline); when one runs too
 //     long or calls the peer, reading moves on to a new reader goroutine
 //     and the old one ends with its handler;
 //   - the writer (writeLoop): writes the queued frames; a sender writes
 //     its own frame when nothing is queued (direct), under the same lock;
-//   - the notification worker (notifyLoop);
+//   - the notification worker (notifyLoop), for the notifications that
+//     arrive while another is being handled; the reader handles the
+//     others itself, in the same order, one at a time;
 //   - the supervisor (superviseLoop): the write-stall watchdog, and the
 //     teardown once the connection has ended.
 //
@@ -192,6 +195,8 @@ type Conn struct {
 	inlineSeq   atomic.Uint64
 	inlineTimer *time.Timer   // migrates reading after InlineBound
 	notifq      chan message  // notifications for the notification worker
+	notifQueued atomic.Int64  // notifications queued or with the worker: none is handled inline then
+	notifyMu    sync.Mutex    // held while a notification is handled, inline or by the worker
 	handlerSem  chan struct{} // one token per running request handler
 	events      atomic.Int64  // best-effort events queued or being written
 

@@ -60,9 +60,10 @@ func TestConnNotificationBurstPushesBackD26(t *testing.T) {
 	full := make(chan struct{})
 	var seen atomic.Int64
 	c, peer := newPipeConn(t, h, ConnOptions{NotificationQueue: queue, Tap: func(inbound bool, _ []byte) {
-		// The worker holds n0 and the queue takes 256 more: the frame
-		// after those can only wait (or, before D26, fail the connection).
-		if inbound && seen.Add(1) == queue+2 {
+		// n0 is held on the reader, the worker may hold n1 (it waits for
+		// n0) and the queue takes 256 more: the frame after those can only
+		// wait (or, before D26, fail the connection).
+		if inbound && seen.Add(1) == queue+3 {
 			close(full)
 		}
 	}})
@@ -100,15 +101,19 @@ func TestConnDropOverflowingNotificationsKeepsTheConnection(t *testing.T) {
 	}
 	c, peer := newPipeConn(t, h, ConnOptions{NotificationQueue: 1, DropOverflowingNotifications: true})
 	peer.send(t, `{"jsonrpc":"2.0","method":"n0"}`)
-	<-entered // the worker holds n0, so n1 fills the queue and n2 is dropped
-	peer.send(t, `{"jsonrpc":"2.0","method":"n1"}`)
-	peer.send(t, `{"jsonrpc":"2.0","method":"n2"}`)
+	<-entered
+	// n0 is held by its handler on the old reader. Of n1-n5, the worker
+	// may take one (it waits for n0), the queue holds one, the rest are
+	// dropped.
+	for i := 1; i <= 5; i++ {
+		peer.send(t, fmt.Sprintf(`{"jsonrpc":"2.0","method":"n%d"}`, i))
+	}
 	peer.send(t, `{"jsonrpc":"2.0","id":1,"method":"ping"}`)
 	if f := peer.recv(t); string(f.ID) != "1" || string(f.Result) != `{"ok":true}` {
 		t.Fatalf("answer: got %+v, want the ping's result", f)
 	}
-	if n := c.stats().DroppedNotifications; n != 1 {
-		t.Fatalf("DroppedNotifications = %d, want 1", n)
+	if n := c.stats().DroppedNotifications; n < 3 || n > 4 {
+		t.Fatalf("DroppedNotifications = %d, want 3 or 4 of 5", n)
 	}
 	select {
 	case <-c.Done():

@@ -352,25 +352,52 @@ func (rt *Runtime) Observe(p Point, payload any) error {
 	}
 	defer rt.end()
 	params := EventParams{Event: p, Payload: raw}
-	send := func(id string, s *sidecar) {
-		var err error // built only for a plugin that is not running: this runs per event
-		if s == nil {
-			err = Errorf(ReasonProviderInterrupted, "extension %s is not running", id)
-		} else if err = s.usable(); err == nil {
-			err = s.conn.tryNotify(MethodEvent, params)
-		}
-		if err != nil {
-			// D20: warned once per plugin per generation (category
-			// "event"); a drop at a full queue is also counted by the
-			// connection (droppedEvents), a plugin not running has none.
-			rt.warnOnce("event", id, fmt.Errorf("extension %s dropped the %s event: %v", id, p, err))
-		}
-	}
 	for _, s := range rt.chains[p] {
-		send(s.spec.ID, s)
+		rt.bestEffort(s.spec.ID, s, MethodEvent, params, p)
 	}
 	if id, owner := rt.slotOwner(p); id != "" {
-		send(id, owner)
+		rt.bestEffort(id, owner, MethodEvent, params, p)
 	}
 	return nil
+}
+
+// ResourcesChanged tells every sidecar of the generation that the
+// resources at paths changed (extension/resources/changed). Like Observe
+// it never blocks (D20): a sidecar whose queue is full misses it, which is
+// counted and warned about once per plugin per generation. It fails only
+// when the generation is closed.
+func (rt *Runtime) ResourcesChanged(paths []string) error {
+	if err := rt.begin(); err != nil {
+		return err
+	}
+	defer rt.end()
+	if paths == nil {
+		paths = []string{} // paths is required: never null
+	}
+	params := ResourcesChangedParams{Paths: paths}
+	for _, s := range rt.sidecars {
+		rt.bestEffort(s.spec.ID, s, MethodResourcesChanged, params, "")
+	}
+	return nil
+}
+
+// bestEffort sends a notification to plugin id's sidecar s (nil when it is
+// not running) without blocking (D20); p is the point of an event. A
+// notification not sent is warned about once per plugin per generation and
+// method; a drop at a full queue is also counted by the connection
+// (droppedEvents).
+func (rt *Runtime) bestEffort(id string, s *sidecar, method string, params any, p Point) {
+	var err error // built only for a plugin that is not running: this runs per event
+	if s == nil {
+		err = Errorf(ReasonProviderInterrupted, "extension %s is not running", id)
+	} else if err = s.usable(); err == nil {
+		err = s.conn.tryNotify(method, params)
+	}
+	if err != nil {
+		what := method
+		if p != "" {
+			what = "the " + string(p) + " event"
+		}
+		rt.warnOnce(method, id, fmt.Errorf("extension %s dropped %s: %v", id, what, err))
+	}
 }

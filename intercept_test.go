@@ -561,3 +561,50 @@ func TestPayloadMustBeAnObject(t *testing.T) {
 		t.Errorf("a []byte payload is raw JSON: %v, %v", out, err)
 	}
 }
+
+// TestResourcesChangedReachesEverySidecarD20: Runtime.ResourcesChanged
+// sends extension/resources/changed to every sidecar, whatever it
+// subscribed to, without blocking (D20); the SDK hands the paths to its
+// callback. Once the generation is closed it fails.
+func TestResourcesChangedReachesEverySidecarD20(t *testing.T) {
+	home := installPlugins(t,
+		plugin{name: "a", fixture: "observe-count", runtime: map[string]any{"intercepts": []string{"tool.before", "tool.after"}}},
+		plugin{name: "b", fixture: "observe-count", runtime: map[string]any{"intercepts": []string{"tool.before", "tool.after"}}})
+	rt, err := testHost(home).Start(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rt.Sidecars()) != 2 {
+		t.Fatalf("started %d sidecars (%v), want a and b", len(rt.Sidecars()), rt.Warnings())
+	}
+	defer rt.Close()
+	if err := rt.ResourcesChanged([]string{"skills/review.md", "commands/fix.md"}); err != nil {
+		t.Fatal(err)
+	}
+	// The notification precedes the intercepts on the wire, but the
+	// sidecar may still be handling it when one is answered: ask until
+	// both sidecars report it (each round is a real round trip).
+	for i := 0; ; i++ {
+		out, err := rt.Intercept(bg, extension.ToolBefore, extension.ToolPayload{Name: "count"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasSuffix(out.Reason, "; resources skills/review.md,commands/fix.md") && out.BlockedBy == "a" {
+			break // a blocks first in the chain: b is checked below
+		}
+		if i == 10_000 {
+			t.Fatalf("sidecar a never reported the paths: %q", out.Reason)
+		}
+	}
+	if err := rt.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// b, which a's block keeps from every intercept, got initialize,
+	// initialized, resources/changed and shutdown, and dropped nothing.
+	if st := rt.Sidecar("b").Stats(); st.DroppedEvents != 0 || st.FramesOut != 4 {
+		t.Errorf("b: %+v, want 4 frames written and nothing dropped", st)
+	}
+	if err := rt.ResourcesChanged(nil); err == nil {
+		t.Error("ResourcesChanged on a closed generation succeeded")
+	}
+}

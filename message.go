@@ -72,10 +72,19 @@ var envelopeNode = mustNode[envelope]()
 
 // decodeMessage parses one frame, the line without its terminator (D2-D5).
 func decodeMessage(line []byte) (message, *frameError) {
-	if !utf8.Valid(line) {
-		// D2: invalid UTF-8 is a protocol_error for that frame.
+	m, fe := decodeFrame(line)
+	if fe != nil && !utf8.Valid(line) {
+		// D2: invalid UTF-8 is a protocol_error for that frame. A frame
+		// the walk accepts is valid UTF-8 (the lexer checks every string,
+		// and any other byte above 0x7f is a syntax error), so only a
+		// failed one is looked at again.
 		return message{}, &frameError{err: NewError(ReasonProtocolError, "frame is not valid UTF-8")}
 	}
+	return m, fe
+}
+
+// decodeFrame is decodeMessage without the UTF-8 verdict.
+func decodeFrame(line []byte) (message, *frameError) {
 	s := scanner{data: line}
 	switch c := s.peek(); {
 	case c == 0:

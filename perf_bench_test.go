@@ -122,6 +122,7 @@ func BenchmarkObserve(b *testing.B) {
 	received := last - before
 	b.ReportMetric(float64(received)/lastAt.Sub(start).Seconds(), "delivered/s")
 	b.ReportMetric(float64(int64(offered)-received)/float64(offered), "lost")
+	b.ReportMetric(float64(rt.Sidecars()[0].Stats().DroppedEvents)/float64(offered), "hostdrop")
 }
 
 // observedCount reads the observe-count fixture's count through its
@@ -133,6 +134,7 @@ func observedCount(tb testing.TB, rt *extension.Runtime) int64 {
 		tb.Fatal(err)
 	}
 	n, ok := strings.CutPrefix(out.Reason, "observed ")
+	n, _, _ = strings.Cut(n, ";")
 	c, err := strconv.ParseInt(n, 10, 64)
 	if !out.Blocked || !ok || err != nil {
 		tb.Fatalf("the fixture answered %+v, want a block reason \"observed <count>\"", out)
@@ -252,15 +254,24 @@ func fixturePingPongDTO() {
 // fixtureObserveCount is an SDK sidecar that counts the tool.after events
 // it observes and answers every tool.before with block "observed <count>".
 func fixtureObserveCount() {
-	var count atomic.Int64 // observed on one goroutine, read by intercepts on others
+	var count atomic.Int64           // observed on one goroutine, read by intercepts on others
+	var resources atomic.Pointer[string] // the paths of the last extension/resources/changed
 	err := sdk.Serve(context.Background(), sdk.Options{
 		Name: os.Getenv("REASONIX_PLUGIN_NAME"), Version: "1.0.0", Logf: func(string, ...any) {},
 		Observe: map[extension.Point]sdk.ObserveFunc{
 			extension.ToolAfter: func(context.Context, *sdk.Event) { count.Add(1) },
 		},
+		ResourcesChanged: func(_ context.Context, paths []string) {
+			joined := strings.Join(paths, ",")
+			resources.Store(&joined)
+		},
 		Intercept: map[extension.Point]sdk.InterceptFunc{
 			extension.ToolBefore: func(context.Context, *sdk.Call) (sdk.Verdict, error) {
-				return sdk.Block(fmt.Sprint("observed ", count.Load())), nil
+				reason := fmt.Sprint("observed ", count.Load())
+				if r := resources.Load(); r != nil {
+					reason += "; resources " + *r
+				}
+				return sdk.Block(reason), nil
 			},
 		},
 	})

@@ -53,6 +53,7 @@ func startProcess(spec *launchSpec, env []string, tail *tail) (*process, string,
 		files = append(files, r, w)
 	}
 	inR, inW, outR, outW, errR, errW := files[0], files[1], files[2], files[3], files[4], files[5]
+	growPipe(inW)
 	cmd := exec.Command(spec.Command, spec.Args...)
 	cmd.Env = env
 	cmd.Dir = spec.Root

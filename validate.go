@@ -394,8 +394,17 @@ func (w *walker) free(n *vnode, dst reflect.Value) error {
 	if n.object && c != '{' && c != 0 { // skip names the end of the input
 		return &ValidationError{rule: ruleKind, Msg: "want a JSON object", want: "an object", got: kindOf[c]}
 	}
-	if err := w.skip(n.kind == vAny); err != nil {
-		return err
+	var dups *dupState
+	if n.kind == vAny {
+		dups = &w.dup
+	}
+	if mark := w.dup.push(); !w.s.skipValue(dups) {
+		// The walk again, from the start, to name the fault.
+		w.dup.pop(mark)
+		w.s.pos = start
+		if err := w.skip(n.kind == vAny); err != nil {
+			return err
+		}
 	}
 	if dst.IsValid() {
 		raw := w.s.data[start:w.s.pos]
