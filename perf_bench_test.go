@@ -254,7 +254,7 @@ func fixturePingPongDTO() {
 // fixtureObserveCount is an SDK sidecar that counts the tool.after events
 // it observes and answers every tool.before with block "observed <count>".
 func fixtureObserveCount() {
-	var count atomic.Int64           // observed on one goroutine, read by intercepts on others
+	var count atomic.Int64               // observed on one goroutine, read by intercepts on others
 	var resources atomic.Pointer[string] // the paths of the last extension/resources/changed
 	err := sdk.Serve(context.Background(), sdk.Options{
 		Name: os.Getenv("REASONIX_PLUGIN_NAME"), Version: "1.0.0", Logf: func(string, ...any) {},
