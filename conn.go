@@ -63,7 +63,8 @@ type ConnOptions struct {
 
 	// DropOverflowingNotifications makes an inbound notification that
 	// does not fit the queue within InlineBound be dropped, counted and
-	// logged instead of waiting for room as long as it takes. The SDK
+	// logged (the 1st, 10th, 100th... drop) instead of waiting for room as
+	// long as it takes. The SDK
 	// sets it: an observer that calls the host from its callback could
 	// otherwise deadlock (D26, PROTOCOL.md §2.5). The host leaves it
 	// false, so stream chunks are never lost.

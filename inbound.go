@@ -81,27 +81,7 @@ func (c *Conn) dispatch(m message, fe *frameError) bool {
 			// order, handled here without waking the worker.
 			return c.runInline(m)
 		}
-		c.notifQueued.Add(1)
-		select {
-		case c.notifq <- m:
-		default:
-			if c.opts.DropOverflowingNotifications && !c.waitForRoom(m) {
-				// PROTOCOL.md §2.5 (sidecar side of D26): an observation
-				// that does not fit is dropped with a log line.
-				c.droppedNotifications.Add(1)
-				c.notifQueued.Add(-1)
-				c.opts.Logf("extension: dropped %s: %d notifications already queued", m.method, c.opts.NotificationQueue)
-				return true
-			}
-			// D26: notifications, such as stream chunks, are never
-			// dropped; the reader stops reading until there is room,
-			// and the full pipe slows the peer down.
-			select {
-			case c.notifq <- m:
-			case <-c.done:
-				c.notifQueued.Add(-1)
-			}
-		}
+		c.queueNotification(m)
 	case kindResponse:
 		call := c.take(m.id)
 		if call == nil {
@@ -117,6 +97,41 @@ func (c *Conn) dispatch(m message, fe *frameError) bool {
 		}
 	}
 	return true
+}
+
+// queueNotification hands m to the notification worker. When the queue
+// is full, the host's reader waits for room (D26: the pipe slows the peer
+// down); with DropOverflowingNotifications it waits at most InlineBound,
+// then drops m (PROTOCOL.md §2.5, the sidecar side of D26).
+func (c *Conn) queueNotification(m message) {
+	c.notifQueued.Add(1)
+	select {
+	case c.notifq <- m:
+		return
+	default:
+	}
+	if !c.opts.DropOverflowingNotifications {
+		select {
+		case c.notifq <- m:
+			return
+		case <-c.done:
+		}
+	} else if c.waitForRoom(m) {
+		return
+	} else if n := c.droppedNotifications.Add(1); isPowerOf10(n) {
+		// A line per drop would slow the reader down in the very burst
+		// that overflows it: the 1st, 10th, 100th...
+		c.opts.Logf("extension: dropped %s: %d notifications already queued (%d dropped so far)", m.method, c.opts.NotificationQueue, n)
+	}
+	c.notifQueued.Add(-1) // not queued
+}
+
+// isPowerOf10 reports whether n is 1, 10, 100...
+func isPowerOf10(n uint64) bool {
+	for n >= 10 && n%10 == 0 {
+		n /= 10
+	}
+	return n == 1
 }
 
 // waitForRoom queues m if the notification queue has room within

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 func TestConnNotificationsHandledOneAtATimeInOrder(t *testing.T) {
@@ -194,5 +195,57 @@ func TestConnServerBusyPastMaxHandlers(t *testing.T) {
 		if f := peer.recv(t); f.Error != nil || string(f.Result) != `{"ok":true}` {
 			t.Errorf("held request: got %+v, want result {\"ok\":true}", f)
 		}
+	}
+}
+
+// TestDroppedNotificationsAreLoggedAtPowersOfTen: the drop log names the
+// 1st, 10th, 100th... drop, so a burst costs a few lines, not one each.
+func TestDroppedNotificationsAreLoggedAtPowersOfTen(t *testing.T) {
+	var logged []uint64
+	for n := uint64(0); n <= 100_000; n++ {
+		if isPowerOf10(n) {
+			logged = append(logged, n)
+		}
+	}
+	if want := []uint64{1, 10, 100, 1000, 10_000, 100_000}; fmt.Sprint(logged) != fmt.Sprint(want) {
+		t.Fatalf("logged at %v, want %v", logged, want)
+	}
+}
+
+// TestConnQueuesANotificationOnceAfterWaitingForRoom: with the SDK's
+// policy, a notification that finds the queue full waits for room and is
+// then handled exactly once (a bug queued it a second time).
+func TestConnQueuesANotificationOnceAfterWaitingForRoom(t *testing.T) {
+	hangWatchdog(t)
+	var mu sync.Mutex
+	handled := map[string]int{}
+	done := make(chan struct{})
+	var c *Conn
+	h := funcHandler{notification: func(_ context.Context, method string, _ json.RawMessage) {
+		mu.Lock()
+		defer mu.Unlock()
+		if handled[method]++; method == "n4" {
+			close(done)
+		}
+	}}
+	read := make(chan string, 8)
+	c, peer := newPipeConn(t, h, ConnOptions{NotificationQueue: 1, DropOverflowingNotifications: true, InlineBound: time.Hour,
+		Tap: func(inbound bool, frame []byte) {
+			if inbound {
+				read <- string(frame)
+			}
+		}})
+	c.notifyMu.Lock() // nothing can be handled: n1 goes to the worker, n2 to the queue, n3 waits for room
+	for i := 1; i <= 3; i++ {
+		peer.send(t, fmt.Sprintf(`{"jsonrpc":"2.0","method":"n%d"}`, i))
+		<-read
+	}
+	c.notifyMu.Unlock()
+	peer.send(t, `{"jsonrpc":"2.0","method":"n4"}`) // read once n3 is queued
+	<-done
+	mu.Lock()
+	defer mu.Unlock()
+	if want := map[string]int{"n1": 1, "n2": 1, "n3": 1, "n4": 1}; fmt.Sprint(handled) != fmt.Sprint(want) {
+		t.Fatalf("handled %v, want each notification once", handled)
 	}
 }
