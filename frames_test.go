@@ -1,6 +1,7 @@
 package extension
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -202,5 +203,37 @@ func TestDecodeMessageAdversarialFrames(t *testing.T) {
 				t.Fatalf("got id echo %v %d, want %v %d", fe.hasID, fe.id, c.echo, c.id)
 			}
 		})
+	}
+}
+
+// TestInterceptRequestEncodedByHandMatchesEncodingJSON: the hand encoder of
+// the host's most frequent frame writes exactly what encoding/json writes,
+// payload compaction included, and refuses what it refuses.
+func TestInterceptRequestEncodedByHandMatchesEncodingJSON(t *testing.T) {
+	payloads := []string{`{}`, `{"name":"bash","arguments":"{\"cmd\":\"ls\"}"}`, "{\n  \"a\" : [1, 2,\t{\"b\":null}],\r\n \"c\":\"<&>\u2028é\"\n}", ``, `null`}
+	for i, raw := range payloads {
+		p := InterceptParams{Event: ToolBefore, Seq: int64(i + 1), Payload: json.RawMessage(raw), TimeoutMillis: 5000}
+		if raw == "" {
+			p.Payload = nil
+		}
+		id := msgID(9_000_000_000 + i)
+		got, err := encodeRequest(&id, MethodIntercept, p)
+		if err != nil {
+			t.Fatalf("payload %q: %v", raw, err)
+		}
+		want, err := encodeFrame(requestFrame{JSONRPC: "2.0", ID: &id, Method: MethodIntercept, Params: p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Errorf("payload %q:\n got %s\nwant %s", raw, got, want)
+		}
+	}
+	id := msgID(1)
+	for _, raw := range []string{`{"a":`, ``} {
+		bad := InterceptParams{Event: ToolBefore, Seq: 1, Payload: json.RawMessage(raw)}
+		if _, err := encodeRequest(&id, MethodIntercept, bad); err == nil {
+			t.Errorf("payload %q, which encoding/json refuses, was encoded", raw)
+		}
 	}
 }
