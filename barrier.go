@@ -1,6 +1,7 @@
 package extension
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -49,6 +50,7 @@ const (
 func (c *Conn) admit(m *message, fe *frameError, end int64) bool {
 	switch {
 	case c.opts.host:
+		defer c.judge(end)
 		if at := c.openedAt.Load(); at >= 0 && end > at { // read after it: post-barrier
 			return true
 		}
@@ -68,6 +70,35 @@ func (c *Conn) admit(m *message, fe *frameError, end int64) bool {
 		return admitted
 	}
 	return true
+}
+
+// judge records that every frame within the first n input bytes has been
+// judged, on the reader; opened does the same check on the writer's side
+// once it has stored openedAt. Whichever sees both closes settled.
+func (c *Conn) judge(n int64) {
+	if n > c.judged.Load() {
+		c.judged.Store(n)
+	}
+	c.checkSettled()
+}
+
+func (c *Conn) checkSettled() {
+	if at := c.openedAt.Load(); at >= 0 && c.judged.Load() >= at {
+		c.settleOnce.Do(func() { close(c.settled) })
+	}
+}
+
+// barrierSettled waits, on the host's side, until extension/initialized
+// has been written and every frame read before it has been judged, or the
+// connection ends, or ctx does. After it, a pre-barrier frame has already
+// poisoned the connection: the handshake can tell a failed start from a
+// later crash (D6).
+func (c *Conn) barrierSettled(ctx context.Context) {
+	select {
+	case <-c.settled:
+	case <-c.done:
+	case <-ctx.Done():
+	}
 }
 
 // poison ends a host connection on a pre-barrier frame (D6). A request is

@@ -189,3 +189,41 @@ func TestSidecarHandshakeVersionRuleEndsTheConnection(t *testing.T) {
 		}
 	}
 }
+
+// TestHostBarrierSettlesOnlyOnceEveryEarlierFrameIsJudgedD6: the sidecar
+// answers initialize and, in another write, sends a notification that the
+// host reads before it writes extension/initialized, but judges only
+// after. barrierSettled returns only once it has been judged, so the
+// handshake sees the poisoned connection instead of a later "crash".
+func TestHostBarrierSettlesOnlyOnceEveryEarlierFrameIsJudgedD6(t *testing.T) {
+	hangWatchdog(t)
+	read, resume := make(chan struct{}), make(chan struct{})
+	var frames atomic.Int32
+	c, peer, closeAll := osPipeConn(t, nil, ConnOptions{host: true, Tap: func(inbound bool, _ []byte) {
+		if inbound && frames.Add(1) == 2 { // the stray notification: read, not yet judged
+			close(read)
+			<-resume
+		}
+	}})
+	defer closeAll()
+	called := make(chan error, 1)
+	go func() {
+		_, err := c.Call(context.Background(), MethodInitialize, struct{}{})
+		called <- err
+	}()
+	req := peer.recv(t)
+	peer.send(t, `{"jsonrpc":"2.0","id":`+string(req.ID)+`,"result":{}}`)
+	if err := <-called; err != nil {
+		t.Fatal(err)
+	}
+	peer.send(t, `{"jsonrpc":"2.0","method":"extension/provider/stream/end","params":{}}`)
+	<-read
+	if err := c.Notify(context.Background(), MethodInitialized, InitializedParams{}); err != nil {
+		t.Fatal(err)
+	}
+	close(resume)
+	c.barrierSettled(context.Background())
+	if err := c.Err(); !errors.Is(err, errPreBarrier) {
+		t.Fatalf("after barrierSettled, Err = %v, want the pre-barrier notification's protocol_error", err)
+	}
+}

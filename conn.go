@@ -204,6 +204,13 @@ type Conn struct {
 	// openedAt is the count of input bytes read when the host began to
 	// write extension/initialized, -1 before (the host side, D6).
 	openedAt atomic.Int64
+	// judged is the count of input bytes whose every complete frame the
+	// host's barrier has judged; settled is closed once judged reaches
+	// openedAt, so the handshake knows no frame sent before the barrier
+	// opened is still to be judged (D6).
+	judged     atomic.Int64
+	settled    chan struct{}
+	settleOnce sync.Once
 
 	done       chan struct{} // closed once err is set
 	readerDone chan struct{} // closed when the reader returns
@@ -253,6 +260,12 @@ func NewConn(r io.ReadCloser, w io.WriteCloser, h Handler, opts ConnOptions) *Co
 		pending:     make(map[msgID]chan callReply),
 	}
 	c.openedAt.Store(-1)
+	c.settled = make(chan struct{})
+	if opts.host {
+		// Every complete frame read before the reader asks for more bytes
+		// has been judged: bufio reads only when no line is buffered.
+		c.fr.in.beforeRead = func(n int64) { c.judge(n) }
+	}
 	c.inlineTimer = time.AfterFunc(time.Hour, c.migrate)
 	c.inlineTimer.Stop()
 	c.wg.Go(c.readLoop)

@@ -27,6 +27,7 @@ var fixtures = map[string]func(){
 	"raw":                fixtureRaw,
 	"early-request":      func() { fixtureEarly(`{"jsonrpc":"2.0","id":1,"method":"host/ui/publish","params":{}}`) },
 	"early-notification": func() { fixtureEarly(`{"jsonrpc":"2.0","method":"extension/provider/stream/end","params":{}}`) },
+	"late-notification":  fixtureLateNotification,
 	"stray-response":     func() { fixtureEarly(`{"jsonrpc":"2.0","id":77,"result":{}}`) },
 	"garbage":            func() { fixtureEarly(`this is not json`) },
 	"stall-initialize":   fixtureStallInitialize,
@@ -237,6 +238,18 @@ func fixtureEarly(line string) {
 	for {
 		readFrame(in)
 	}
+}
+
+// fixtureLateNotification answers initialize, then, in a write of its
+// own and without waiting for extension/initialized, sends a
+// notification: pre-barrier or not depending on when the host reads it
+// (D6), then it answers shutdown.
+func fixtureLateNotification() {
+	in := bufio.NewReader(os.Stdin)
+	m := readFrame(in)
+	fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"1","name":"late","version":"1","stateSchemaVersion":0}}`+"\n", m["id"])
+	fmt.Println(`{"jsonrpc":"2.0","method":"extension/provider/stream/end","params":{}}`)
+	sdkLikeShutdown(in)
 }
 
 // fixtureStallInitialize reads initialize and never answers.

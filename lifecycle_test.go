@@ -132,6 +132,35 @@ func TestBarrierPoisonsTheStartD6(t *testing.T) {
 	}
 }
 
+// TestBarrierIsJudgedBeforeStartReturnsD6: a notification written right
+// after the initialize answer, before extension/initialized can have been
+// read, is pre-barrier when the host reads it before it began to write
+// extension/initialized, and tolerated after. Either way Start knows it:
+// the start fails naming it, or it succeeds and the sidecar never
+// "crashes" over it a moment later. 200 runs vary the interleaving.
+func TestBarrierIsJudgedBeforeStartReturnsD6(t *testing.T) {
+	home := installPlugins(t, plugin{name: "late", fixture: "late-notification"})
+	outcomes := map[string]int{}
+	for run := range 200 {
+		h := testHost(home)
+		var crashed atomic.Bool
+		h.OnCrash = func(string, error) { crashed.Store(true) }
+		rt, err := h.Start(bg)
+		if err != nil {
+			if !errors.Is(err, extension.ReasonProtocolError) || !strings.Contains(err.Error(), `notification "extension/provider/stream/end" before extension/initialized`) {
+				t.Fatalf("run %d: Start = %v, want success or the pre-barrier protocol_error", run, err)
+			}
+			outcomes["refused"]++
+			continue
+		}
+		if err := rt.Close(); err != nil || crashed.Load() {
+			t.Fatalf("run %d: Start succeeded, then Close = %v, crashed = %v: the barrier was judged after Start returned", run, err, crashed.Load())
+		}
+		outcomes["started"]++
+	}
+	t.Logf("outcomes of 200 runs: %v", outcomes)
+}
+
 func TestStartupRunsAtMostFourAtOnceD10(t *testing.T) {
 	dir := t.TempDir()
 	var plugins []plugin

@@ -317,6 +317,7 @@ func (c *Conn) direct(f *outFrame) bool {
 	if f.opens {
 		// D6, as in writeFrames; the rest, if any, does not store it again.
 		c.openedAt.Store(c.fr.consumed())
+		c.checkSettled()
 		f.opens = false
 	}
 	n, err := c.writeNow(f.data)
@@ -465,6 +466,7 @@ func (c *Conn) writeFrames(batch []*outFrame) bool {
 			// D6: whatever was read before this point was sent before
 			// the sidecar could have seen extension/initialized.
 			c.openedAt.Store(c.fr.consumed())
+			c.checkSettled()
 		}
 	}
 	if err := c.fw.writeFrame(data); err != nil {

@@ -146,6 +146,12 @@ func (s *sidecar) handshake(ctx context.Context) error {
 	if err == nil {
 		err = s.conn.Notify(ctx, MethodInitialized, InitializedParams{})
 	}
+	if err == nil {
+		// D6: a frame read before the barrier opened may not be judged
+		// yet; once it is, the connection says so, and the start fails
+		// instead of the sidecar crashing right after it.
+		s.conn.barrierSettled(ctx)
+	}
 	var e *Error
 	if errors.As(s.conn.Err(), &e) && errors.Is(e, errPreBarrier) {
 		// D6: the barrier poisoned the connection, whatever the handshake

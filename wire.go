@@ -52,13 +52,18 @@ func newFrameReaderSize(r io.Reader, limit, bufSize int) *frameReader {
 	return &frameReader{br: bufio.NewReaderSize(in, bufSize), in: in, limit: limit}
 }
 
-// countingReader counts the bytes read from r.
+// countingReader counts the bytes read from r. beforeRead, when set, is
+// called with the count before each Read of r.
 type countingReader struct {
-	r io.Reader
-	n atomic.Int64
+	r          io.Reader
+	n          atomic.Int64
+	beforeRead func(n int64)
 }
 
 func (c *countingReader) Read(p []byte) (int, error) {
+	if c.beforeRead != nil {
+		c.beforeRead(c.n.Load())
+	}
 	n, err := c.r.Read(p)
 	c.n.Add(int64(n))
 	return n, err
