@@ -268,8 +268,9 @@ func encodeRequest(id *msgID, method string, params any) ([]byte, error) {
 
 // appendIntercept encodes an extension/intercept request by hand, the
 // same bytes encodeFrame writes: it is the host's most frequent frame, and
-// reflection was 5 of its allocations (issue 10). The payload is
-// compacted (and so checked) as encoding/json does for a RawMessage.
+// encoding it by reflection cost 2 of the host's 23 allocations per
+// intercept (exthost bench, intercept_rtt). The payload is compacted (and
+// so checked) as encoding/json does for a RawMessage.
 func appendIntercept(b []byte, id msgID, method string, p *InterceptParams) ([]byte, error) {
 	b = append(b, `{"jsonrpc":"2.0","id":`...)
 	b = strconv.AppendInt(b, int64(id), 10)
