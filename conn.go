@@ -195,6 +195,7 @@ type Conn struct {
 	inline      atomic.Uint64 // the token of the handler running on the reader, 0 when none
 	inlineSeq   atomic.Uint64
 	inlineTimer *time.Timer   // migrates reading after InlineBound
+	inlineMu    sync.Mutex    // held by migrate and by runInline's last step: no reader ends before its successor is in wg
 	notifq      chan message  // notifications for the notification worker
 	notifQueued atomic.Int64  // notifications queued or with the worker: none is handled inline then
 	notifyMu    sync.Mutex    // held while a notification is handled, inline or by the worker

@@ -358,3 +358,20 @@ func TestDuplicateDetectionInLargeObjectsD3(t *testing.T) {
 		t.Fatalf("sibling objects: %v", err)
 	}
 }
+
+// TestFreeValueStillDecodesAfterTheFastSkipGivesUp: a payload whose fast
+// skip gives up (nesting past its 64 levels) is walked again from the
+// start; the duplicate sets the fast skip built for a large inner object
+// must be gone by then, or the walk finds its own names "already seen".
+func TestFreeValueStillDecodesAfterTheFastSkipGivesUp(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"event":"tool.before","seq":1,"timeoutMillis":5,"payload":{"a":{`)
+	for i := range 17 { // past dupLinear: the object's names go into a set
+		fmt.Fprintf(&b, `"k%d":1,`, i)
+	}
+	b.WriteString(`"z":` + strings.Repeat("[", 70) + strings.Repeat("]", 70) + `}}}`)
+	var p InterceptParams
+	if err := Unmarshal([]byte(b.String()), &p); err != nil {
+		t.Fatalf("valid document refused: %v", err)
+	}
+}

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -101,4 +103,61 @@ func TestConnCallerWithAFullPipeReturnsAtItsDeadline(t *testing.T) {
 	if err := c.Err(); err != nil {
 		t.Fatalf("the connection ended: %v; a full pipe within the stall bound is not an error", err)
 	}
+}
+
+// TestConnMigratedReaderLeavesTheNewReadersTimerAlone: a reader whose
+// handler outlived InlineBound ends once it returns, and must not disarm
+// the timer the new reader armed for a handler of its own, or nothing
+// would be read behind that one. On the bubble's fake clock the timer
+// fires only when every goroutine waits, so the run is the same each time.
+func TestConnMigratedReaderLeavesTheNewReadersTimerAlone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		finishSlow, blockStarted, unblock := make(chan struct{}), make(chan struct{}), make(chan struct{})
+		release := sync.OnceFunc(func() { close(unblock) })
+		h := funcHandler{request: func(ctx context.Context, method string, _ json.RawMessage) (any, error) {
+			switch method {
+			case "slow":
+				<-finishSlow
+			case "block":
+				close(blockStarted)
+				select {
+				case <-unblock:
+				case <-ctx.Done():
+				}
+			case "release":
+				release()
+			}
+			return map[string]string{"m": method}, nil
+		}}
+		_, peer := newPipeConn(t, h, ConnOptions{InlineBound: 50 * time.Millisecond})
+		peer.send(t, `{"jsonrpc":"2.0","id":1,"method":"slow"}`)
+		peer.send(t, `{"jsonrpc":"2.0","id":2,"method":"block"}`) // read once slow's timer moved reading on
+		<-blockStarted                                            // the second reader runs block, its timer armed
+		close(finishSlow)
+		if f := peer.recv(t); string(f.ID) != "1" {
+			t.Fatalf("got %+v, want slow's answer", f)
+		}
+		// The first reader has ended. Reading must move on from block: on
+		// the fake clock, InlineBound after block began. (The bound below
+		// is on that clock too; the Conn's watchdog ticks keep it moving.)
+		answered := make(chan map[string]bool)
+		go func() {
+			peer.send(t, `{"jsonrpc":"2.0","id":3,"method":"release"}`)
+			ids := map[string]bool{}
+			for range 2 {
+				ids[string(peer.recv(t).ID)] = true
+			}
+			answered <- ids
+		}()
+		select {
+		case ids := <-answered:
+			if !ids["2"] || !ids["3"] {
+				t.Fatalf("answers %v, want block's and release's", ids)
+			}
+		case <-time.After(time.Hour):
+			release() // lets the bubble end
+			<-answered
+			t.Fatal("release was read only once block returned: the first reader stopped the timer the second had armed")
+		}
+	})
 }

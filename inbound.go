@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"runtime/debug"
-	"time"
 )
 
 // readLoop is the reader goroutine: it reads frames until the input ends
@@ -142,10 +141,8 @@ func isPowerOf10(n uint64) bool {
 // moment no longer overflows at once: with drops at once, 3-15% of a tight
 // loop of 100,000 events was lost on 2 busy cores.
 func (c *Conn) waitForRoom(m message) bool {
-	t := timerPool.Get().(*time.Timer)
-	t.Reset(c.opts.InlineBound)
-	defer timerPool.Put(t)
-	defer t.Stop()
+	t := getTimer(c.opts.InlineBound)
+	defer putTimer(t)
 	select {
 	case c.notifq <- m:
 		return true
@@ -172,15 +169,26 @@ func (c *Conn) runInline(m message) bool {
 		c.handleNotification(m)
 		c.notifyMu.Unlock()
 	}
-	c.inlineTimer.Stop()
-	return c.inline.CompareAndSwap(token, 0)
+	c.inlineMu.Lock()
+	still := c.inline.CompareAndSwap(token, 0)
+	c.inlineMu.Unlock()
+	if still {
+		// Only while the timer is still this reader's: after a migration
+		// the new reader may have armed it for its own handler.
+		c.inlineTimer.Stop()
+	}
+	return still
 }
 
 // migrate moves reading on to a new goroutine if a handler is running on
 // the reader. The reader's goroutine is counted in wg until its handler
-// returns, so the new one is added while the count is above zero. A late
-// timer may migrate the next handler early, which costs one goroutine.
+// returns, and inlineMu keeps it from returning between the swap and
+// wg.Go, so the new one is added while the count is above zero and Close
+// joins it. A late timer may migrate the next handler early, which costs
+// one goroutine.
 func (c *Conn) migrate() {
+	c.inlineMu.Lock()
+	defer c.inlineMu.Unlock()
 	if token := c.inline.Load(); token != 0 && c.inline.CompareAndSwap(token, 0) {
 		c.wg.Go(c.readLoop)
 	}

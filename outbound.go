@@ -81,10 +81,8 @@ func (c *Conn) call(ctx context.Context, timeout time.Duration, method string, p
 	}
 	var expired <-chan time.Time
 	if timeout > 0 {
-		t := timerPool.Get().(*time.Timer)
-		t.Reset(timeout)
-		defer timerPool.Put(t)
-		defer t.Stop()
+		t := getTimer(timeout)
+		defer putTimer(t)
 		expired = t.C
 	}
 	gaveUp := func() error {
@@ -118,13 +116,32 @@ func (c *Conn) call(ctx context.Context, timeout time.Duration, method string, p
 	return nil, err
 }
 
-// timerPool holds stopped timers for call (with Go 1.23 timers, a
-// stopped timer's channel holds no stale value).
+// timerPool holds stopped timers with empty channels, for getTimer.
 var timerPool = sync.Pool{New: func() any {
 	t := time.NewTimer(time.Hour)
 	t.Stop()
 	return t
 }}
+
+// getTimer returns a pooled timer set to fire after d; putTimer stops it
+// and returns it to the pool. A tick that fired meanwhile is drained, so
+// the next user never sees it even with GODEBUG=asynctimerchan=1 (with Go
+// 1.23 timers Stop already guarantees that).
+func getTimer(d time.Duration) *time.Timer {
+	t := timerPool.Get().(*time.Timer)
+	t.Reset(d)
+	return t
+}
+
+func putTimer(t *time.Timer) {
+	if !t.Stop() {
+		select {
+		case <-t.C:
+		default:
+		}
+	}
+	timerPool.Put(t)
+}
 
 // callResult is Call, then the strict decoding of the result into result,
 // a pointer to the method's result DTO.
@@ -426,6 +443,17 @@ func (c *Conn) writeBatch(f *outFrame) bool {
 			continue
 		}
 		if !c.writeFrames(batch) {
+			// The connection has failed: what was taken for this batch
+			// gives back its budget (slots are freed as frames begin).
+			for _, g := range batch {
+				if g.event {
+					c.events.Add(-1)
+				}
+			}
+			if f != nil {
+				c.backlog.Add(-1)
+				c.dropFrame(f)
+			}
 			return false
 		}
 		batch, size = batch[:0], 0
@@ -510,14 +538,20 @@ func (c *Conn) dropQueued() {
 		select {
 		case f := <-c.writeq:
 			c.backlog.Add(-1)
-			if f.event {
-				c.events.Add(-1)
-			}
-			c.freeSlot(f)
+			c.dropFrame(f)
 		default:
 			return
 		}
 	}
+}
+
+// dropFrame returns the event budget and the handler slot of a frame that
+// will not be written.
+func (c *Conn) dropFrame(f *outFrame) {
+	if f.event {
+		c.events.Add(-1)
+	}
+	c.freeSlot(f)
 }
 
 // freeSlot frees the handler slot an answer holds. It runs as the answer

@@ -6,12 +6,15 @@ import (
 )
 
 // sidecarPipeBytes is the buffer asked for the pipe to a sidecar's stdin
-// (Linux only; the kernel caps it at /proc/sys/fs/pipe-max-size, 1 MiB
-// by default, and a failure leaves the default 64 KiB). It absorbs a
-// burst of events while the sidecar waits for a CPU, so fewer are dropped
-// at D20's 16 in flight: with 64 KiB, 4-12% of a tight loop of Observe
-// calls was lost on 2 busy cores; see the README's Performance section.
-const sidecarPipeBytes = 1 << 20
+// (Linux only; the kernel caps it at /proc/sys/fs/pipe-max-size, 1 MiB by
+// default, and a failure leaves the default 64 KiB). It absorbs a burst
+// of events while the sidecar waits for a CPU, so fewer are dropped at
+// D20's 16 in flight: of 100,000 events offered by a tight loop of
+// Observe calls on 2 busy cores (go test -bench BenchmarkObserve), 4-12%
+// were lost with 64 KiB, up to 12% with 256 KiB, none with 512 KiB. The
+// kernel counts it against the user's pipe-user-pages-soft (64 MiB by
+// default), so 128 sidecars fit, with room for the user's other pipes.
+const sidecarPipeBytes = 512 << 10
 
 // growPipe asks for a larger buffer for the pipe f writes to.
 func growPipe(f *os.File) {

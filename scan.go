@@ -369,7 +369,11 @@ func (d *dupState) push() int { return len(d.names) }
 
 func (d *dupState) pop(mark int) {
 	d.names, d.escaped = d.names[:mark], d.escaped[:mark]
-	delete(d.sets, mark)
+	for k := range d.sets { // the sets of the objects inside it too (a fast skip that gave up leaves them)
+		if k >= mark {
+			delete(d.sets, k)
+		}
+	}
 }
 
 // seen records key in the object opened at mark and reports whether it was
