@@ -1,9 +1,11 @@
 package extension
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"reflect"
 	"sort"
@@ -373,5 +375,40 @@ func TestFreeValueStillDecodesAfterTheFastSkipGivesUp(t *testing.T) {
 	var p InterceptParams
 	if err := Unmarshal([]byte(b.String()), &p); err != nil {
 		t.Fatalf("valid document refused: %v", err)
+	}
+}
+
+// TestPlainWordAgreesWithPlainByte: the eight-byte test of the string
+// scan says "plain" exactly when every byte is plainByte, for every byte
+// value at every position and for random mixes.
+func TestPlainWordAgreesWithPlainByte(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	check := func(b []byte) {
+		want := true
+		for _, c := range b {
+			want = want && plainByte[c]
+		}
+		if got := plainWord(binary.LittleEndian.Uint64(b)); got != want {
+			t.Fatalf("%q: got %v want %v", b, got, want)
+		}
+	}
+	for range 200_000 {
+		b := make([]byte, 8)
+		for i := range b {
+			switch r.IntN(4) {
+			case 0:
+				b[i] = byte(r.IntN(256))
+			default:
+				b[i] = byte(0x20 + r.IntN(0x60))
+			}
+		}
+		check(b)
+	}
+	for c := range 256 {
+		for pos := range 8 {
+			b := []byte("abcdefgh")
+			b[pos] = byte(c)
+			check(b)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package extension
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"unicode/utf8"
@@ -81,8 +82,12 @@ func (s *scanner) str() (raw []byte, escaped bool, err error) {
 		return nil, false, s.fail("expected a string")
 	}
 	for s.pos < len(s.data) {
-		// The common case first, in locals: a run of printable ASCII.
+		// The common case first, in locals: a run of printable ASCII,
+		// eight bytes at a time while no byte of a word needs a look.
 		data, i := s.data, s.pos
+		for i+8 <= len(data) && plainWord(binary.LittleEndian.Uint64(data[i:])) {
+			i += 8
+		}
 		for i < len(data) && plainByte[data[i]] {
 			i++
 		}
@@ -135,6 +140,17 @@ var plainByte = func() (t [256]bool) {
 	}
 	return t
 }()
+
+// plainWord reports whether all eight bytes of w are plainByte: none is
+// below 0x20, a quote, a backslash or above 0x7f. (x-lo)&^x&hi is non-zero
+// exactly when a byte of x is zero, and (w-lo*0x20)&^w&hi when one is
+// below 0x20. On the sidecar's event decoding, where string bytes are most
+// of the input, this halved the time of the string scan (issue 10).
+func plainWord(w uint64) bool {
+	const lo, hi = 0x0101010101010101, 0x8080808080808080
+	quote, backslash := w^(lo*'"'), w^(lo*'\\')
+	return ((w-lo*0x20)&^w|(quote-lo)&^quote|(backslash-lo)&^backslash|w)&hi == 0
+}
 
 // numberShape describes a number literal.
 type numberShape struct {
