@@ -124,10 +124,11 @@ func invalidRequest(msg string) *Error { return NewError(ReasonProtocolError, "i
 // member values.
 func buildMessage(env *envelope) (message, *frameError) {
 	var m message
-	fe := &frameError{}
+	var fe frameError // on the stack: a copy escapes only for a fault
 	invalid := func(msg string) (message, *frameError) {
-		fe.err = invalidRequest(msg)
-		return message{}, fe
+		f := fe
+		f.err = invalidRequest(msg)
+		return message{}, &f
 	}
 	if env.Method == nil && (env.ID != nil || env.Result != nil || env.Error != nil) {
 		// Response-shaped: whatever is wrong with it, its id included, it
@@ -153,7 +154,10 @@ func buildMessage(env *envelope) (message, *frameError) {
 		return invalid(`jsonrpc must be exactly "2.0"`)
 	}
 	if env.Method != nil {
-		method, ok := plainString(env.Method)
+		method, ok := knownMethod(env.Method)
+		if !ok {
+			method, ok = plainString(env.Method)
+		}
 		switch {
 		case env.Result != nil || env.Error != nil:
 			return invalid("a request must not carry result or error")
@@ -184,6 +188,24 @@ func buildMessage(env *envelope) (message, *frameError) {
 	m.kind, m.err = kindResponse, e
 	return m, nil
 }
+
+// knownMethod returns the registry's own string for a raw method name
+// that is one of the protocol's, without allocating one per frame.
+func knownMethod(raw []byte) (string, bool) {
+	if len(raw) < 2 {
+		return "", false
+	}
+	name, ok := methodNames()[string(raw[1:len(raw)-1])] // no allocation
+	return name, ok
+}
+
+var methodNames = sync.OnceValue(func() map[string]string {
+	names := map[string]string{}
+	for _, m := range registry {
+		names[m.Name] = m.Name
+	}
+	return names
+})
 
 // parseID accepts exactly a JSON integer literal without fraction, exponent,
 // leading zero or "-0" that fits in an int64 (D4).

@@ -320,6 +320,13 @@ func (w *walker) str(n *vnode, dst reflect.Value) error {
 	if err != nil {
 		return err
 	}
+	if n.enum != nil && !escaped {
+		// The enum's own string: no allocation per value.
+		if i := slices.IndexFunc(n.enum, func(v string) bool { return v == string(raw[1:len(raw)-1]) }); i >= 0 {
+			dst.SetString(n.enum[i])
+			return nil
+		}
+	}
 	s := unquote(raw, escaped)
 	switch {
 	case n.nonempty && s == "":
