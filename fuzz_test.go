@@ -95,8 +95,15 @@ func jsonEqual(a, b []byte) bool {
 	if a == nil || b == nil {
 		return a == nil && b == nil
 	}
+	// Numbers compare as their literals: 2e2144 is valid JSON that no
+	// float64 holds.
+	decode := func(doc []byte, v *any) error {
+		d := json.NewDecoder(bytes.NewReader(doc))
+		d.UseNumber()
+		return d.Decode(v)
+	}
 	var x, y any
-	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+	if decode(a, &x) != nil || decode(b, &y) != nil {
 		return false
 	}
 	return reflect.DeepEqual(x, y)
