@@ -88,7 +88,7 @@ func BenchmarkInterceptRTTBaseline(b *testing.B) {
 // them, by a tight loop of Observe (ns/op and allocs/op are the loop's),
 // then reads the count until it settles: delivered/s is the events the
 // sidecar received over the time until then, lost the fraction dropped on
-// the way (D20).
+// the way (D20), hostdrop the part of it the host dropped at its budget.
 func BenchmarkObserve(b *testing.B) {
 	home := installPlugins(b, plugin{name: "observe", fixture: "observe-count",
 		runtime: map[string]any{"intercepts": []string{"tool.before", "tool.after"}}})
