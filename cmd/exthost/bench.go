@@ -39,6 +39,7 @@ import (
 	"time"
 
 	"github.com/reasonix-ext/extension"
+	"github.com/reasonix-ext/extension/cmd/exthost/internal/pingdto"
 )
 
 // benchPeers is where the bench's own programs live: the baselines'
@@ -549,20 +550,6 @@ type pingpong struct {
 	id    int64
 }
 
-// pingRequest is the frame written; pingAnswer the one read back.
-type pingRequest struct {
-	JSONRPC string                    `json:"jsonrpc"`
-	ID      int64                     `json:"id"`
-	Method  string                    `json:"method"`
-	Params  extension.InterceptParams `json:"params"`
-}
-
-type pingAnswer struct {
-	JSONRPC string                    `json:"jsonrpc"`
-	ID      int64                     `json:"id"`
-	Result  extension.InterceptResult `json:"result"`
-}
-
 // startPingpongs starts k pingpong peers.
 func (b *bench) startPingpongs(k int) ([]*pingpong, error) {
 	var peers []*pingpong
@@ -585,7 +572,7 @@ func (p *pingpong) round() error {
 	if err != nil {
 		return err
 	}
-	frame, err := json.Marshal(pingRequest{JSONRPC: "2.0", ID: p.id, Method: extension.MethodIntercept,
+	frame, err := json.Marshal(pingdto.Request{JSONRPC: "2.0", ID: p.id, Method: extension.MethodIntercept,
 		Params: extension.InterceptParams{Event: extension.ToolBefore, Seq: p.id, Payload: payload, TimeoutMillis: 5000}})
 	if err != nil {
 		return err
@@ -599,7 +586,7 @@ func (p *pingpong) round() error {
 	if err != nil {
 		return fmt.Errorf("reading the peer's answer: %w", err)
 	}
-	var a pingAnswer
+	var a pingdto.Answer
 	if err := json.Unmarshal(line, &a); err != nil {
 		return err
 	}

@@ -14,21 +14,8 @@ import (
 	"os"
 
 	"github.com/reasonix-ext/extension"
+	"github.com/reasonix-ext/extension/cmd/exthost/internal/pingdto"
 )
-
-// request is the frame the bench writes; answer is the one written back.
-type request struct {
-	JSONRPC string                    `json:"jsonrpc"`
-	ID      int64                     `json:"id"`
-	Method  string                    `json:"method"`
-	Params  extension.InterceptParams `json:"params"`
-}
-
-type answer struct {
-	JSONRPC string                    `json:"jsonrpc"`
-	ID      int64                     `json:"id"`
-	Result  extension.InterceptResult `json:"result"`
-}
 
 func main() {
 	in := bufio.NewReader(os.Stdin)
@@ -38,7 +25,7 @@ func main() {
 		if err != nil {
 			return // EOF: the bench is done with this peer
 		}
-		var req request
+		var req pingdto.Request
 		var tool extension.ToolPayload
 		err = json.Unmarshal(line, &req)
 		if err == nil {
@@ -49,7 +36,7 @@ func main() {
 			fmt.Fprintln(os.Stderr, "pingpong:", err)
 			os.Exit(1)
 		}
-		b, err := json.Marshal(answer{JSONRPC: "2.0", ID: req.ID, Result: extension.InterceptResult{Decision: extension.DecisionContinue}})
+		b, err := json.Marshal(pingdto.Answer{JSONRPC: "2.0", ID: req.ID, Result: extension.InterceptResult{Decision: extension.DecisionContinue}})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "pingpong:", err)
 			os.Exit(1)
