@@ -307,7 +307,7 @@ func (rt *Runtime) failure(s *sidecar, p Point, category string, err error, owne
 	if owner || s.spec.Runtime.Required || len(s.spec.Runtime.Replaces) > 0 {
 		return &PluginError{Plugin: s.spec.ID, Op: string(p), Err: err}
 	}
-	rt.warnOnce(category, s.spec.ID, fmt.Errorf("skipping optional extension %s at %s: %w", s.spec.ID, p, err))
+	rt.warnOnce(category, s.spec.ID, func() error { return fmt.Errorf("skipping optional extension %s at %s: %w", s.spec.ID, p, err) })
 	return nil
 }
 
@@ -394,10 +394,12 @@ func (rt *Runtime) bestEffort(id string, s *sidecar, method string, params any, 
 		err = s.conn.tryNotify(method, params)
 	}
 	if err != nil {
-		what := method
-		if p != "" {
-			what = "the " + string(p) + " event"
-		}
-		rt.warnOnce(method, id, fmt.Errorf("extension %s dropped %s: %v", id, what, err))
+		rt.warnOnce(method, id, func() error {
+			what := method
+			if p != "" {
+				what = "the " + string(p) + " event"
+			}
+			return fmt.Errorf("extension %s dropped %s: %v", id, what, err)
+		})
 	}
 }

@@ -214,22 +214,25 @@ func (c *Conn) Notify(ctx context.Context, method string, params any) error {
 // queue is full, it returns an error matching errQueueFull and the event is
 // not sent.
 func (c *Conn) tryNotify(method string, params any) error {
+	// The budget first: an event that will be dropped is not encoded.
+	if c.events.Add(1) > int64(c.opts.EventBudget) {
+		c.events.Add(-1)
+		c.droppedEvents.Add(1)
+		return fmt.Errorf("%w: %s dropped, %d events pending", errQueueFull, method, c.opts.EventBudget)
+	}
 	f, err := c.newNotification(method, params)
 	if err != nil {
+		c.events.Add(-1)
 		return err
 	}
 	f.event = true
-	if c.events.Add(1) > int64(c.opts.EventBudget) {
-		err = fmt.Errorf("%w: %s dropped, %d events pending", errQueueFull, method, c.opts.EventBudget)
-	} else if c.send(f, nil, nil, nil) == sendDone {
+	if c.send(f, nil, nil, nil) == sendDone {
 		return nil
-	} else {
-		err = fmt.Errorf("%w: %s dropped, write queue full", errQueueFull, method)
 	}
 	// Not sent: the event gives its budget back and counts as dropped.
 	c.events.Add(-1)
 	c.droppedEvents.Add(1)
-	return err
+	return fmt.Errorf("%w: %s dropped, write queue full", errQueueFull, method)
 }
 
 // newNotification encodes a notification frame, or returns the error that

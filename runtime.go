@@ -261,15 +261,17 @@ func (rt *Runtime) warn(w Warning) {
 	}
 }
 
-// warnOnce warns about plugin once per category per generation (D19).
-func (rt *Runtime) warnOnce(category, plugin string, err error) {
+// warnOnce warns about plugin once per category per generation (D19,
+// D20); err is built only for that first time, since a drop at a full
+// queue can come on every event.
+func (rt *Runtime) warnOnce(category, plugin string, err func() error) {
 	rt.mu.Lock()
 	key := category + "|" + plugin
 	seen := rt.warned[key]
 	rt.warned[key] = true
 	rt.mu.Unlock()
 	if !seen {
-		rt.warn(Warning{Plugin: plugin, Err: err})
+		rt.warn(Warning{Plugin: plugin, Err: err()})
 	}
 }
 
