@@ -336,24 +336,16 @@ func (b *bench) intercepts(figure, baseline string, h *extension.Host, hint stri
 		return nil, fmt.Errorf("%s: %w", baseline, err)
 	}
 	defer closeAll(peers)
-	t, err := interleave(b.n, b.warm(), op{figure, intercept(rt)}, op{baseline, rounds(peers)})
-	if err != nil {
-		return nil, err
-	}
-	base := t[1].result(true)
-	return []result{t[0].result(true).against(base), base}, nil
-}
-
-// warm is how many untimed calls of each latency figure come first.
-func (b *bench) warm() int { return max(10, b.n/20) }
-
-// intercept is one tool.before through rt.
-func intercept(rt *extension.Runtime) func() (func() error, error) {
 	ctx := context.Background()
-	return func() (func() error, error) {
+	intercept := func() (func() error, error) {
 		_, err := rt.Intercept(ctx, extension.ToolBefore, benchTool)
 		return nil, err
 	}
+	r, err := interleave(b.n, max(10, b.n/20), true, op{figure, intercept}, op{baseline, rounds(peers)})
+	if err != nil {
+		return nil, err
+	}
+	return []result{r[0].against(r[1]), r[1]}, nil
 }
 
 // observeThroughput offers 50·n small tool.after events to the observer
@@ -453,7 +445,9 @@ func (b *bench) startup() ([]result, error) {
 			return rt.Close, nil // untimed: the figure is the ready time
 		}
 	}
-	t, err := interleave(max(3, b.n/100), 1,
+	// The untimed Close falls inside the blocks that count mallocs, so
+	// these figures report none.
+	r, err := interleave(max(3, b.n/100), 1, false,
 		op{"spawn_1", b.spawn(1)},
 		op{"startup_1", generation("startup_1", h1, "", b.id)},
 		op{"spawn_4", b.spawn(copies)},
@@ -461,10 +455,7 @@ func (b *bench) startup() ([]result, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The untimed Close falls inside the blocks that count mallocs, so
-	// these figures report none.
-	spawn1, spawn4 := t[0].result(false), t[2].result(false)
-	return []result{t[1].result(false).against(spawn1), spawn1, t[3].result(false).against(spawn4), spawn4}, nil
+	return []result{r[1].against(r[0]), r[0], r[3].against(r[2]), r[2]}, nil
 }
 
 // exe is the path of a built peer program.
@@ -623,19 +614,12 @@ type op struct {
 	run  func() (cleanup func() error, err error)
 }
 
-// timing is what interleave measured of one op: each call's time and the
-// process's mallocs over the blocks of calls.
-type timing struct {
-	name    string
-	lat     []time.Duration
-	mallocs uint64
-}
-
 // interleave runs warm untimed calls of each op, then n timed calls of
 // each, in alternating blocks, so that the machine's noise falls on all of
-// them alike. The times go into preallocated slices and the mallocs are
+// them alike, and returns each op's p50, p99 and, when allocs, its mallocs
+// per call. The times go into preallocated slices and the mallocs are
 // read around each block, so that neither is part of the figure.
-func interleave(n, warm int, ops ...op) ([]timing, error) {
+func interleave(n, warm int, allocs bool, ops ...op) ([]result, error) {
 	call := func(o op) (time.Duration, error) {
 		start := time.Now()
 		cleanup, err := o.run()
@@ -657,10 +641,11 @@ func interleave(n, warm int, ops ...op) ([]timing, error) {
 			}
 		}
 	}
-	out := make([]timing, len(ops))
-	for i, o := range ops {
-		out[i] = timing{name: o.name, lat: make([]time.Duration, 0, n)}
+	lat := make([][]time.Duration, len(ops))
+	for i := range ops {
+		lat[i] = make([]time.Duration, 0, n)
 	}
+	mallocs := make([]uint64, len(ops))
 	block := max(1, min(50, n/10))
 	var ms runtime.MemStats
 	for done := 0; done < n; done += block {
@@ -672,24 +657,22 @@ func interleave(n, warm int, ops ...op) ([]timing, error) {
 				if err != nil {
 					return nil, err
 				}
-				out[i].lat = append(out[i].lat, d)
+				lat[i] = append(lat[i], d)
 			}
 			runtime.ReadMemStats(&ms)
-			out[i].mallocs += ms.Mallocs - before
+			mallocs[i] += ms.Mallocs - before
 		}
 	}
-	return out, nil
-}
-
-// result summarizes t: p50, p99 and, when allocs, the mallocs per call.
-func (t timing) result(allocs bool) result {
-	slices.Sort(t.lat)
-	r := result{Name: t.name, P50: percentile(t.lat, 50), P99: percentile(t.lat, 99)}
-	if allocs {
-		a := float64(t.mallocs) / float64(len(t.lat))
-		r.AllocsPerOp = &a
+	results := make([]result, len(ops))
+	for i, o := range ops {
+		slices.Sort(lat[i])
+		results[i] = result{Name: o.name, P50: percentile(lat[i], 50), P99: percentile(lat[i], 99)}
+		if allocs {
+			a := float64(mallocs[i]) / float64(n)
+			results[i].AllocsPerOp = &a
+		}
 	}
-	return r
+	return results, nil
 }
 
 // against sets r's baseline and its ratio to it.
