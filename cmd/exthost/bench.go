@@ -115,15 +115,20 @@ func benchCommand(fs *flag.FlagSet) func(*env) int {
 // bench is one run: what setup built and installed, in a temporary
 // directory removed at the end.
 type bench struct {
-	n      int
-	work   string   // the temporary directory
-	bin    string   // the peer programs
-	env    []string // every child's environment: ours, plus our GOMAXPROCS
-	plugin string   // the plugin directory measured
-	id     string   // its plugin ID in home1
-	home1  string   // the plugin, installed once
-	home4  string   // its copies bench-1..bench-4
-	ids4   []string // their plugin IDs
+	n    int
+	work string   // the temporary directory
+	bin  string   // the peer programs
+	env  []string // every child's environment: ours, plus our GOMAXPROCS
+	one  sidecars // the plugin measured, installed once
+	four sidecars // its copies bench-1..bench-4
+}
+
+// sidecars are plugins installed in one home, which a figure starts
+// together in one generation of host.
+type sidecars struct {
+	host *extension.Host
+	ids  []string
+	hint string // why they may fail to start, or ""
 }
 
 // runBench measures every figure against the plugin in args (default:
@@ -148,7 +153,12 @@ func runBench(n int, args []string) ([]result, error) {
 	var results []result
 	// Each step measures one or more figures; stream_throughput and
 	// content_8mib will be two more steps.
-	for _, step := range []func() ([]result, error){b.interceptRTT, b.interceptChain4, b.observeThroughput, b.startup} {
+	for _, step := range []func() ([]result, error){
+		b.intercepts("intercept_rtt", "pingpong_limit", b.one),
+		b.intercepts("intercept_chain4", "pingpong4_limit", b.four),
+		b.observeThroughput,
+		b.startup,
+	} {
 		r, err := step()
 		if err != nil {
 			return nil, err
@@ -159,24 +169,22 @@ func runBench(n int, args []string) ([]result, error) {
 }
 
 // setup builds the peers (and the reference plugin, when args names no
-// plugin directory) and installs the plugin once in home1 and as its
-// copies in home4.
+// plugin directory) and installs the plugin once, in home1, and as its
+// copies, in home4.
 func (b *bench) setup(args []string) error {
+	var plugin, id string
 	var refErr error
 	var wg sync.WaitGroup
 	if len(args) == 1 {
-		b.plugin = args[0]
+		plugin = args[0]
 	} else {
-		b.id = "fullsidecar"
+		id = "fullsidecar"
 		// buildReference runs its own go build; running it beside the
 		// peers' build is as close to one build as reusing it allows.
-		wg.Go(func() { b.plugin, refErr = buildReference(b.work) })
+		wg.Go(func() { plugin, refErr = buildReference(b.work) })
 	}
-	build := []string{"build", "-o", b.bin + string(filepath.Separator)}
-	for _, p := range []string{pingpongPeer, echolinePeer, observerPeer} {
-		build = append(build, benchPeers+p)
-	}
-	_, err := goTool(build...)
+	_, err := goTool("build", "-o", b.bin+string(filepath.Separator),
+		benchPeers+pingpongPeer, benchPeers+echolinePeer, benchPeers+observerPeer)
 	wg.Wait()
 	if err != nil {
 		// Reported alone: whatever fails this build (no module source
@@ -186,14 +194,16 @@ func (b *bench) setup(args []string) error {
 	if refErr != nil {
 		return refErr
 	}
-	b.home1 = filepath.Join(b.work, "home1")
-	entry, err := extension.Install(b.home1, b.plugin, extension.InstallOptions{Name: b.id, Link: true})
+	home1 := filepath.Join(b.work, "home1")
+	entry, err := extension.Install(home1, plugin, extension.InstallOptions{Name: id, Link: true})
 	if err != nil {
 		return err
 	}
-	b.id = entry.Name
-	b.home4 = filepath.Join(b.work, "home4")
-	b.ids4, err = installCopies(b.home4, b.plugin, filepath.Join(b.work, "copies"), copies)
+	b.one = sidecars{host: b.host(home1), ids: []string{entry.Name}}
+	home4 := filepath.Join(b.work, "home4")
+	ids, err := installCopies(home4, plugin, filepath.Join(b.work, "copies"), copies)
+	b.four = sidecars{host: b.host(home4), ids: ids, hint: copiesHint}
+	b.four.host.MaxParallelStarts = copies
 	return err
 }
 
@@ -261,16 +271,16 @@ func (b *bench) host(home string) *extension.Host {
 const copiesHint = "the 4-sidecar figures run copies of the plugin, bench-1..bench-4, whose manifests grant no slot, provider, UI action or capability (two plugins cannot own one slot, D17), " +
 	"so a sidecar installed several times must declare those only when extension/initialize grants them, as sdk/examples/fullsidecar does"
 
-// start starts a generation of h and checks that each plugin in ids runs:
+// start starts a generation of s.host and checks that each of s.ids runs:
 // an optional plugin that fails to start is only a warning to the host,
 // but a figure without it would measure nothing. Errors name the figure,
-// and end with hint when there is one.
-func start(figure string, h *extension.Host, hint string, ids ...string) (*extension.Runtime, error) {
-	rt, err := h.Start(context.Background())
+// and end with s.hint when there is one.
+func (s sidecars) start(figure string) (*extension.Runtime, error) {
+	rt, err := s.host.Start(context.Background())
 	if err != nil {
-		return nil, withHint(fmt.Errorf("%s: %w", figure, err), hint)
+		return nil, withHint(fmt.Errorf("%s: %w", figure, err), s.hint)
 	}
-	for _, id := range ids {
+	for _, id := range s.ids {
 		if _, ok := rt.Declaration(id); ok {
 			continue
 		}
@@ -281,7 +291,7 @@ func start(figure string, h *extension.Host, hint string, ids ...string) (*exten
 			}
 		}
 		rt.Close()
-		return nil, withHint(why, hint)
+		return nil, withHint(why, s.hint)
 	}
 	return rt, nil
 }
@@ -293,59 +303,39 @@ func withHint(err error, hint string) error {
 	return fmt.Errorf("%w; %s", err, hint)
 }
 
-// inChain checks that each plugin in ids intercepts tool.before, the
-// point the intercept figures measure.
-func inChain(figure string, rt *extension.Runtime, ids ...string) error {
-	chain := rt.Chain(extension.ToolBefore)
-	for _, id := range ids {
-		if !slices.Contains(chain, id) {
-			return fmt.Errorf("%s: %s does not intercept tool.before (chain: %s), so there is nothing to measure: its runtime.intercepts and its subscriptions must name tool.before", figure, id, orNone(chain))
-		}
-	}
-	return nil
-}
-
-// interceptRTT measures intercept_rtt against pingpong_limit.
-func (b *bench) interceptRTT() ([]result, error) {
-	return b.intercepts("intercept_rtt", "pingpong_limit", b.host(b.home1), "", b.id)
-}
-
-// interceptChain4 measures intercept_chain4, one intercept through the
-// four copies, against pingpong4_limit, one round with each of four
-// peers.
-func (b *bench) interceptChain4() ([]result, error) {
-	h := b.host(b.home4)
-	h.MaxParallelStarts = copies
-	return b.intercepts("intercept_chain4", "pingpong4_limit", h, copiesHint, b.ids4...)
-}
-
 // intercepts measures figure, one tool.before Intercept through the
-// plugins ids of a generation of h, against baseline, one pingpong round
-// with each of as many peers.
-func (b *bench) intercepts(figure, baseline string, h *extension.Host, hint string, ids ...string) ([]result, error) {
-	rt, err := start(figure, h, hint, ids...)
-	if err != nil {
-		return nil, err
+// sidecars s, against baseline, one pingpong round with each of as many
+// peers.
+func (b *bench) intercepts(figure, baseline string, s sidecars) func() ([]result, error) {
+	return func() ([]result, error) {
+		rt, err := s.start(figure)
+		if err != nil {
+			return nil, err
+		}
+		defer rt.Close()
+		// Each must intercept tool.before, the point measured.
+		chain := rt.Chain(extension.ToolBefore)
+		for _, id := range s.ids {
+			if !slices.Contains(chain, id) {
+				return nil, fmt.Errorf("%s: %s does not intercept tool.before (chain: %s), so there is nothing to measure: its runtime.intercepts and its subscriptions must name tool.before", figure, id, orNone(chain))
+			}
+		}
+		peers, err := b.startPingpongs(len(s.ids))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", baseline, err)
+		}
+		defer closeAll(peers)
+		ctx := context.Background()
+		intercept := func() (func() error, error) {
+			_, err := rt.Intercept(ctx, extension.ToolBefore, benchTool)
+			return nil, err
+		}
+		r, err := interleave(b.n, max(10, b.n/20), true, op{figure, intercept}, op{baseline, rounds(peers)})
+		if err != nil {
+			return nil, err
+		}
+		return []result{r[0].against(r[1]), r[1]}, nil
 	}
-	defer rt.Close()
-	if err := inChain(figure, rt, ids...); err != nil {
-		return nil, err
-	}
-	peers, err := b.startPingpongs(len(ids))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", baseline, err)
-	}
-	defer closeAll(peers)
-	ctx := context.Background()
-	intercept := func() (func() error, error) {
-		_, err := rt.Intercept(ctx, extension.ToolBefore, benchTool)
-		return nil, err
-	}
-	r, err := interleave(b.n, max(10, b.n/20), true, op{figure, intercept}, op{baseline, rounds(peers)})
-	if err != nil {
-		return nil, err
-	}
-	return []result{r[0].against(r[1]), r[1]}, nil
 }
 
 // observeThroughput offers 50·n small tool.after events to the observer
@@ -375,7 +365,7 @@ func (b *bench) observeThroughput() ([]result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: installing the observer: %w", name, err)
 	}
-	rt, err := start(name, b.host(home), "", observerPeer)
+	rt, err := sidecars{host: b.host(home), ids: []string{observerPeer}}.start(name)
 	if err != nil {
 		return nil, err
 	}
@@ -433,12 +423,9 @@ func (b *bench) observeThroughput() ([]result, error) {
 // four sidecars started together, against spawn_1 and spawn_4, as many
 // minimal Go programs started together until each has answered a line.
 func (b *bench) startup() ([]result, error) {
-	h1 := b.host(b.home1)
-	h4 := b.host(b.home4)
-	h4.MaxParallelStarts = copies
-	generation := func(figure string, h *extension.Host, hint string, ids ...string) func() (func() error, error) {
+	generation := func(figure string, s sidecars) func() (func() error, error) {
 		return func() (func() error, error) {
-			rt, err := start(figure, h, hint, ids...)
+			rt, err := s.start(figure)
 			if err != nil {
 				return nil, err
 			}
@@ -449,9 +436,9 @@ func (b *bench) startup() ([]result, error) {
 	// these figures report none.
 	r, err := interleave(max(3, b.n/100), 1, false,
 		op{"spawn_1", b.spawn(1)},
-		op{"startup_1", generation("startup_1", h1, "", b.id)},
+		op{"startup_1", generation("startup_1", b.one)},
 		op{"spawn_4", b.spawn(copies)},
-		op{"startup_4", generation("startup_4", h4, copiesHint, b.ids4...)})
+		op{"startup_4", generation("startup_4", b.four)})
 	if err != nil {
 		return nil, err
 	}
