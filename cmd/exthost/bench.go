@@ -320,11 +320,11 @@ func (b *bench) intercepts(figure, baseline string, s sidecars) func() ([]result
 				return nil, fmt.Errorf("%s: %s does not intercept tool.before (chain: %s), so there is nothing to measure: its runtime.intercepts and its subscriptions must name tool.before", figure, id, orNone(chain))
 			}
 		}
-		peers, err := b.startPingpongs(len(s.ids))
+		peers, err := b.peers(pingpongPeer, len(s.ids), "")
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", baseline, err)
 		}
-		defer closeAll(peers)
+		defer stopAll(peers)
 		ctx := context.Background()
 		intercept := func() (func() error, error) {
 			_, err := rt.Intercept(ctx, extension.ToolBefore, benchTool)
@@ -453,93 +453,96 @@ func (b *bench) exe(name string) string {
 	return filepath.Join(b.bin, name)
 }
 
-// child starts a peer program with pipes on its stdin and stdout; its
-// stderr is ours, so that its complaints are seen.
-func (b *bench) child(name string) (*exec.Cmd, io.WriteCloser, *bufio.Reader, error) {
+// peer is a running peer program and our ends of its stdin and stdout.
+type peer struct {
+	cmd *exec.Cmd
+	in  io.WriteCloser
+	out *bufio.Reader
+}
+
+// peers starts k copies of the peer program name together, one goroutine
+// each, as the host launches each sidecar on its own. With a hello line,
+// each must echo it before peers returns. On an error, the ones started
+// are stopped.
+func (b *bench) peers(name string, k int, hello string) ([]*peer, error) {
+	peers := make([]*peer, k)
+	errs := make([]error, k)
+	var wg sync.WaitGroup
+	for i := range k {
+		wg.Go(func() { peers[i], errs[i] = b.startPeer(name, hello) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		stopAll(peers)
+		return nil, err
+	}
+	return peers, nil
+}
+
+// startPeer starts the peer program name, whose stderr is ours so that
+// its complaints are seen, and has it echo hello, if any. The peer is
+// returned whenever it started, for stopAll.
+func (b *bench) startPeer(name, hello string) (*peer, error) {
 	cmd := exec.Command(b.exe(name))
 	cmd.Env = b.env
 	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
+	in, err := cmd.StdinPipe()
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
-	stdout, err := cmd.StdoutPipe()
+	out, err := cmd.StdoutPipe()
+	if err == nil {
+		err = cmd.Start()
+	}
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
-		return nil, nil, nil, err
+	p := &peer{cmd: cmd, in: in, out: bufio.NewReader(out)}
+	if hello == "" {
+		return p, nil
 	}
-	return cmd, stdin, bufio.NewReader(stdout), nil
+	if _, err := io.WriteString(in, hello); err != nil {
+		return p, err
+	}
+	line, err := p.out.ReadString('\n')
+	if err == nil && line != hello {
+		err = fmt.Errorf("%s answered %q", name, line)
+	}
+	return p, err
+}
+
+// stopAll ends the peers started: EOF on stdin makes each exit.
+func stopAll(peers []*peer) error {
+	var errs []error
+	for _, p := range peers {
+		if p != nil {
+			p.in.Close()
+			errs = append(errs, p.cmd.Wait())
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // spawn is one sample of spawn_<k>: k echoline peers started together,
-// timed until each one's answer line has been read; closing their stdin
-// and waiting for them is the untimed cleanup.
+// timed until each one's answer line has been read; stopping them is the
+// untimed cleanup.
 func (b *bench) spawn(k int) func() (func() error, error) {
 	return func() (func() error, error) {
-		cmds := make([]*exec.Cmd, k)
-		stdins := make([]io.WriteCloser, k)
-		errs := make([]error, k)
-		var wg sync.WaitGroup
-		for i := range k {
-			// One goroutine per process, as the host launches each
-			// sidecar on its own.
-			wg.Go(func() {
-				var out *bufio.Reader
-				if cmds[i], stdins[i], out, errs[i] = b.child(echolinePeer); errs[i] != nil {
-					return
-				}
-				if _, errs[i] = io.WriteString(stdins[i], "ready?\n"); errs[i] == nil {
-					var line string
-					if line, errs[i] = out.ReadString('\n'); errs[i] == nil && line != "ready?\n" {
-						errs[i] = fmt.Errorf("echoline answered %q", line)
-					}
-				}
-			})
-		}
-		wg.Wait()
-		cleanup := func() error {
-			var errs []error
-			for i, cmd := range cmds {
-				if cmd != nil {
-					stdins[i].Close()
-					errs = append(errs, cmd.Wait())
-				}
-			}
-			return errors.Join(errs...)
-		}
-		if err := errors.Join(errs...); err != nil {
-			cleanup()
-			return nil, err
-		}
-		return cleanup, nil
-	}
-}
-
-// pingpong is one child of the intercept baselines and the parent's side
-// of its pipes: the same DTOs as the host's, in envelopes, with plain
-// json.Marshal and json.Unmarshal, synchronously, on one goroutine.
-type pingpong struct {
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
-	w     *bufio.Writer
-	r     *bufio.Reader
-	id    int64
-}
-
-// startPingpongs starts k pingpong peers.
-func (b *bench) startPingpongs(k int) ([]*pingpong, error) {
-	var peers []*pingpong
-	for range k {
-		cmd, stdin, r, err := b.child(pingpongPeer)
+		peers, err := b.peers(echolinePeer, k, "ready?\n")
 		if err != nil {
-			closeAll(peers)
 			return nil, err
 		}
-		peers = append(peers, &pingpong{cmd: cmd, stdin: stdin, w: bufio.NewWriter(stdin), r: r})
+		return func() error { return stopAll(peers) }, nil
 	}
-	return peers, nil
+}
+
+// pingpong is the parent's side of one child of the intercept baselines:
+// the same DTOs as the host's, in envelopes, with plain json.Marshal and
+// json.Unmarshal, synchronously, on one goroutine.
+type pingpong struct {
+	w  *bufio.Writer
+	r  *bufio.Reader
+	id int64
 }
 
 // round writes one extension/intercept frame of benchTool, encoding the
@@ -575,22 +578,18 @@ func (p *pingpong) round() error {
 }
 
 // rounds is one round with each peer in turn.
-func rounds(peers []*pingpong) func() (func() error, error) {
+func rounds(peers []*peer) func() (func() error, error) {
+	var pps []*pingpong
+	for _, p := range peers {
+		pps = append(pps, &pingpong{w: bufio.NewWriter(p.in), r: p.out})
+	}
 	return func() (func() error, error) {
-		for _, p := range peers {
+		for _, p := range pps {
 			if err := p.round(); err != nil {
 				return nil, err
 			}
 		}
 		return nil, nil
-	}
-}
-
-// closeAll ends the peers: EOF on stdin makes each exit.
-func closeAll(peers []*pingpong) {
-	for _, p := range peers {
-		p.stdin.Close()
-		p.cmd.Wait()
 	}
 }
 
