@@ -215,46 +215,56 @@ func (b *bench) setup(args []string) error {
 // one slot (D17), and a provider ref names its plugin ID (D9). The rest,
 // runtime.command and intercepts among it, is kept as it was.
 func installCopies(home, pluginDir, under string, n int) ([]string, error) {
-	raw, err := os.ReadFile(filepath.Join(pluginDir, extension.ManifestFile))
+	path := filepath.Join(pluginDir, extension.ManifestFile)
+	raw, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
+	// Numbers kept as written. Only the name differs between copies, so
+	// the one map serves them all.
+	var manifest map[string]any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&manifest); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	rt, ok := manifest["runtime"].(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("%s has no runtime block: exthost bench measures sidecars", path)
+	}
+	for _, k := range []string{"replaces", "providers", "uiActions", "capabilities"} {
+		delete(rt, k)
+	}
 	var ids []string
 	for i := 1; i <= n; i++ {
-		// Decoded afresh per copy, numbers kept as written, so that
-		// each copy changes only its own map.
-		var manifest map[string]any
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		dec.UseNumber()
-		if err := dec.Decode(&manifest); err != nil {
-			return nil, fmt.Errorf("%s: %w", filepath.Join(pluginDir, extension.ManifestFile), err)
-		}
-		rt, ok := manifest["runtime"].(map[string]any)
-		if !ok {
-			return nil, fmt.Errorf("%s has no runtime block: exthost bench measures sidecars", filepath.Join(pluginDir, extension.ManifestFile))
-		}
-		for _, k := range []string{"replaces", "providers", "uiActions", "capabilities"} {
-			delete(rt, k)
-		}
 		id := fmt.Sprintf("bench-%d", i)
 		manifest["name"] = id
 		dir := filepath.Join(under, id)
 		if err := os.CopyFS(dir, os.DirFS(pluginDir)); err != nil {
 			return nil, fmt.Errorf("copying the plugin directory for %s: %w", id, err)
 		}
-		b, err := json.MarshalIndent(manifest, "", "  ")
-		if err == nil {
-			err = os.WriteFile(filepath.Join(dir, extension.ManifestFile), b, 0o644)
-		}
-		if err != nil {
-			return nil, err
-		}
-		if _, err := extension.Install(home, dir, extension.InstallOptions{Name: id, Link: true}); err != nil {
+		if err := installManifest(home, dir, id, manifest); err != nil {
 			return nil, err
 		}
 		ids = append(ids, id)
 	}
 	return ids, nil
+}
+
+// installManifest writes manifest into the plugin directory dir, making
+// it if need be, and installs dir in home, linked, as name.
+func installManifest(home, dir, name string, manifest map[string]any) error {
+	raw, err := json.MarshalIndent(manifest, "", "  ")
+	if err == nil {
+		err = os.MkdirAll(dir, 0o755)
+	}
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, extension.ManifestFile), raw, 0o644)
+	}
+	if err == nil {
+		_, err = extension.Install(home, dir, extension.InstallOptions{Name: name, Link: true})
+	}
+	return err
 }
 
 // host returns a Host over home whose sidecars get the bench's
@@ -347,22 +357,12 @@ func (b *bench) intercepts(figure, baseline string, s sidecars) func() ([]result
 // never reached the observer, dropped by the host (D20) or the SDK.
 func (b *bench) observeThroughput() ([]result, error) {
 	const name = "observe_throughput"
-	dir := filepath.Join(b.work, observerPeer)
 	home := filepath.Join(b.work, "home-observer")
-	manifest, err := json.Marshal(map[string]any{
+	manifest := map[string]any{
 		"apiVersion": "reasonix.io/plugin/v1", "name": observerPeer, "version": "1.0.0",
 		"runtime": map[string]any{"command": b.exe(observerPeer), "intercepts": []extension.Point{extension.ToolBefore, extension.ToolAfter}},
-	})
-	if err == nil {
-		err = os.MkdirAll(dir, 0o755)
 	}
-	if err == nil {
-		err = os.WriteFile(filepath.Join(dir, extension.ManifestFile), manifest, 0o644)
-	}
-	if err == nil {
-		_, err = extension.Install(home, dir, extension.InstallOptions{Link: true})
-	}
-	if err != nil {
+	if err := installManifest(home, filepath.Join(b.work, observerPeer), observerPeer, manifest); err != nil {
 		return nil, fmt.Errorf("%s: installing the observer: %w", name, err)
 	}
 	rt, err := sidecars{host: b.host(home), ids: []string{observerPeer}}.start(name)
