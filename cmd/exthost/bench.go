@@ -536,34 +536,28 @@ func (b *bench) spawn(k int) func() (func() error, error) {
 	}
 }
 
-// pingpong is the parent's side of one child of the intercept baselines:
-// the same DTOs as the host's, in envelopes, with plain json.Marshal and
-// json.Unmarshal, synchronously, on one goroutine.
-type pingpong struct {
-	w  *bufio.Writer
-	r  *bufio.Reader
-	id int64
-}
-
-// round writes one extension/intercept frame of benchTool, encoding the
-// payload as the host does, and reads and decodes the answer.
-func (p *pingpong) round() error {
-	p.id++
+// pingpong is the parent's side of one round with a child of the
+// intercept baselines: it writes request id, an extension/intercept frame
+// of benchTool whose payload it encodes as the host does, to w, and reads
+// and decodes the answer from r. The same DTOs as the host's, in
+// envelopes, with plain json.Marshal and json.Unmarshal, synchronously,
+// on one goroutine.
+func pingpong(w *bufio.Writer, r *bufio.Reader, id int64) error {
 	payload, err := json.Marshal(benchTool)
 	if err != nil {
 		return err
 	}
-	frame, err := json.Marshal(pingdto.Request{JSONRPC: "2.0", ID: p.id, Method: extension.MethodIntercept,
-		Params: extension.InterceptParams{Event: extension.ToolBefore, Seq: p.id, Payload: payload, TimeoutMillis: 5000}})
+	frame, err := json.Marshal(pingdto.Request{JSONRPC: "2.0", ID: id, Method: extension.MethodIntercept,
+		Params: extension.InterceptParams{Event: extension.ToolBefore, Seq: id, Payload: payload, TimeoutMillis: 5000}})
 	if err != nil {
 		return err
 	}
-	p.w.Write(frame)
-	p.w.WriteByte('\n')
-	if err := p.w.Flush(); err != nil {
+	w.Write(frame)
+	w.WriteByte('\n')
+	if err := w.Flush(); err != nil {
 		return fmt.Errorf("writing to the peer: %w", err)
 	}
-	line, err := p.r.ReadBytes('\n')
+	line, err := r.ReadBytes('\n')
 	if err != nil {
 		return fmt.Errorf("reading the peer's answer: %w", err)
 	}
@@ -571,21 +565,24 @@ func (p *pingpong) round() error {
 	if err := json.Unmarshal(line, &a); err != nil {
 		return err
 	}
-	if a.ID != p.id || a.Result.Decision != extension.DecisionContinue {
-		return fmt.Errorf("the peer answered %s to request %d", line, p.id)
+	if a.ID != id || a.Result.Decision != extension.DecisionContinue {
+		return fmt.Errorf("the peer answered %s to request %d", line, id)
 	}
 	return nil
 }
 
-// rounds is one round with each peer in turn.
+// rounds is one round with each peer in turn, all with the request ID
+// of the round.
 func rounds(peers []*peer) func() (func() error, error) {
-	var pps []*pingpong
-	for _, p := range peers {
-		pps = append(pps, &pingpong{w: bufio.NewWriter(p.in), r: p.out})
+	ws := make([]*bufio.Writer, len(peers))
+	for i, p := range peers {
+		ws[i] = bufio.NewWriter(p.in)
 	}
+	var id int64
 	return func() (func() error, error) {
-		for _, p := range pps {
-			if err := p.round(); err != nil {
+		id++
+		for i, p := range peers {
+			if err := pingpong(ws[i], p.out, id); err != nil {
 				return nil, err
 			}
 		}
