@@ -115,15 +115,20 @@ func benchCommand(fs *flag.FlagSet) func(*env) int {
 // bench is one run: what setup built and installed, in a temporary
 // directory removed at the end.
 type bench struct {
-	n      int
-	work   string   // the temporary directory
-	bin    string   // the peer programs
-	env    []string // every child's environment: ours, plus our GOMAXPROCS
-	plugin string   // the plugin directory measured
-	id     string   // its plugin ID in home1
-	home1  string   // the plugin, installed once
-	home4  string   // its copies bench-1..bench-4
-	ids4   []string // their plugin IDs
+	n    int
+	work string   // the temporary directory
+	bin  string   // the peer programs
+	env  []string // every child's environment: ours, plus our GOMAXPROCS
+	one  sidecars // the plugin measured, installed once
+	four sidecars // its copies bench-1..bench-4
+}
+
+// sidecars are plugins installed in one home, which a figure starts
+// together in one generation of host.
+type sidecars struct {
+	host *extension.Host
+	ids  []string
+	hint string // why they may fail to start, or ""
 }
 
 // runBench measures every figure against the plugin in args (default:
@@ -148,7 +153,12 @@ func runBench(n int, args []string) ([]result, error) {
 	var results []result
 	// Each step measures one or more figures; stream_throughput and
 	// content_8mib will be two more steps.
-	for _, step := range []func() ([]result, error){b.interceptRTT, b.interceptChain4, b.observeThroughput, b.startup} {
+	for _, step := range []func() ([]result, error){
+		b.intercepts("intercept_rtt", "pingpong_limit", b.one),
+		b.intercepts("intercept_chain4", "pingpong4_limit", b.four),
+		b.observeThroughput,
+		b.startup,
+	} {
 		r, err := step()
 		if err != nil {
 			return nil, err
@@ -159,24 +169,22 @@ func runBench(n int, args []string) ([]result, error) {
 }
 
 // setup builds the peers (and the reference plugin, when args names no
-// plugin directory) and installs the plugin once in home1 and as its
-// copies in home4.
+// plugin directory) and installs the plugin once, in home1, and as its
+// copies, in home4.
 func (b *bench) setup(args []string) error {
+	var plugin, id string
 	var refErr error
 	var wg sync.WaitGroup
 	if len(args) == 1 {
-		b.plugin = args[0]
+		plugin = args[0]
 	} else {
-		b.id = "fullsidecar"
+		id = "fullsidecar"
 		// buildReference runs its own go build; running it beside the
 		// peers' build is as close to one build as reusing it allows.
-		wg.Go(func() { b.plugin, refErr = buildReference(b.work) })
+		wg.Go(func() { plugin, refErr = buildReference(b.work) })
 	}
-	build := []string{"build", "-o", b.bin + string(filepath.Separator)}
-	for _, p := range []string{pingpongPeer, echolinePeer, observerPeer} {
-		build = append(build, benchPeers+p)
-	}
-	_, err := goTool(build...)
+	_, err := goTool("build", "-o", b.bin+string(filepath.Separator),
+		benchPeers+pingpongPeer, benchPeers+echolinePeer, benchPeers+observerPeer)
 	wg.Wait()
 	if err != nil {
 		// Reported alone: whatever fails this build (no module source
@@ -186,14 +194,16 @@ func (b *bench) setup(args []string) error {
 	if refErr != nil {
 		return refErr
 	}
-	b.home1 = filepath.Join(b.work, "home1")
-	entry, err := extension.Install(b.home1, b.plugin, extension.InstallOptions{Name: b.id, Link: true})
+	home1 := filepath.Join(b.work, "home1")
+	entry, err := extension.Install(home1, plugin, extension.InstallOptions{Name: id, Link: true})
 	if err != nil {
 		return err
 	}
-	b.id = entry.Name
-	b.home4 = filepath.Join(b.work, "home4")
-	b.ids4, err = installCopies(b.home4, b.plugin, filepath.Join(b.work, "copies"), copies)
+	b.one = sidecars{host: b.host(home1), ids: []string{entry.Name}}
+	home4 := filepath.Join(b.work, "home4")
+	ids, err := installCopies(home4, plugin, filepath.Join(b.work, "copies"), copies)
+	b.four = sidecars{host: b.host(home4), ids: ids, hint: copiesHint}
+	b.four.host.MaxParallelStarts = copies
 	return err
 }
 
@@ -205,46 +215,56 @@ func (b *bench) setup(args []string) error {
 // one slot (D17), and a provider ref names its plugin ID (D9). The rest,
 // runtime.command and intercepts among it, is kept as it was.
 func installCopies(home, pluginDir, under string, n int) ([]string, error) {
-	raw, err := os.ReadFile(filepath.Join(pluginDir, extension.ManifestFile))
+	path := filepath.Join(pluginDir, extension.ManifestFile)
+	raw, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
+	// Numbers kept as written. Only the name differs between copies, so
+	// the one map serves them all.
+	var manifest map[string]any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&manifest); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	rt, ok := manifest["runtime"].(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("%s has no runtime block: exthost bench measures sidecars", path)
+	}
+	for _, k := range []string{"replaces", "providers", "uiActions", "capabilities"} {
+		delete(rt, k)
+	}
 	var ids []string
 	for i := 1; i <= n; i++ {
-		// Decoded afresh per copy, numbers kept as written, so that
-		// each copy changes only its own map.
-		var manifest map[string]any
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		dec.UseNumber()
-		if err := dec.Decode(&manifest); err != nil {
-			return nil, fmt.Errorf("%s: %w", filepath.Join(pluginDir, extension.ManifestFile), err)
-		}
-		rt, ok := manifest["runtime"].(map[string]any)
-		if !ok {
-			return nil, fmt.Errorf("%s has no runtime block: exthost bench measures sidecars", filepath.Join(pluginDir, extension.ManifestFile))
-		}
-		for _, k := range []string{"replaces", "providers", "uiActions", "capabilities"} {
-			delete(rt, k)
-		}
 		id := fmt.Sprintf("bench-%d", i)
 		manifest["name"] = id
 		dir := filepath.Join(under, id)
 		if err := os.CopyFS(dir, os.DirFS(pluginDir)); err != nil {
 			return nil, fmt.Errorf("copying the plugin directory for %s: %w", id, err)
 		}
-		b, err := json.MarshalIndent(manifest, "", "  ")
-		if err == nil {
-			err = os.WriteFile(filepath.Join(dir, extension.ManifestFile), b, 0o644)
-		}
-		if err != nil {
-			return nil, err
-		}
-		if _, err := extension.Install(home, dir, extension.InstallOptions{Name: id, Link: true}); err != nil {
+		if err := installManifest(home, dir, id, manifest); err != nil {
 			return nil, err
 		}
 		ids = append(ids, id)
 	}
 	return ids, nil
+}
+
+// installManifest writes manifest into the plugin directory dir, making
+// it if need be, and installs dir in home, linked, as name.
+func installManifest(home, dir, name string, manifest map[string]any) error {
+	raw, err := json.MarshalIndent(manifest, "", "  ")
+	if err == nil {
+		err = os.MkdirAll(dir, 0o755)
+	}
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, extension.ManifestFile), raw, 0o644)
+	}
+	if err == nil {
+		_, err = extension.Install(home, dir, extension.InstallOptions{Name: name, Link: true})
+	}
+	return err
 }
 
 // host returns a Host over home whose sidecars get the bench's
@@ -261,16 +281,16 @@ func (b *bench) host(home string) *extension.Host {
 const copiesHint = "the 4-sidecar figures run copies of the plugin, bench-1..bench-4, whose manifests grant no slot, provider, UI action or capability (two plugins cannot own one slot, D17), " +
 	"so a sidecar installed several times must declare those only when extension/initialize grants them, as sdk/examples/fullsidecar does"
 
-// start starts a generation of h and checks that each plugin in ids runs:
+// start starts a generation of s.host and checks that each of s.ids runs:
 // an optional plugin that fails to start is only a warning to the host,
 // but a figure without it would measure nothing. Errors name the figure,
-// and end with hint when there is one.
-func start(figure string, h *extension.Host, hint string, ids ...string) (*extension.Runtime, error) {
-	rt, err := h.Start(context.Background())
+// and end with s.hint when there is one.
+func (s sidecars) start(figure string) (*extension.Runtime, error) {
+	rt, err := s.host.Start(context.Background())
 	if err != nil {
-		return nil, withHint(fmt.Errorf("%s: %w", figure, err), hint)
+		return nil, withHint(fmt.Errorf("%s: %w", figure, err), s.hint)
 	}
-	for _, id := range ids {
+	for _, id := range s.ids {
 		if _, ok := rt.Declaration(id); ok {
 			continue
 		}
@@ -281,7 +301,7 @@ func start(figure string, h *extension.Host, hint string, ids ...string) (*exten
 			}
 		}
 		rt.Close()
-		return nil, withHint(why, hint)
+		return nil, withHint(why, s.hint)
 	}
 	return rt, nil
 }
@@ -293,66 +313,38 @@ func withHint(err error, hint string) error {
 	return fmt.Errorf("%w; %s", err, hint)
 }
 
-// inChain checks that each plugin in ids intercepts tool.before, the
-// point the intercept figures measure.
-func inChain(figure string, rt *extension.Runtime, ids ...string) error {
-	chain := rt.Chain(extension.ToolBefore)
-	for _, id := range ids {
-		if !slices.Contains(chain, id) {
-			return fmt.Errorf("%s: %s does not intercept tool.before (chain: %s), so there is nothing to measure: its runtime.intercepts and its subscriptions must name tool.before", figure, id, orNone(chain))
-		}
-	}
-	return nil
-}
-
-// interceptRTT measures intercept_rtt against pingpong_limit.
-func (b *bench) interceptRTT() ([]result, error) {
-	return b.intercepts("intercept_rtt", "pingpong_limit", b.host(b.home1), "", b.id)
-}
-
-// interceptChain4 measures intercept_chain4, one intercept through the
-// four copies, against pingpong4_limit, one round with each of four
-// peers.
-func (b *bench) interceptChain4() ([]result, error) {
-	h := b.host(b.home4)
-	h.MaxParallelStarts = copies
-	return b.intercepts("intercept_chain4", "pingpong4_limit", h, copiesHint, b.ids4...)
-}
-
 // intercepts measures figure, one tool.before Intercept through the
-// plugins ids of a generation of h, against baseline, one pingpong round
-// with each of as many peers.
-func (b *bench) intercepts(figure, baseline string, h *extension.Host, hint string, ids ...string) ([]result, error) {
-	rt, err := start(figure, h, hint, ids...)
-	if err != nil {
-		return nil, err
-	}
-	defer rt.Close()
-	if err := inChain(figure, rt, ids...); err != nil {
-		return nil, err
-	}
-	peers, err := b.startPingpongs(len(ids))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", baseline, err)
-	}
-	defer closeAll(peers)
-	t, err := interleave(b.n, b.warm(), op{figure, intercept(rt)}, op{baseline, rounds(peers)})
-	if err != nil {
-		return nil, err
-	}
-	base := t[1].result(true)
-	return []result{t[0].result(true).against(base), base}, nil
-}
-
-// warm is how many untimed calls of each latency figure come first.
-func (b *bench) warm() int { return max(10, b.n/20) }
-
-// intercept is one tool.before through rt.
-func intercept(rt *extension.Runtime) func() (func() error, error) {
-	ctx := context.Background()
-	return func() (func() error, error) {
-		_, err := rt.Intercept(ctx, extension.ToolBefore, benchTool)
-		return nil, err
+// sidecars s, against baseline, one pingpong round with each of as many
+// peers.
+func (b *bench) intercepts(figure, baseline string, s sidecars) func() ([]result, error) {
+	return func() ([]result, error) {
+		rt, err := s.start(figure)
+		if err != nil {
+			return nil, err
+		}
+		defer rt.Close()
+		// Each must intercept tool.before, the point measured.
+		chain := rt.Chain(extension.ToolBefore)
+		for _, id := range s.ids {
+			if !slices.Contains(chain, id) {
+				return nil, fmt.Errorf("%s: %s does not intercept tool.before (chain: %s), so there is nothing to measure: its runtime.intercepts and its subscriptions must name tool.before", figure, id, orNone(chain))
+			}
+		}
+		peers, err := b.peers(pingpongPeer, len(s.ids), "")
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", baseline, err)
+		}
+		defer stopAll(peers)
+		ctx := context.Background()
+		intercept := func() (func() error, error) {
+			_, err := rt.Intercept(ctx, extension.ToolBefore, benchTool)
+			return nil, err
+		}
+		r, err := interleave(b.n, max(10, b.n/20), true, op{figure, intercept}, op{baseline, rounds(peers)})
+		if err != nil {
+			return nil, err
+		}
+		return []result{r[0].against(r[1]), r[1]}, nil
 	}
 }
 
@@ -365,25 +357,15 @@ func intercept(rt *extension.Runtime) func() (func() error, error) {
 // never reached the observer, dropped by the host (D20) or the SDK.
 func (b *bench) observeThroughput() ([]result, error) {
 	const name = "observe_throughput"
-	dir := filepath.Join(b.work, observerPeer)
 	home := filepath.Join(b.work, "home-observer")
-	manifest, err := json.Marshal(map[string]any{
+	manifest := map[string]any{
 		"apiVersion": "reasonix.io/plugin/v1", "name": observerPeer, "version": "1.0.0",
 		"runtime": map[string]any{"command": b.exe(observerPeer), "intercepts": []extension.Point{extension.ToolBefore, extension.ToolAfter}},
-	})
-	if err == nil {
-		err = os.MkdirAll(dir, 0o755)
 	}
-	if err == nil {
-		err = os.WriteFile(filepath.Join(dir, extension.ManifestFile), manifest, 0o644)
-	}
-	if err == nil {
-		_, err = extension.Install(home, dir, extension.InstallOptions{Link: true})
-	}
-	if err != nil {
+	if err := installManifest(home, filepath.Join(b.work, observerPeer), observerPeer, manifest); err != nil {
 		return nil, fmt.Errorf("%s: installing the observer: %w", name, err)
 	}
-	rt, err := start(name, b.host(home), "", observerPeer)
+	rt, err := sidecars{host: b.host(home), ids: []string{observerPeer}}.start(name)
 	if err != nil {
 		return nil, err
 	}
@@ -441,30 +423,26 @@ func (b *bench) observeThroughput() ([]result, error) {
 // four sidecars started together, against spawn_1 and spawn_4, as many
 // minimal Go programs started together until each has answered a line.
 func (b *bench) startup() ([]result, error) {
-	h1 := b.host(b.home1)
-	h4 := b.host(b.home4)
-	h4.MaxParallelStarts = copies
-	generation := func(figure string, h *extension.Host, hint string, ids ...string) func() (func() error, error) {
+	generation := func(figure string, s sidecars) func() (func() error, error) {
 		return func() (func() error, error) {
-			rt, err := start(figure, h, hint, ids...)
+			rt, err := s.start(figure)
 			if err != nil {
 				return nil, err
 			}
 			return rt.Close, nil // untimed: the figure is the ready time
 		}
 	}
-	t, err := interleave(max(3, b.n/100), 1,
+	// The untimed Close falls inside the blocks that count mallocs, so
+	// these figures report none.
+	r, err := interleave(max(3, b.n/100), 1, false,
 		op{"spawn_1", b.spawn(1)},
-		op{"startup_1", generation("startup_1", h1, "", b.id)},
+		op{"startup_1", generation("startup_1", b.one)},
 		op{"spawn_4", b.spawn(copies)},
-		op{"startup_4", generation("startup_4", h4, copiesHint, b.ids4...)})
+		op{"startup_4", generation("startup_4", b.four)})
 	if err != nil {
 		return nil, err
 	}
-	// The untimed Close falls inside the blocks that count mallocs, so
-	// these figures report none.
-	spawn1, spawn4 := t[0].result(false), t[2].result(false)
-	return []result{t[1].result(false).against(spawn1), spawn1, t[3].result(false).against(spawn4), spawn4}, nil
+	return []result{r[1].against(r[0]), r[0], r[3].against(r[2]), r[2]}, nil
 }
 
 // exe is the path of a built peer program.
@@ -475,114 +453,111 @@ func (b *bench) exe(name string) string {
 	return filepath.Join(b.bin, name)
 }
 
-// child starts a peer program with pipes on its stdin and stdout; its
-// stderr is ours, so that its complaints are seen.
-func (b *bench) child(name string) (*exec.Cmd, io.WriteCloser, *bufio.Reader, error) {
-	cmd := exec.Command(b.exe(name))
-	cmd.Env = b.env
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, nil, nil, err
-	}
-	return cmd, stdin, bufio.NewReader(stdout), nil
+// peer is a running peer program and our ends of its stdin and stdout.
+type peer struct {
+	cmd *exec.Cmd
+	in  io.WriteCloser
+	out *bufio.Reader
 }
 
-// spawn is one sample of spawn_<k>: k echoline peers started together,
-// timed until each one's answer line has been read; closing their stdin
-// and waiting for them is the untimed cleanup.
-func (b *bench) spawn(k int) func() (func() error, error) {
-	return func() (func() error, error) {
-		cmds := make([]*exec.Cmd, k)
-		stdins := make([]io.WriteCloser, k)
-		errs := make([]error, k)
-		var wg sync.WaitGroup
-		for i := range k {
-			// One goroutine per process, as the host launches each
-			// sidecar on its own.
-			wg.Go(func() {
-				var out *bufio.Reader
-				if cmds[i], stdins[i], out, errs[i] = b.child(echolinePeer); errs[i] != nil {
-					return
-				}
-				if _, errs[i] = io.WriteString(stdins[i], "ready?\n"); errs[i] == nil {
-					var line string
-					if line, errs[i] = out.ReadString('\n'); errs[i] == nil && line != "ready?\n" {
-						errs[i] = fmt.Errorf("echoline answered %q", line)
-					}
-				}
-			})
-		}
-		wg.Wait()
-		cleanup := func() error {
-			var errs []error
-			for i, cmd := range cmds {
-				if cmd != nil {
-					stdins[i].Close()
-					errs = append(errs, cmd.Wait())
-				}
-			}
-			return errors.Join(errs...)
-		}
-		if err := errors.Join(errs...); err != nil {
-			cleanup()
-			return nil, err
-		}
-		return cleanup, nil
+// peers starts k copies of the peer program name together, one goroutine
+// each, as the host launches each sidecar on its own. With a hello line,
+// each must echo it before peers returns. On an error, the ones started
+// are stopped.
+func (b *bench) peers(name string, k int, hello string) ([]*peer, error) {
+	peers := make([]*peer, k)
+	errs := make([]error, k)
+	var wg sync.WaitGroup
+	for i := range k {
+		wg.Go(func() { peers[i], errs[i] = b.startPeer(name, hello) })
 	}
-}
-
-// pingpong is one child of the intercept baselines and the parent's side
-// of its pipes: the same DTOs as the host's, in envelopes, with plain
-// json.Marshal and json.Unmarshal, synchronously, on one goroutine.
-type pingpong struct {
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
-	w     *bufio.Writer
-	r     *bufio.Reader
-	id    int64
-}
-
-// startPingpongs starts k pingpong peers.
-func (b *bench) startPingpongs(k int) ([]*pingpong, error) {
-	var peers []*pingpong
-	for range k {
-		cmd, stdin, r, err := b.child(pingpongPeer)
-		if err != nil {
-			closeAll(peers)
-			return nil, err
-		}
-		peers = append(peers, &pingpong{cmd: cmd, stdin: stdin, w: bufio.NewWriter(stdin), r: r})
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		stopAll(peers)
+		return nil, err
 	}
 	return peers, nil
 }
 
-// round writes one extension/intercept frame of benchTool, encoding the
-// payload as the host does, and reads and decodes the answer.
-func (p *pingpong) round() error {
-	p.id++
+// startPeer starts the peer program name, whose stderr is ours so that
+// its complaints are seen, and has it echo hello, if any. The peer is
+// returned whenever it started, for stopAll.
+func (b *bench) startPeer(name, hello string) (*peer, error) {
+	cmd := exec.Command(b.exe(name))
+	cmd.Env = b.env
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err == nil {
+		err = cmd.Start()
+	}
+	if err != nil {
+		return nil, err
+	}
+	p := &peer{cmd: cmd, in: in, out: bufio.NewReader(out)}
+	if hello == "" {
+		return p, nil
+	}
+	if _, err := io.WriteString(in, hello); err != nil {
+		return p, err
+	}
+	line, err := p.out.ReadString('\n')
+	if err == nil && line != hello {
+		err = fmt.Errorf("%s answered %q", name, line)
+	}
+	return p, err
+}
+
+// stopAll ends the peers started: EOF on stdin makes each exit.
+func stopAll(peers []*peer) error {
+	var errs []error
+	for _, p := range peers {
+		if p != nil {
+			p.in.Close()
+			errs = append(errs, p.cmd.Wait())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// spawn is one sample of spawn_<k>: k echoline peers started together,
+// timed until each one's answer line has been read; stopping them is the
+// untimed cleanup.
+func (b *bench) spawn(k int) func() (func() error, error) {
+	return func() (func() error, error) {
+		peers, err := b.peers(echolinePeer, k, "ready?\n")
+		if err != nil {
+			return nil, err
+		}
+		return func() error { return stopAll(peers) }, nil
+	}
+}
+
+// pingpong is the parent's side of one round with a child of the
+// intercept baselines: it writes request id, an extension/intercept frame
+// of benchTool whose payload it encodes as the host does, to w, and reads
+// and decodes the answer from r. The same DTOs as the host's, in
+// envelopes, with plain json.Marshal and json.Unmarshal, synchronously,
+// on one goroutine.
+func pingpong(w *bufio.Writer, r *bufio.Reader, id int64) error {
 	payload, err := json.Marshal(benchTool)
 	if err != nil {
 		return err
 	}
-	frame, err := json.Marshal(pingdto.Request{JSONRPC: "2.0", ID: p.id, Method: extension.MethodIntercept,
-		Params: extension.InterceptParams{Event: extension.ToolBefore, Seq: p.id, Payload: payload, TimeoutMillis: 5000}})
+	frame, err := json.Marshal(pingdto.Request{JSONRPC: "2.0", ID: id, Method: extension.MethodIntercept,
+		Params: extension.InterceptParams{Event: extension.ToolBefore, Seq: id, Payload: payload, TimeoutMillis: 5000}})
 	if err != nil {
 		return err
 	}
-	p.w.Write(frame)
-	p.w.WriteByte('\n')
-	if err := p.w.Flush(); err != nil {
+	w.Write(frame)
+	w.WriteByte('\n')
+	if err := w.Flush(); err != nil {
 		return fmt.Errorf("writing to the peer: %w", err)
 	}
-	line, err := p.r.ReadBytes('\n')
+	line, err := r.ReadBytes('\n')
 	if err != nil {
 		return fmt.Errorf("reading the peer's answer: %w", err)
 	}
@@ -590,29 +565,28 @@ func (p *pingpong) round() error {
 	if err := json.Unmarshal(line, &a); err != nil {
 		return err
 	}
-	if a.ID != p.id || a.Result.Decision != extension.DecisionContinue {
-		return fmt.Errorf("the peer answered %s to request %d", line, p.id)
+	if a.ID != id || a.Result.Decision != extension.DecisionContinue {
+		return fmt.Errorf("the peer answered %s to request %d", line, id)
 	}
 	return nil
 }
 
-// rounds is one round with each peer in turn.
-func rounds(peers []*pingpong) func() (func() error, error) {
+// rounds is one round with each peer in turn, all with the request ID
+// of the round.
+func rounds(peers []*peer) func() (func() error, error) {
+	ws := make([]*bufio.Writer, len(peers))
+	for i, p := range peers {
+		ws[i] = bufio.NewWriter(p.in)
+	}
+	var id int64
 	return func() (func() error, error) {
-		for _, p := range peers {
-			if err := p.round(); err != nil {
+		id++
+		for i, p := range peers {
+			if err := pingpong(ws[i], p.out, id); err != nil {
 				return nil, err
 			}
 		}
 		return nil, nil
-	}
-}
-
-// closeAll ends the peers: EOF on stdin makes each exit.
-func closeAll(peers []*pingpong) {
-	for _, p := range peers {
-		p.stdin.Close()
-		p.cmd.Wait()
 	}
 }
 
@@ -623,19 +597,12 @@ type op struct {
 	run  func() (cleanup func() error, err error)
 }
 
-// timing is what interleave measured of one op: each call's time and the
-// process's mallocs over the blocks of calls.
-type timing struct {
-	name    string
-	lat     []time.Duration
-	mallocs uint64
-}
-
 // interleave runs warm untimed calls of each op, then n timed calls of
 // each, in alternating blocks, so that the machine's noise falls on all of
-// them alike. The times go into preallocated slices and the mallocs are
+// them alike, and returns each op's p50, p99 and, when allocs, its mallocs
+// per call. The times go into preallocated slices and the mallocs are
 // read around each block, so that neither is part of the figure.
-func interleave(n, warm int, ops ...op) ([]timing, error) {
+func interleave(n, warm int, allocs bool, ops ...op) ([]result, error) {
 	call := func(o op) (time.Duration, error) {
 		start := time.Now()
 		cleanup, err := o.run()
@@ -657,10 +624,11 @@ func interleave(n, warm int, ops ...op) ([]timing, error) {
 			}
 		}
 	}
-	out := make([]timing, len(ops))
-	for i, o := range ops {
-		out[i] = timing{name: o.name, lat: make([]time.Duration, 0, n)}
+	lat := make([][]time.Duration, len(ops))
+	for i := range ops {
+		lat[i] = make([]time.Duration, 0, n)
 	}
+	mallocs := make([]uint64, len(ops))
 	block := max(1, min(50, n/10))
 	var ms runtime.MemStats
 	for done := 0; done < n; done += block {
@@ -672,24 +640,22 @@ func interleave(n, warm int, ops ...op) ([]timing, error) {
 				if err != nil {
 					return nil, err
 				}
-				out[i].lat = append(out[i].lat, d)
+				lat[i] = append(lat[i], d)
 			}
 			runtime.ReadMemStats(&ms)
-			out[i].mallocs += ms.Mallocs - before
+			mallocs[i] += ms.Mallocs - before
 		}
 	}
-	return out, nil
-}
-
-// result summarizes t: p50, p99 and, when allocs, the mallocs per call.
-func (t timing) result(allocs bool) result {
-	slices.Sort(t.lat)
-	r := result{Name: t.name, P50: percentile(t.lat, 50), P99: percentile(t.lat, 99)}
-	if allocs {
-		a := float64(t.mallocs) / float64(len(t.lat))
-		r.AllocsPerOp = &a
+	results := make([]result, len(ops))
+	for i, o := range ops {
+		slices.Sort(lat[i])
+		results[i] = result{Name: o.name, P50: percentile(lat[i], 50), P99: percentile(lat[i], 99)}
+		if allocs {
+			a := float64(mallocs[i]) / float64(n)
+			results[i].AllocsPerOp = &a
+		}
 	}
-	return r
+	return results, nil
 }
 
 // against sets r's baseline and its ratio to it.

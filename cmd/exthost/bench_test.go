@@ -156,7 +156,7 @@ func TestBenchNamesTheFigureWhenCopiesCannotStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := &bench{work: work}
-	rt, err := start("intercept_chain4", b.host(home), copiesHint, ids...)
+	rt, err := sidecars{host: b.host(home), ids: ids, hint: copiesHint}.start("intercept_chain4")
 	if err == nil {
 		rt.Close()
 		t.Fatal("the copies started, want an error")
