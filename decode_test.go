@@ -412,3 +412,22 @@ func TestPlainWordAgreesWithPlainByte(t *testing.T) {
 		}
 	}
 }
+
+// TestPooledWalkerHoldsNoDocument: a walker released to the pool keeps no
+// reference into the document it read (a frame can be 8 MiB), and gives
+// back the room a large document made it grow.
+func TestPooledWalkerHoldsNoDocument(t *testing.T) {
+	w := &walker{dup: dupState{sets: map[int]map[string]bool{}}}
+	w.path = append(w.path, pathToken{key: []byte(`"x"`)})
+	w.dup.names = append(w.dup.names, []byte(`"x"`))
+	w.path, w.dup.names = w.path[:0], w.dup.names[:0] // as a walk leaves them
+	w.release()
+	if w.path[:1][0].key != nil || w.dup.names[:1][0] != nil {
+		t.Fatal("a released walker still points into the document")
+	}
+	big := &walker{path: make([]pathToken, 0, 2*walkerKeep), dup: dupState{names: make([][]byte, 0, 2*walkerKeep), sets: map[int]map[string]bool{}}}
+	big.release()
+	if big.path != nil || big.dup.names != nil {
+		t.Fatal("a walker grown past walkerKeep kept its room")
+	}
+}

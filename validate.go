@@ -94,9 +94,30 @@ func walk(n *vnode, doc []byte, dst reflect.Value) error {
 		// value succeeded (members, elements).
 		w.locate(err.(*ValidationError), n.def)
 	}
-	w.s = scanner{}
+	w.release()
 	walkers.Put(w)
 	return err
+}
+
+// walkerKeep is the most path tokens or member names a pooled walker
+// keeps room for; a walker that grew past it on a large document gives
+// the room back, and clearing what is kept stays cheap.
+const walkerKeep = 128
+
+// release drops the walker's hold on the document before it is pooled:
+// path tokens and member names point into it, and a pooled walker would
+// otherwise keep the last frame (up to 8 MiB) alive.
+func (w *walker) release() {
+	w.s = scanner{}
+	clear(w.path[:cap(w.path)])
+	clear(w.dup.names[:cap(w.dup.names)])
+	if cap(w.path) > walkerKeep {
+		w.path = nil
+	}
+	if cap(w.dup.names) > walkerKeep {
+		w.dup.names, w.dup.escaped = nil, nil
+	}
+	clear(w.dup.sets)
 }
 
 // fail builds the error of a rule; walk locates it.
