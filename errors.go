@@ -186,19 +186,23 @@ type errorData struct {
 
 func (errorData) openObject() {}
 
-// wireError is the JSON-RPC error object as it is encoded.
+// wireError is the JSON-RPC error object, as it is encoded and read: code
+// and message are required, other members are tolerated when read
+// (PROTOCOL.md §8.3), and data is read as raw JSON.
 type wireError struct {
-	Code    int             `json:"code"`
+	Code    int64           `json:"code"`
 	Message string          `json:"message"`
-	Data    json.RawMessage `json:"data,omitempty"`
+	Data    json.RawMessage `json:"data,omitempty" proto:"raw"`
 }
+
+func (wireError) openObject() {}
 
 // toWire encodes e as a JSON-RPC error object. A protocol error carries
 // exactly the two data members of D7. A caller-supplied Data that is not
 // valid JSON is left out, so that the object always encodes: the answer
 // goes out without it rather than not at all.
 func (e *Error) toWire() wireError {
-	w := wireError{Code: e.Code, Message: e.Message}
+	w := wireError{Code: int64(e.Code), Message: e.Message}
 	if e.Reason != "" {
 		w.Data, _ = json.Marshal(errorData{Reason: e.Reason, Retryable: e.Reason.Retryable()})
 	} else if json.Valid(e.Data) {

@@ -218,27 +218,17 @@ func parseID(raw []byte) (msgID, bool) {
 	return msgID(n), err == nil
 }
 
-// errorObject is a JSON-RPC error object as it is read: code and message
-// are required, other members are tolerated (PROTOCOL.md §8.3).
-type errorObject struct {
-	Code    int64           `json:"code"`
-	Message string          `json:"message"`
-	Data    json.RawMessage `json:"data,omitempty" proto:"raw"`
-}
-
-func (errorObject) openObject() {}
-
 var (
-	errorObjectNode = mustNode[errorObject]()
-	errorDataNode   = mustNode[errorData]()
+	wireErrorNode = mustNode[wireError]()
+	errorDataNode = mustNode[errorData]()
 )
 
 // decodeWireError reads a JSON-RPC error object. Its data is trusted as a
 // protocol error only when it carries a frozen reason with the frozen
 // retryable flag (D7); otherwise the raw data is kept.
 func decodeWireError(raw []byte) (*Error, bool) {
-	var o errorObject
-	if walk(errorObjectNode(), raw, reflect.ValueOf(&o).Elem()) != nil || o.Code != int64(int(o.Code)) {
+	var o wireError
+	if walk(wireErrorNode(), raw, reflect.ValueOf(&o).Elem()) != nil || o.Code != int64(int(o.Code)) {
 		return nil, false
 	}
 	e := &Error{Code: int(o.Code), Message: o.Message}
