@@ -229,6 +229,8 @@ func TestStrictRulesBeyondTheSchemaD3(t *testing.T) {
 		{"below minimum", "InterceptParams", `{"event":"tool.before","seq":0,"payload":{},"timeoutMillis":0}`, "/seq", "at least 1"},
 		{"negative minimum 0", "ContentReadParams", `{"contentRef":"c","offset":-1}`, "/offset", "at least 0"},
 		{"negative price", "ProviderDescriptor", `{"ref":"r","inputPerMillion":-0.5}`, "/inputPerMillion", "out of bounds"},
+		{"negative price that rounds to -0", "ProviderDescriptor", `{"ref":"r","inputPerMillion":-1e-400}`, "/inputPerMillion", "out of bounds"},
+		{"negative price that rounds to -0 with a fraction", "ProviderDescriptor", `{"ref":"r","inputPerMillion":-0.0001e-400}`, "/inputPerMillion", "out of bounds"},
 		{"number out of float64 range", "ProviderDescriptor", `{"ref":"r","inputPerMillion":1e999}`, "/inputPerMillion", "out of range"},
 		{"trailing data", "ShutdownParams", `{"timeoutMillis":5} {}`, "", "trailing data"},
 		{"error chunk without error", "ProviderChunk", `{"type":"error"}`, "", `needs the error member`},
@@ -256,6 +258,7 @@ func TestStrictRulesAccept(t *testing.T) {
 		{"InterceptResult", `{"decision":"replace","replacement":null}`},
 		{"ShutdownParams", " {\"timeoutMillis\":-0}\r\n"},
 		{"ProviderDescriptor", `{"ref":"r","inputPerMillion":0,"cacheHitPerMillion":2.5e-1}`},
+		{"ProviderDescriptor", `{"ref":"r","inputPerMillion":-0.0,"outputPerMillion":-0e5}`}, // negative zero is zero: not below 0
 		{"UIRequestResult", `{"cancelled":false,"values":{"v":null}}`},
 		{"InterceptParams", `{"event":"tool.before","seq":9223372036854775807,"payload":{"a":{"a":{"a":1}}},"timeoutMillis":0}`},
 	} {

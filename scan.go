@@ -159,7 +159,6 @@ type numberShape struct {
 	negative bool
 	fraction bool
 	exponent bool
-	nonzero  bool // a digit of the mantissa is not 0: the value is not zero
 }
 
 // num reads a number token per the JSON grammar.
@@ -169,16 +168,13 @@ func (s *scanner) num() (numberShape, error) {
 	switch {
 	case s.eat('0', '0'):
 	case s.digits() > 0: // a first digit of 1-9
-		n.nonzero = true
 	default:
 		return n, s.fail("invalid number")
 	}
 	if n.fraction = s.eat('.', '.'); n.fraction {
-		at := s.pos
 		if s.digits() == 0 {
 			return n, s.fail("invalid number fraction")
 		}
-		n.nonzero = n.nonzero || len(bytes.Trim(s.data[at:s.pos], "0")) > 0
 	}
 	if n.exponent = s.eat('e', 'E'); n.exponent {
 		s.eat('+', '-')

@@ -375,8 +375,8 @@ func (w *walker) number(n *vnode, dst reflect.Value) error {
 			return w.fail(ruleRange, string(num.raw), "number %.40s is out of range", string(num.raw))
 		}
 		// A negative literal below the minimum stays below it even when it
-		// rounds to -0 (-1e-400 is not >= 0).
-		if n.min != nil && (f < float64(*n.min) || num.negative && num.nonzero && float64(*n.min) >= 0 && f == 0) {
+		// rounds to -0 (-1e-400 is not >= 0, -0.0 is). Looked at only then.
+		if n.min != nil && (f < float64(*n.min) || num.negative && f == 0 && float64(*n.min) >= 0 && nonzeroMantissa(num.raw)) {
 			return w.fail(ruleRange, string(num.raw), "number %s is out of bounds", string(num.raw))
 		}
 		dst.SetFloat(f)
@@ -407,6 +407,15 @@ func (w *walker) number(n *vnode, dst reflect.Value) error {
 	}
 	dst.SetInt(i)
 	return nil
+}
+
+// nonzeroMantissa reports whether a number literal has a digit other
+// than 0 before its exponent: its value is not zero, whatever it rounds to.
+func nonzeroMantissa(raw []byte) bool {
+	if i := bytes.IndexAny(raw, "eE"); i >= 0 {
+		raw = raw[:i]
+	}
+	return bytes.ContainsFunc(raw, func(r rune) bool { return '1' <= r && r <= '9' })
 }
 
 // rawNode skips a value, checking only its syntax.
