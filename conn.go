@@ -139,8 +139,10 @@ type Handler interface {
 	// as is; any other error becomes the frozen internal error and its
 	// text stays local (it goes to Logf). A panic becomes the internal
 	// error too, and the connection survives. Requests are handled
-	// concurrently, up to ConnOptions.MaxHandlers; ctx is cancelled when
-	// the connection ends.
+	// concurrently, up to ConnOptions.MaxHandlers: each starts on the
+	// reader goroutine, which moves on after ConnOptions.InlineBound or
+	// at the handler's first Call. ctx is cancelled when the connection
+	// ends.
 	HandleRequest(ctx context.Context, method string, params json.RawMessage) (any, error)
 
 	// HandleNotification handles one notification. Notifications are
