@@ -183,6 +183,13 @@ func launchGate(home string, e *PackageEntry, workspaceRoot string) (*launchSpec
 // which [TrustPlugin] shares. A command it refuses is a [*LaunchError].
 func newLaunchSpec(id, root, version string, linked bool, m *Manifest) (*launchSpec, error) {
 	command, err := resolveCommand(root, m.Runtime.Command)
+	if err == nil {
+		if shell, ok := shellBehindEnv(command, m.Runtime.Args); ok {
+			// D8, stricter than upstream (PROTOCOL.md §11): env runs the
+			// program its arguments name, so a shell behind it is one too.
+			err = fmt.Errorf("%w (%q runs %q): runtimes are exec-form only; point runtime.command at the sidecar executable itself", ErrShellCommand, m.Runtime.Command, shell)
+		}
+	}
 	if err != nil {
 		return nil, &LaunchError{Plugin: id, Required: m.Runtime.Required, Cause: err}
 	}
@@ -255,6 +262,88 @@ func isShell(command string) bool {
 		base = strings.TrimSuffix(base, ext)
 	}
 	return slices.Contains([]string{"sh", "bash", "zsh", "fish", "dash", "ksh", "cmd", "powershell", "pwsh"}, base)
+}
+
+// shellBehindEnv reports the shell that command runs with args when
+// command is env (by name, or by the file it links to), through any number
+// of envs: env -i -u NAME -C DIR NAME=VALUE -- sh, env -S "sh -c ...".
+func shellBehindEnv(command string, args []string) (string, bool) {
+	for isEnv(command) || isEnv(resolvedPath(command)) {
+		program, rest, ok := envProgram(args)
+		if !ok {
+			return "", false // env with no program runs nothing
+		}
+		if isShell(program) {
+			return program, true
+		}
+		command, args = program, rest
+	}
+	return "", false
+}
+
+// isEnv reports whether command names env, as isShell reads names.
+func isEnv(command string) bool {
+	base := strings.ToLower(command[strings.LastIndexAny(command, `/\`)+1:])
+	return strings.TrimSuffix(base, ".exe") == "env"
+}
+
+// envProgram returns the program env runs with args, and its arguments.
+// It skips env's options and their values (-u NAME, -C DIR, in short
+// clusters such as -iu NAME too, and their long forms), NAME=VALUE
+// assignments and --; -S (--split-string) splits its string into
+// arguments, which are read the same way.
+func envProgram(args []string) (program string, rest []string, ok bool) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		next := func() (string, bool) { // an option's value, the next argument
+			i++
+			if i < len(args) {
+				return args[i], true
+			}
+			return "", false
+		}
+		switch {
+		case a == "--":
+			if i+1 < len(args) {
+				return args[i+1], args[i+2:], true
+			}
+			return "", nil, false
+		case a == "--unset" || a == "--chdir":
+			next()
+		case a == "--split-string":
+			v, ok := next()
+			if !ok {
+				return "", nil, false
+			}
+			return envProgram(append(strings.Fields(v), args[i+1:]...))
+		case strings.HasPrefix(a, "--split-string="):
+			return envProgram(append(strings.Fields(a[len("--split-string="):]), args[i+1:]...))
+		case strings.HasPrefix(a, "--"): // --ignore-environment, --unset=NAME, --chdir=DIR...
+		case strings.HasPrefix(a, "-"):
+			for j := 1; j < len(a); j++ { // a cluster of short options
+				switch a[j] {
+				case 'u', 'C': // the rest of the cluster, or the next argument, is its value
+					if j == len(a)-1 {
+						next()
+					}
+					j = len(a)
+				case 'S':
+					v := a[j+1:]
+					if v == "" {
+						var ok bool
+						if v, ok = next(); !ok {
+							return "", nil, false
+						}
+					}
+					return envProgram(append(strings.Fields(v), args[i+1:]...))
+				}
+			}
+		case strings.Contains(a, "="): // NAME=VALUE
+		default:
+			return a, args[i+1:], true
+		}
+	}
+	return "", nil, false
 }
 
 // insideDir reports whether path is dir or lies below it, comparing

@@ -706,3 +706,64 @@ func splitGates(home, workspaceRoot string) ([]*launchSpec, []error) {
 	}
 	return specs, refused
 }
+
+// TestLaunchGateD8RefusesAShellBehindEnv: env runs the program its
+// arguments name, so the gate sees through it, its options and their
+// values, assignments, --, -S strings and nested envs, to refuse a shell;
+// env running anything else stays allowed (stricter than upstream,
+// PROTOCOL.md §11).
+func TestLaunchGateD8RefusesAShellBehindEnv(t *testing.T) {
+	refused := [][]string{
+		{"sh", "-c", "exec node server.js"},
+		{"-i", "bash"},
+		{"-", "zsh"},
+		{"-u", "HOME", "sh"},
+		{"-uHOME", "sh"},
+		{"-iu", "HOME", "dash"},
+		{"-C", "/tmp", "ksh"},
+		{"--unset", "HOME", "--chdir=/tmp", "fish"},
+		{"--ignore-environment", "--unset=HOME", "sh"},
+		{"FOO=1", "BAR=2", "--", "bash", "-c", "x"},
+		{"-S", "sh -c 'exec x'"},
+		{"-Ssh -c x"},
+		{"-iS", "FOO=1 sh -c x"},
+		{"--split-string=bash -c x"},
+		{"--split-string", "-i pwsh"},
+		{"env", "-i", "/bin/sh"},
+		{"/usr/bin/env", "FOO=1", `C:\Windows\System32\cmd.exe`},
+	}
+	for _, args := range refused {
+		if shell, ok := shellBehindEnv("/usr/bin/env", args); !ok {
+			t.Errorf("env %q: not refused, want the shell behind it", args)
+		} else if !isShell(shell) {
+			t.Errorf("env %q: refused naming %q, not a shell", args, shell)
+		}
+	}
+	allowed := [][]string{
+		{"node", "server.js"},
+		{"-i", "FOO=1", "/opt/sidecar/bin/run", "sh"}, // sh is the sidecar's argument
+		{"-u", "sh", "python3", "main.py"},            // sh is the name -u unsets
+		{"-S", "python3 -u main.py"},
+		{}, {"-i"}, {"FOO=1"}, {"--"}, {"-S"},
+	}
+	for _, args := range allowed {
+		if shell, ok := shellBehindEnv("/usr/bin/env", args); ok {
+			t.Errorf("env %q: refused for %q, want it allowed", args, shell)
+		}
+	}
+	if _, ok := shellBehindEnv("/opt/x/run", []string{"sh"}); ok {
+		t.Error("a program that is not env was read as env")
+	}
+
+	// Through the gate, with the manifest's args.
+	dir := writePlugin(t, filepath.Join(t.TempDir(), "e"), `{"apiVersion":"reasonix.io/plugin/v1","name":"e","version":"1.0.0","runtime":{"command":"/usr/bin/env","args":["-i","PATH=/bin","sh","-c","exec node x.js"]}}`)
+	home := t.TempDir()
+	if _, err := Install(home, dir, InstallOptions{Link: true}); err != nil {
+		t.Fatal(err)
+	}
+	spec, err := resolveLaunch(home, "e", "")
+	wantRefusal(t, spec, err, "e", ErrShellCommand)
+	if !strings.Contains(err.Error(), `"/usr/bin/env" runs "sh"`) {
+		t.Errorf("refusal %q, want it to name env and the shell it runs", err)
+	}
+}
