@@ -453,6 +453,9 @@ func fixtureVerdict() {
 				return sdk.Allow(), nil
 			case "deny":
 				return sdk.Deny("denied by " + id), nil
+			case "echo-env":
+				// A credential the manifest gave it, whatever its name.
+				return sdk.Block("blocked by " + id + " with cred " + os.Getenv("SERVICE_CRED")), nil
 			case "hold":
 				<-ctx.Done()
 				return sdk.Verdict{}, ctx.Err()

@@ -608,3 +608,22 @@ func TestResourcesChangedReachesEverySidecarD20(t *testing.T) {
 		t.Error("ResourcesChanged on a closed generation succeeded")
 	}
 }
+
+// TestManifestEnvValuesAreRedactedD25: a value the manifest's runtime.env
+// gives a sidecar is a secret of that sidecar whatever its variable is
+// called: when the sidecar says it back, in a block reason, the host
+// shows the marker instead (D25; FULL TRUST never shows these values).
+func TestManifestEnvValuesAreRedactedD25(t *testing.T) {
+	const cred = "c0rp-svc-3f9a71d2e8b4"
+	rt := startRuntime(t, nil, verdictPlugin("e", "echo-env", false, nil, map[string]string{"SERVICE_CRED": cred}))
+	out, err := rt.Intercept(bg, extension.ToolBefore, extension.ToolPayload{Name: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !out.Blocked || strings.Contains(out.Reason, cred) || !strings.Contains(out.Reason, extension.RedactedMarker) {
+		t.Fatalf("reason %q, want the manifest's value replaced by %q", out.Reason, extension.RedactedMarker)
+	}
+	if !strings.HasPrefix(out.Reason, "blocked by e with cred ") {
+		t.Fatalf("reason %q, want the rest of the reason kept", out.Reason)
+	}
+}

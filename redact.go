@@ -59,6 +59,11 @@ type Redactor struct {
 	// bytes is never redacted literally, whatever this says.
 	MinEnvValueLen int
 
+	// values are more values to redact literally, whatever their
+	// variables' names: the environment a sidecar's manifest gives it
+	// (D25), set by withValues.
+	values []string
+
 	once sync.Once
 	prog *redactProgram
 }
@@ -78,6 +83,17 @@ type Finding struct {
 
 	// Start and End are the byte offsets of the removed text.
 	Start, End int
+}
+
+// withValues returns r with vals redacted literally too, whatever their
+// variables' names, under the same length and path rules as environment
+// values: the environment a sidecar's manifest gives it (D25). With no
+// values it is r itself, whose compiled rules are shared.
+func (r *Redactor) withValues(vals []string) *Redactor {
+	if len(vals) == 0 {
+		return r
+	}
+	return &Redactor{Environ: r.Environ, SecretEnvName: r.SecretEnvName, MinEnvValueLen: r.MinEnvValueLen, values: append(slices.Clone(r.values), vals...)}
 }
 
 // defaultRedactor is a zero Redactor, built on first use.
@@ -252,7 +268,8 @@ func (p *redactProgram) hits(s string) iter.Seq2[int, *redactAnchor] {
 	}
 }
 
-// redactEnvValues picks the environment values to redact literally.
+// redactEnvValues picks the environment values to redact literally: those
+// of the secret-looking variables of Environ, and r.values.
 func redactEnvValues(r *Redactor) []string {
 	environ, isSecret := r.Environ, r.SecretEnvName
 	if environ == nil {
@@ -264,14 +281,21 @@ func redactEnvValues(r *Redactor) []string {
 	// Zero or less means 8; 3 is the shortest anchor hits can find.
 	minLen := max(cmp.Or(max(r.MinEnvValueLen, 0), 8), 3)
 	var vals []string
-	for _, kv := range environ() {
-		name, val, ok := strings.Cut(kv, "=")
-		if !ok || len(val) < minLen || !isSecret(name) ||
+	add := func(val string) {
+		if len(val) < minLen ||
 			strings.HasPrefix(val, "/") || strings.HasPrefix(val, "~") || redactDrivePath(val) ||
 			strings.Contains(RedactedMarker, val) || strings.Contains(val, RedactedMarker) || slices.Contains(vals, val) {
-			continue
+			return
 		}
 		vals = append(vals, val)
+	}
+	for _, kv := range environ() {
+		if name, val, ok := strings.Cut(kv, "="); ok && isSecret(name) {
+			add(val)
+		}
+	}
+	for _, val := range r.values {
+		add(val)
 	}
 	return vals
 }

@@ -28,7 +28,9 @@ type Host struct {
 	// Sidecars are full trust and inherit it unfiltered.
 	Env []string
 	// Redactor cleans every sidecar-supplied string that reaches errors,
-	// warnings and logs (D25); nil means a default Redactor.
+	// warnings and logs (D25); nil means a default Redactor. For each
+	// sidecar the values of the environment its manifest gives it are
+	// redacted too, whatever their names.
 	Redactor *Redactor
 
 	// StartupTimeout is the one deadline shared by every sidecar of a
@@ -118,7 +120,7 @@ func (h Host) withDefaults() *Host {
 	h.MaxParallelStarts = orDefault(h.MaxParallelStarts, 4)                              // D10
 	h.StderrTailBytes = orDefault(h.StderrTailBytes, defaultTailSize)
 	h.UIHost = cmp.Or(h.UIHost, UIHostHeadless)
-	h.Redactor = cmp.Or(h.Redactor, &Redactor{})
+	h.Redactor = cmp.Or(h.Redactor, defaultRedactor()) // one compiled default for every generation
 	if h.Env == nil {
 		h.Env = os.Environ()
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -60,6 +61,11 @@ type sidecar struct {
 	tail  *tail
 	start time.Time
 
+	// redactor is the host's, with the values of the environment the
+	// manifest gives this sidecar added (D25): every string the sidecar
+	// says goes through it.
+	redactor *Redactor
+
 	result InitializeResult // set before ready, read-only after
 	seq    atomic.Int64     // the last intercept seq sent; chain and slot-owner calls share it
 
@@ -76,7 +82,8 @@ type sidecar struct {
 // nothing is left running and the error is a *StartError.
 func launchSidecar(ctx context.Context, spec *launchSpec, cfg *Host) (*sidecar, error) {
 	s := &sidecar{spec: spec, cfg: cfg, start: time.Now(), classified: make(chan struct{}), watched: make(chan struct{})}
-	s.tail = &tail{size: cfg.StderrTailBytes, redactor: cfg.Redactor}
+	s.redactor = cfg.Redactor.withValues(slices.Sorted(maps.Values(spec.Runtime.Env)))
+	s.tail = &tail{size: cfg.StderrTailBytes, redactor: s.redactor}
 	s.stop = sync.OnceValue(s.doStop)
 	proc, stage, err := startProcess(spec, spec.env(cfg.Env), s.tail)
 	if err != nil {
@@ -241,7 +248,7 @@ func (s *sidecar) watch() {
 
 // interrupted is the error of every call on a crashed sidecar (D13).
 func (s *sidecar) interrupted(cause error) *Error {
-	return causedError(cause, ReasonProviderInterrupted, "extension sidecar %s crashed: %s", s.spec.ID, s.cfg.Redactor.Redact(fmt.Sprint(cause)))
+	return causedError(cause, ReasonProviderInterrupted, "extension sidecar %s crashed: %s", s.spec.ID, s.redactor.Redact(fmt.Sprint(cause)))
 }
 
 // usable fails fast without touching the wire when the sidecar cannot take
@@ -329,7 +336,7 @@ func (s *sidecar) redactErr(err error) error {
 	var e *Error
 	if errors.As(err, &e) {
 		c := *e
-		c.Message = s.cfg.Redactor.Redact(e.Message)
+		c.Message = s.redactor.Redact(e.Message)
 		return &c
 	}
 	return err
