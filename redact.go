@@ -78,7 +78,8 @@ type Finding struct {
 	// xai-key, vault-token, shopify-token, linear-key, doppler-token,
 	// telegram-bot-token, azure-storage-key), a structure (jwt,
 	// pem-private-key, url-userinfo, authorization-header, cookie-header,
-	// bearer-token, user-password-flag, secret-key-value) or env-value.
+	// bearer-token, user-password-flag, db-password-flag,
+	// secret-key-value) or env-value.
 	Rule string
 
 	// Start and End are the byte offsets of the removed text.
@@ -423,6 +424,38 @@ func redactUserFlag(st *redactScan, s string, p int) {
 	user, pw, _ := strings.Cut(s[i:e], ":")
 	if user != "" && pw != "" && !strings.HasPrefix(pw, RedactedMarker) && strings.Trim(pw, "0123456789") != "" { // not docker -u 1000:1000
 		st.add(e-len(pw), e, "user-password-flag")
+	}
+}
+
+// redactDBPasswordFlag removes the password a MySQL or MariaDB client is
+// given glued to -p (mysql -u app -pSECRET, mysqldump -p'SECRET'): the hit
+// is the client's name, and the rest of its command, up to the line's end
+// or a shell separator, is read once for -p flags. Elsewhere -p means
+// other things (nc -p8080, gcc -pthread, ssh -p 22) and stays.
+func redactDBPasswordFlag(st *redactScan, s string, p int) {
+	if p > 0 && (redactAlnum(s[p-1]) || s[p-1] == '_' || s[p-1] == '-') {
+		return // inside a longer word
+	}
+	w := redactRun(s, p, 16, func(c byte) bool { return 'a' <= c && c <= 'z' || c == '-' })
+	if w < len(s) && s[w] != ' ' && s[w] != '\t' && s[w] != '"' && s[w] != '\'' {
+		return // not the command word (mysql.sock, mysql_config)
+	}
+	end := redactRun(s, w, 1024, func(c byte) bool { return c != '\n' && c != ';' && c != '|' && c != '&' })
+	st.work += end - p
+	st.examined(end) // the rest of the command is read here, once
+	for i := w; i+2 < end; i++ {
+		if s[i] != '-' || s[i+1] != 'p' || s[i-1] != ' ' && s[i-1] != '\t' || s[i+2] == ' ' || s[i+2] == '\t' {
+			continue
+		}
+		v, q := i+2, byte(0)
+		if s[v] == '"' || s[v] == '\'' {
+			q, v = s[v], v+1
+		}
+		e := redactRun(s, v, end-v, func(c byte) bool { return c != q && (q != 0 || c != ' ' && c != '\t') })
+		if e > v && !strings.HasPrefix(s[v:e], RedactedMarker) {
+			st.add(v, e, "db-password-flag")
+		}
+		i = e
 	}
 }
 

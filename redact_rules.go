@@ -61,6 +61,7 @@ func redactRules() []redactRule {
 		redactRule{name: "url-userinfo", anchors: []string{"://"}, match: redactURLUserinfo},
 		redactRule{name: "telegram-bot-token", anchors: []string{":AA"}, match: redactTelegram},
 		redactRule{name: "user-password-flag", anchors: []string{"-u ", "--user ", "--user="}, match: redactUserFlag},
+		redactRule{name: "db-password-flag", anchors: []string{"mysql", "mariadb"}, match: redactDBPasswordFlag},
 		redactRule{
 			name:    "secret-key-value",
 			anchors: []string{"pass", "pwd", "secret", "token", "key", "credential", "auth", "cookie", "sig"},

@@ -226,6 +226,7 @@ func TestRedactLeavesNonSecretsAlone(t *testing.T) {
 var redactAdversarial = []string{
 	"token=$", "authorization: $", "cookie:[", // as found by review
 	"pass: a ", "pwd=/x=", "a://u:p/", "token=${{", "Authorization: <", `token="$`, "password: x y=", "sig=b(",
+	"mysql -pX ", "mysql mariadb ", // the database clients' -p flags
 }
 
 // TestRedactD25LinearOnAdversarialText redacts 1 MiB of each adversarial
