@@ -298,7 +298,7 @@ func TestShutdownKillsGrandchildHoldingStdoutD12(t *testing.T) {
 	home := installPlugins(t, plugin{name: "parent", fixture: "grandchild", env: map[string]string{"FIXTURE_GCPIDFILE": gcPid}})
 	usedFixtures["hold-stdout"] = true
 	h := testHost(home)
-	h.StdinGrace = 100 * time.Millisecond
+	h.StdinGrace = time.Minute // the parent exits at once: only its grandchild is killed
 	rt, err := h.Start(bg)
 	if err != nil {
 		t.Fatal(err)
@@ -306,6 +306,9 @@ func TestShutdownKillsGrandchildHoldingStdoutD12(t *testing.T) {
 	err = rt.Close()
 	if !errors.Is(err, extension.ReasonShutdownTimeout) {
 		t.Fatalf("Close = %v, want shutdown_timeout: the group had to be killed", err)
+	}
+	if msg := err.Error(); !strings.Contains(msg, "exited but left processes in its group") || strings.Contains(msg, "did not exit cleanly") {
+		t.Fatalf("Close = %v, want it to say the sidecar exited and only what it left behind was killed", err)
 	}
 	parent := pidOf(t, home, "parent")
 	assertGone(t, parent)

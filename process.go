@@ -125,13 +125,13 @@ func waitClosed(ch <-chan struct{}, d time.Duration) bool {
 // shutdown: close stdin, give the child grace to exit on its own, then
 // kill the group and wait up to reap for the child to be reaped. Leftover
 // members of the group (a grandchild holding a pipe) are killed too. It
-// reports whether anything had to be killed. Once the group is gone,
-// stderr is still read for up to drain, so the last lines the sidecar wrote
-// reach the tail.
-func (p *process) stop(grace, reap, drain time.Duration) (killed bool, err error) {
+// reports what had to be killed: the child itself (it overran grace), or
+// only members it left behind. Once the group is gone, stderr is still
+// read for up to drain, so the last lines the sidecar wrote reach the tail.
+func (p *process) stop(grace, reap, drain time.Duration) (killed killedWhat, err error) {
 	p.stdin.Close()
 	if !waitClosed(p.exited, grace) {
-		killed = true
+		killed = killedChild
 		p.kill()
 		if !waitClosed(p.exited, reap) {
 			err = fmt.Errorf("process %d was not reaped within %v of SIGKILL", p.pid, reap)
@@ -139,7 +139,7 @@ func (p *process) stop(grace, reap, drain time.Duration) (killed bool, err error
 	}
 	if !p.groupGone.Load() && groupAlive(p.pid) {
 		// D12: the sidecar is gone but members of its group live on.
-		killed = true
+		killed = max(killed, killedLeftovers)
 		p.kill()
 		if !p.waitGroupGone(reap) && err == nil {
 			err = fmt.Errorf("process group %d still has live members %v after SIGKILL", p.pid, reap)
@@ -155,6 +155,15 @@ func (p *process) stop(grace, reap, drain time.Duration) (killed bool, err error
 	p.release()
 	return killed, err
 }
+
+// killedWhat is what stop had to kill.
+type killedWhat uint8
+
+const (
+	killedNothing   killedWhat = iota
+	killedLeftovers            // members the child left in its group; it had exited
+	killedChild                // the child itself, and its group
+)
 
 // groupPoll is how often waitGroupGone looks at the group again.
 const groupPoll = 5 * time.Millisecond

@@ -321,8 +321,10 @@ func (s *sidecar) doStop() error {
 		return Errorf(ReasonShutdownTimeout, "extension sidecar %s did not answer extension/shutdown within %v", s.spec.ID, s.cfg.ShutdownTimeout)
 	case late != nil:
 		return fmt.Errorf("extension sidecar %s: extension/shutdown: %w", s.spec.ID, s.redactErr(late))
-	case killed:
+	case killed == killedChild:
 		return Errorf(ReasonShutdownTimeout, "extension sidecar %s did not exit cleanly within %v of stdin closing; its process group was killed", s.spec.ID, s.cfg.StdinGrace)
+	case killed == killedLeftovers:
+		return Errorf(ReasonShutdownTimeout, "extension sidecar %s exited but left processes in its group (D12), which were killed", s.spec.ID)
 	case wasReady && s.proc.waitErr != nil:
 		// D11: a sidecar that was asked to stop exits with status 0.
 		return &PluginError{Plugin: s.spec.ID, Op: "shutdown", Err: fmt.Errorf("the sidecar %v after extension/shutdown; a clean stop exits with status 0", s.proc.waitErr)}
