@@ -582,3 +582,20 @@ func TestConnNotifyBlocksOnAFullQueueUntilContextDone(t *testing.T) {
 		}
 	})
 }
+
+// TestWriteStallFiresWithinTenPercentOfItsBoundD13: the watchdog declares
+// a stall no later than its bound plus 10% (it looks every twentieth of
+// it), on synctest's fake clock, so the figure is exact and the run
+// takes no real time. A 10 s bound once fired at 14.9 s.
+func TestWriteStallFiresWithinTenPercentOfItsBoundD13(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const bound = 10 * time.Second
+		c, _ := newPipeConn(t, nil, ConnOptions{WriteStallTimeout: bound}) // the peer never reads
+		start := time.Now()
+		go c.Notify(context.Background(), "stuck", nil) // io.Pipe: the write waits for a reader
+		<-c.Done()
+		if took := time.Since(start); !errors.Is(c.Err(), errWriteStall) || took < bound || took > bound+bound/10 {
+			t.Fatalf("after %v: Err = %v, want errWriteStall between %v and %v", took, c.Err(), bound, bound+bound/10)
+		}
+	})
+}
