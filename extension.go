@@ -87,8 +87,8 @@
 // D7: every protocol error carries data {"reason","retryable"} from the
 // frozen table of [Reason], and receivers classify by reason only; [Error]
 // is the wire error. D25: whatever a sidecar says is redacted before a
-// person or a log sees it ([Redactor]). D27 (being built): control
-// characters and escape sequences from a sidecar are shown escaped
+// person or a log sees it ([Redactor]). D27: control characters and
+// escape sequences from a sidecar are shown escaped ([TerminalSafe])
 // (PROTOCOL.md §8, §9).
 //
 // # Differences from plain JSON-RPC 2.0

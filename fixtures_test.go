@@ -3,7 +3,9 @@ package extension_test
 import (
 	"bufio"
 	"context"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -28,6 +30,7 @@ var fixtures = map[string]func(){
 	"early-request":      func() { fixtureEarly(`{"jsonrpc":"2.0","id":1,"method":"host/ui/publish","params":{}}`) },
 	"early-notification": func() { fixtureEarly(`{"jsonrpc":"2.0","method":"extension/provider/stream/end","params":{}}`) },
 	"late-notification":  fixtureLateNotification,
+	"say":                fixtureSay,
 	"stray-response":     func() { fixtureEarly(`{"jsonrpc":"2.0","id":77,"result":{}}`) },
 	"garbage":            func() { fixtureEarly(`this is not json`) },
 	"stall-initialize":   fixtureStallInitialize,
@@ -250,6 +253,34 @@ func fixtureLateNotification() {
 	fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"1","name":"late","version":"1","stateSchemaVersion":0}}`+"\n", m["id"])
 	fmt.Println(`{"jsonrpc":"2.0","method":"extension/provider/stream/end","params":{}}`)
 	sdkLikeShutdown(in)
+}
+
+// fixtureSay is an SDK sidecar that says the bytes hex-encoded in
+// $FIXTURE_SAY_HEX everywhere a host caller can see it (D27): on stderr,
+// in its declared name and version and in a block reason at tool.before.
+// With $FIXTURE_SAY_FAIL set it refuses the handshake, so its stderr tail
+// reaches the start error.
+func fixtureSay() {
+	raw, _ := hex.DecodeString(os.Getenv("FIXTURE_SAY_HEX"))
+	say := string(raw)
+	fmt.Fprintf(os.Stderr, "stderr says %s\n", say)
+	err := sdk.Serve(context.Background(), sdk.Options{
+		Name: "say" + say, Version: "1" + say, Logf: func(string, ...any) {},
+		Initialize: func(context.Context, *extension.InitializeParams, *extension.InitializeResult) error {
+			if os.Getenv("FIXTURE_SAY_FAIL") != "" {
+				return errors.New("refusing to start")
+			}
+			return nil
+		},
+		Intercept: map[extension.Point]sdk.InterceptFunc{
+			extension.ToolBefore: func(context.Context, *sdk.Call) (sdk.Verdict, error) {
+				return sdk.Block("reason says " + say), nil
+			},
+		},
+	})
+	if err != nil {
+		os.Exit(1)
+	}
 }
 
 // fixtureStallInitialize reads initialize and never answers.

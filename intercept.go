@@ -257,7 +257,7 @@ func (rt *Runtime) rule(ctx context.Context, s *sidecar, p Point, out *Intercept
 	switch res.Decision {
 	case DecisionContinue:
 	case DecisionBlock:
-		reason := s.redactor.Redact(res.Reason)
+		reason := s.say(res.Reason)
 		if owner {
 			// D17: from the slot owner, block fails the operation.
 			return false, &PluginError{Plugin: s.spec.ID, Op: string(p), Err: fmt.Errorf("%w: %s", ErrSlotOwnerBlocked, reason)}
@@ -269,7 +269,7 @@ func (rt *Runtime) rule(ctx context.Context, s *sidecar, p Point, out *Intercept
 		}
 		v, err := DecodePayload(p, res.Replacement)
 		if err != nil {
-			return false, violation("invalid replacement: %s", s.redactor.Redact(err.Error()))
+			return false, violation("invalid replacement: %s", s.say(err.Error()))
 		}
 		if pp, ok := v.(*PermissionPayload); ok && pp.HostDecision != hostDecision {
 			// D16: the host's own ruling is not the extension's to rewrite;
@@ -288,7 +288,7 @@ func (rt *Runtime) rule(ctx context.Context, s *sidecar, p Point, out *Intercept
 		}
 		// D16, D17: the first chain ruling ends the chain; the slot owner's
 		// ruling, if any, has the final say.
-		out.Permission, out.PermissionBy, out.Reason = res.Decision, s.spec.ID, s.redactor.Redact(res.Reason)
+		out.Permission, out.PermissionBy, out.Reason = res.Decision, s.spec.ID, s.say(res.Reason)
 		return true, nil
 	default:
 		return false, violation("unknown decision %q", res.Decision)

@@ -140,6 +140,14 @@ func (s *sidecar) handshake(ctx context.Context) error {
 	err := s.conn.callResult(ctx, MethodInitialize, params, &res)
 	if err == nil {
 		err = checkDeclaration(s.spec.ID, rt, &res)
+		// D27: the declaration's free text reaches host callers.
+		res.Name, res.Version = TerminalSafe(res.Name), TerminalSafe(res.Version)
+		for i := range res.Providers {
+			res.Providers[i].DisplayName = TerminalSafe(res.Providers[i].DisplayName)
+		}
+		for i := range res.UIActions {
+			res.UIActions[i].Label = TerminalSafe(res.UIActions[i].Label)
+		}
 	}
 	if err == nil {
 		s.mu.Lock()
@@ -248,7 +256,7 @@ func (s *sidecar) watch() {
 
 // interrupted is the error of every call on a crashed sidecar (D13).
 func (s *sidecar) interrupted(cause error) *Error {
-	return causedError(cause, ReasonProviderInterrupted, "extension sidecar %s crashed: %s", s.spec.ID, s.redactor.Redact(fmt.Sprint(cause)))
+	return causedError(cause, ReasonProviderInterrupted, "extension sidecar %s crashed: %s", s.spec.ID, s.say(fmt.Sprint(cause)))
 }
 
 // usable fails fast without touching the wire when the sidecar cannot take
@@ -332,13 +340,21 @@ func (s *sidecar) doStop() error {
 	return nil
 }
 
-// redactErr returns err with the text of a peer's *Error redacted,
-// keeping its reason (D25: whatever the sidecar says is untrusted).
+// say returns text the sidecar supplied as a host caller, a log or a
+// terminal may see it: redacted (D25), then with control characters and
+// escape sequences shown escaped (D27).
+func (s *sidecar) say(text string) string {
+	return TerminalSafe(s.redactor.Redact(text))
+}
+
+// redactErr returns err with the text of a peer's *Error redacted and
+// escaped (say), keeping its reason (whatever the sidecar says is
+// untrusted).
 func (s *sidecar) redactErr(err error) error {
 	var e *Error
 	if errors.As(err, &e) {
 		c := *e
-		c.Message = s.redactor.Redact(e.Message)
+		c.Message = s.say(e.Message)
 		return &c
 	}
 	return err

@@ -15,7 +15,7 @@ const defaultTailSize = 16384
 // a sidecar's stderr (D10, D25). Memory stays at size bytes whatever is
 // written. Writes never fail, so a chatty sidecar cannot block on its
 // stderr pipe because of the host. What it kept is surfaced only
-// redacted. It is safe for concurrent use; size and redactor must not
+// redacted and escaped (D25, D27). It is safe for concurrent use; size and redactor must not
 // change after the first Write.
 type tail struct {
 	size     int       // bytes kept; zero means defaultTailSize
@@ -81,7 +81,9 @@ func (t *tail) redacted() string {
 	if truncated {
 		text = tailDropFragment(text)
 	}
-	return strings.TrimSpace(cmp.Or(t.redactor, defaultRedactor()).Redact(text))
+	// D25, then D27 before the trim: TrimSpace would drop a trailing
+	// vertical tab or form feed unseen.
+	return strings.TrimSpace(TerminalSafe(cmp.Or(t.redactor, defaultRedactor()).Redact(text)))
 }
 
 // tailDropFragment drops what is left of the line that the tail's start cut

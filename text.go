@@ -7,18 +7,58 @@ package extension
 import (
 	"fmt"
 	"strconv"
+	"strings"
+	"unicode/utf8"
 )
 
-// controlChar returns the first C0 control (NUL, tab, newline, ESC...),
-// DEL or C1 control in s, or -1 when there is none. Such characters can
-// move the cursor, hide text or fake lines on a terminal.
+// isControl is the one classifier of characters that act on a terminal:
+// C0 controls (NUL, tab, newline, ESC...), DEL and C1 controls. Escape
+// sequences all start with one (ESC, or a C1 such as CSI U+009B).
+func isControl(r rune) bool {
+	return r < 0x20 || r == 0x7f || 0x80 <= r && r <= 0x9f
+}
+
+// controlChar returns the first control character in s, tab and newline
+// included, or -1 when there is none. Such characters can move the
+// cursor, hide text or fake lines on a terminal.
 func controlChar(s string) rune {
 	for _, r := range s {
-		if r < 0x20 || r == 0x7f || 0x80 <= r && r <= 0x9f {
+		if isControl(r) {
 			return r
 		}
 	}
 	return -1
+}
+
+// TerminalSafe returns s with every control character but tab and
+// newline shown escaped (\x1b, \u009b) and every byte that is not UTF-8
+// too (\xff), never raw and never dropped: text a sidecar supplied then
+// cannot act on a terminal, start an escape sequence or rewrite a line
+// (D27). Text without such characters is returned as is. The host applies
+// it, after redaction, to every sidecar string it hands its caller; a host
+// that prints other sidecar-supplied text (frames it taps, for one) uses it
+// too.
+func TerminalSafe(s string) string {
+	i := strings.IndexFunc(s, func(r rune) bool { return r == utf8.RuneError || isControl(r) && r != '\t' && r != '\n' })
+	if i < 0 {
+		return s
+	}
+	b := []byte(s[:i])
+	for i < len(s) {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			b = fmt.Appendf(b, `\x%02x`, s[i])
+		case r < 0x80 && isControl(r) && r != '\t' && r != '\n':
+			b = fmt.Appendf(b, `\x%02x`, r)
+		case isControl(r) && r >= 0x80:
+			b = fmt.Appendf(b, `\u%04x`, r)
+		default:
+			b = append(b, s[i:i+n]...)
+		}
+		i += n
+	}
+	return string(b)
 }
 
 // checkText rejects a value a person will read that holds a control

@@ -81,7 +81,9 @@ func runDemo(out io.Writer, wire bool, args []string) error {
 			if inbound {
 				arrow = "sidecar → host"
 			}
-			printf("      %s %s\n", arrow, clip(redactor.Redact(string(frame)), 240))
+			// A frame may be anything the sidecar wrote: redacted, then
+			// its control characters escaped (D25, D27).
+			printf("      %s %s\n", arrow, clip(extension.TerminalSafe(redactor.Redact(string(frame))), 240))
 		}
 	}
 	ctx := context.Background()
@@ -100,7 +102,7 @@ func runDemo(out io.Writer, wire bool, args []string) error {
 		printf("; owns %s", strings.Join(decl.Replaces, ", "))
 	}
 	for _, p := range decl.Providers {
-		printf("; serves %s", p.Ref)
+		printf("; serves %s", extension.TerminalSafe(p.Ref))
 	}
 	for _, a := range decl.UIActions {
 		printf("; offers /%s:%s", entry.Name, a.ActionID)
