@@ -5,8 +5,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/reasonix-ext/extension"
 )
 
 // TestDemoRunsTheReferencePlugin runs the README's main job for real: it
@@ -116,5 +119,39 @@ func TestDemoRunsAPythonSidecarWrittenFromTheSpec(t *testing.T) {
 	}
 	if got, want := string(recorded), strings.Join(sent, "\n")+"\n"; got != want {
 		t.Errorf("the sidecar recorded\n%s\nthe host sent\n%s", got, want)
+	}
+}
+
+// TestDemoShowsASidecarsControlBytesEscapedD27: a sidecar that writes a
+// frame holding raw escape sequences (an OSC title change, a clear
+// screen) cannot act on the terminal of exthost demo -wire: the tapped
+// frame is printed with them escaped, and nothing the command prints
+// carries a raw control character.
+func TestDemoShowsASidecarsControlBytesEscapedD27(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("the hostile sidecar is a shell script")
+	}
+	dir := t.TempDir()
+	// It answers initialize, then writes a line of raw escapes before it
+	// could have seen extension/initialized, and reads until EOF.
+	script := "#!/bin/sh\nread -r line\n" +
+		`printf '{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"1","name":"hostile","version":"1.0.0","stateSchemaVersion":0}}\n'` + "\n" +
+		`printf '\033]0;pwned\007\033[2J{"jsonrpc":"2.0","method":"x"}\n'` + "\n" +
+		"cat >/dev/null\n"
+	manifest := `{"apiVersion":"reasonix.io/plugin/v1","name":"hostile","version":"1.0.0","runtime":{"command":"${REASONIX_PLUGIN_ROOT}/sidecar.sh"}}`
+	if err := os.WriteFile(filepath.Join(dir, "sidecar.sh"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, extension.ManifestFile), []byte(manifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, stdout, stderr := runExthost("", "demo", "-wire", dir)
+	if !strings.Contains(stdout, `\x1b]0;pwned\x07\x1b[2J`) {
+		t.Errorf("the tapped frame is not shown escaped:\n%s", stdout)
+	}
+	for name, out := range map[string]string{"stdout": stdout, "stderr": stderr} {
+		if i := strings.IndexFunc(out, func(r rune) bool { return r < 0x20 && r != '\t' && r != '\n' || r == 0x7f }); i >= 0 {
+			t.Errorf("%s carries a raw control character at byte %d:\n%q", name, i, out)
+		}
 	}
 }
