@@ -111,16 +111,12 @@ func copyInto(home, src, name string) error {
 	if err != nil {
 		return err
 	}
-	insideSrc := func(p string) bool {
-		rel, err := filepath.Rel(src, p)
-		return err == nil && filepath.IsLocal(rel)
-	}
 	errInside := fmt.Errorf("the home directory %s is inside the plugin directory %s; install with Link or from elsewhere", home, src)
 	// Check before creating anything, as far as the path exists (home as
 	// given and, when it exists, with its links resolved), and again once
 	// it does.
 	realHome, err := filepath.EvalSymlinks(home)
-	if insideSrc(plugins) || err == nil && insideSrc(filepath.Join(realHome, "plugins")) {
+	if insideDir(plugins, src) || err == nil && insideDir(filepath.Join(realHome, "plugins"), src) {
 		return errInside
 	}
 	if err := os.MkdirAll(plugins, 0o755); err != nil {
@@ -129,7 +125,7 @@ func copyInto(home, src, name string) error {
 	if plugins, err = filepath.EvalSymlinks(plugins); err != nil {
 		return err
 	}
-	if insideSrc(plugins) {
+	if insideDir(plugins, src) {
 		return errInside
 	}
 	tmp, err := os.MkdirTemp(plugins, "."+name+".*.install")
