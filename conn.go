@@ -46,9 +46,9 @@ type ConnOptions struct {
 	// InlineBound is how long a request handler runs on the reader
 	// goroutine before reading moves on to a new goroutine. Most answers
 	// take microseconds, and starting a goroutine per request was the
-	// largest cost of a sidecar's round trip (issue 10's profile); a slow
-	// handler still keeps its concurrency, and a request waits at most
-	// this long behind one. Reading also moves on at once when a Call is
+	// largest cost of a sidecar's round trip (profiled under exthost
+	// bench; README, Performance); a slow handler still keeps its
+	// concurrency, and a request waits at most this long behind one. Reading also moves on at once when a Call is
 	// made while a handler runs inline (its answer needs the reader).
 	// Zero means 200µs.
 	InlineBound time.Duration

@@ -158,7 +158,7 @@ func (c *Conn) waitForRoom(m message) bool {
 // InlineBound, or a Call is made meanwhile, migrate starts a new reader and
 // this goroutine ends with the handler. A hand-off per frame to another
 // goroutine, and its wake-up, was the largest cost of a sidecar's round
-// trip (issue 10's profile) and halved its event throughput.
+// trip (profiled under exthost bench) and halved its event throughput.
 func (c *Conn) runInline(m message) bool {
 	token := c.inlineSeq.Add(1) // never 0
 	c.inline.Store(token)

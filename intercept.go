@@ -327,7 +327,8 @@ func (rt *Runtime) callIntercept(ctx context.Context, s *sidecar, p Point, paylo
 	params := InterceptParams{Event: p, Seq: s.seq.Add(1), Payload: payload, TimeoutMillis: int64(millis)}
 	var res InterceptResult
 	// The budget is the call's own timeout, not a context: one fewer
-	// allocation and timer per intercept on the hot path (issue 10).
+	// allocation and timer per intercept on the hot path (exthost bench,
+	// intercept_rtt).
 	err := s.call(ctx, budget, MethodIntercept, params, &res)
 	switch {
 	case err == nil, ctx.Err() != nil:

@@ -11,9 +11,9 @@ import (
 // stdinReader returns what Serve reads stdin through. A pipe or socket is
 // read after blocking in select(2) on it and on a wake pipe, not through
 // the runtime poller: the poller's park and wake-up per request was the
-// third largest cost of a sidecar's round trip in issue 10's profile
-// (with everything else in place, 2.08x the bare ping-pong with the
-// poller against 1.52x without). Close wakes a read in progress, so Serve
+// third largest cost of a sidecar's round trip profiled under exthost
+// bench (a prototype with everything else in place measured 2.08x the
+// bare ping-pong with the poller against 1.52x without). Close wakes a read in progress, so Serve
 // can still end while the host keeps stdin open. Anything else, or a
 // descriptor select(2) cannot watch, is read as pollable makes it.
 func stdinReader(f *os.File) io.ReadCloser {
