@@ -195,17 +195,9 @@ func knownMethod(raw []byte) (string, bool) {
 	if len(raw) < 2 {
 		return "", false
 	}
-	name, ok := methodNames()[string(raw[1:len(raw)-1])] // no allocation
-	return name, ok
+	m, ok := methodsByName()[string(raw[1:len(raw)-1])] // no allocation
+	return m.Name, ok
 }
-
-var methodNames = sync.OnceValue(func() map[string]string {
-	names := map[string]string{}
-	for _, m := range registry {
-		names[m.Name] = m.Name
-	}
-	return names
-})
 
 // parseID accepts exactly a JSON integer literal without fraction, exponent,
 // leading zero or "-0" that fits in an int64 (D4).

@@ -82,8 +82,19 @@ var registry = []Method{
 func Methods() []Method { return slices.Clone(registry) }
 
 func lookupMethod(name string) (Method, bool) {
-	return find(registry, func(m Method) bool { return m.Name == name })
+	m, ok := methodsByName()[name]
+	return m, ok
 }
+
+// methodsByName indexes the registry: every inbound frame and every strict
+// decode of params or a result looks a method up.
+var methodsByName = sync.OnceValue(func() map[string]Method {
+	byName := map[string]Method{}
+	for _, m := range registry {
+		byName[m.Name] = m
+	}
+	return byName
+})
 
 // dtoTypes maps the name of every $def to its Go DTO: the 41 structs the
 // registry's params and results reach.
