@@ -107,13 +107,7 @@ func granted(ctx context.Context, p *extension.InitializeParams, r *extension.In
 // declaration in Options, shared by every connection, so it is never
 // changed in place.
 func keep[T any](s []T, ok func(T) bool) []T {
-	var out []T
-	for _, v := range s {
-		if ok(v) {
-			out = append(out, v)
-		}
-	}
-	return out
+	return slices.DeleteFunc(slices.Clone(s), func(v T) bool { return !ok(v) })
 }
 
 // input rewrites "/fs <t>" inputs.
