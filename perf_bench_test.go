@@ -90,12 +90,7 @@ func BenchmarkInterceptRTTBaseline(b *testing.B) {
 // sidecar received over the time until then, lost the fraction dropped on
 // the way (D20), hostdrop the part of it the host dropped at its budget.
 func BenchmarkObserve(b *testing.B) {
-	home := installPlugins(b, plugin{name: "observe", fixture: "observe-count",
-		runtime: map[string]any{"intercepts": []string{"tool.before", "tool.after"}}})
-	rt, err := testHost(home).Start(bg)
-	if err != nil {
-		b.Fatal(err)
-	}
+	rt := startObserveCount(b)
 	defer rt.Close()
 	before := observedCount(b, rt)
 	event := extension.ToolResultPayload{Name: "read", Arguments: `{"path":"go.mod"}`, Result: "module example.com/app\n"}
@@ -293,27 +288,36 @@ func TestInterceptRTTBaselinePeerAnswers(t *testing.T) {
 // TestObserveCountFixtureCounts offers three events, which fit any queue,
 // and waits for the fixture to report all three.
 func TestObserveCountFixtureCounts(t *testing.T) {
-	home := installPlugins(t, plugin{name: "observe", fixture: "observe-count",
-		runtime: map[string]any{"intercepts": []string{"tool.before", "tool.after"}}})
-	rt, err := testHost(home).Start(bg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rt := startObserveCount(t)
 	defer rt.Close()
 	for range 3 {
 		if err := rt.Observe(extension.ToolAfter, extension.ToolResultPayload{Name: "read", Result: "ok"}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	// Events and intercepts are handled on different goroutines of the
-	// sidecar, so the count may lag the answer; poll, with a hang guard.
-	for guard := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+	// The events precede the intercepts on the wire, but the sidecar may
+	// still be handling one when an intercept is answered: ask again (each
+	// ask is a real round trip, no sleep), a bounded number of times.
+	for i := 0; ; i++ {
 		c := observedCount(t, rt)
 		if c == 3 {
 			return
 		}
-		if c > 3 || time.Now().After(guard) {
+		if c > 3 || i == 10_000 {
 			t.Fatalf("the fixture counted %d events, want 3", c)
 		}
 	}
+}
+
+// startObserveCount starts a generation of one observe-count sidecar,
+// which observes tool.after and reports its count at tool.before.
+func startObserveCount(tb testing.TB) *extension.Runtime {
+	tb.Helper()
+	home := installPlugins(tb, plugin{name: "observe", fixture: "observe-count",
+		runtime: map[string]any{"intercepts": []string{"tool.before", "tool.after"}}})
+	rt, err := testHost(home).Start(bg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return rt
 }
