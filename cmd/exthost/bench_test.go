@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -143,12 +142,7 @@ func TestBenchNamesTheFigureWhenCopiesCannotStart(t *testing.T) {
 		"\ncat >/dev/null\n"
 	manifest := `{"apiVersion":"reasonix.io/plugin/v1","name":"stubborn","version":"1.0.0",` +
 		`"runtime":{"command":"${REASONIX_PLUGIN_ROOT}/sidecar.sh","intercepts":["tool.before"],"replaces":["system_prompt"]}}`
-	if err := os.WriteFile(filepath.Join(dir, "sidecar.sh"), []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, extension.ManifestFile), []byte(manifest), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeScriptPlugin(t, dir, script, manifest)
 	work := t.TempDir()
 	home := filepath.Join(work, "home")
 	ids, err := installCopies(home, dir, filepath.Join(work, "copies"), copies)

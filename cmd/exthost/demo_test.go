@@ -138,13 +138,7 @@ func TestDemoShowsASidecarsControlBytesEscapedD27(t *testing.T) {
 		`printf '{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"1","name":"hostile","version":"1.0.0","stateSchemaVersion":0}}\n'` + "\n" +
 		`printf '\033]0;pwned\007\033[2J{"jsonrpc":"2.0","method":"x"}\n'` + "\n" +
 		"cat >/dev/null\n"
-	manifest := `{"apiVersion":"reasonix.io/plugin/v1","name":"hostile","version":"1.0.0","runtime":{"command":"${REASONIX_PLUGIN_ROOT}/sidecar.sh"}}`
-	if err := os.WriteFile(filepath.Join(dir, "sidecar.sh"), []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, extension.ManifestFile), []byte(manifest), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeScriptPlugin(t, dir, script, `{"apiVersion":"reasonix.io/plugin/v1","name":"hostile","version":"1.0.0","runtime":{"command":"${REASONIX_PLUGIN_ROOT}/sidecar.sh"}}`)
 	_, stdout, stderr := runExthost("", "demo", "-wire", dir)
 	if !strings.Contains(stdout, `\x1b]0;pwned\x07\x1b[2J`) {
 		t.Errorf("the tapped frame is not shown escaped:\n%s", stdout)
@@ -153,5 +147,17 @@ func TestDemoShowsASidecarsControlBytesEscapedD27(t *testing.T) {
 		if i := strings.IndexFunc(out, func(r rune) bool { return r < 0x20 && r != '\t' && r != '\n' || r == 0x7f }); i >= 0 {
 			t.Errorf("%s carries a raw control character at byte %d:\n%q", name, i, out)
 		}
+	}
+}
+
+// writeScriptPlugin writes a plugin directory whose sidecar is the shell
+// script script, as sidecar.sh, beside manifest.
+func writeScriptPlugin(t *testing.T, dir, script, manifest string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(dir, "sidecar.sh"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, extension.ManifestFile), []byte(manifest), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
