@@ -72,9 +72,10 @@ func (c *Conn) admit(m *message, fe *frameError, end int64) bool {
 	return true
 }
 
-// judge records that every frame within the first n input bytes has been
-// judged, on the reader; opened does the same check on the writer's side
-// once it has stored openedAt. Whichever sees both closes settled.
+// judge records, on the reader, that every frame within the first n input
+// bytes has been judged (D6); checkSettled, which the writer also calls
+// once it has stored openedAt, closes settled when both are known, so
+// whichever of them comes second does.
 func (c *Conn) judge(n int64) {
 	if n > c.judged.Load() {
 		c.judged.Store(n)
