@@ -151,6 +151,17 @@ type Handler interface {
 	HandleNotification(ctx context.Context, method string, params json.RawMessage)
 }
 
+// AnswerThen is a result a [Handler] returns to run Then once the answer
+// (Result, encoded as any result is) has been handed to the writer, or
+// has failed to be: a frame sent from Then is written after the answer.
+// The SDK starts a stream's chunks this way, after the answer to
+// stream/open (PROTOCOL.md §5.6). Then runs on the handler's goroutine and
+// must not block.
+type AnswerThen struct {
+	Result any
+	Then   func()
+}
+
 // Conn is one bidirectional JSON-RPC 2.0 peer over NDJSON (D2-D6): it sends
 // calls and notifications, serves the peer's through a [Handler], keeps its
 // side of the handshake barrier, and ends with one terminal error that

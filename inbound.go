@@ -208,7 +208,7 @@ func (c *Conn) answerFrame(fe *frameError, err *Error) {
 // handleRequest answers one request, holding a handler slot, which is
 // freed as its answer is taken to be written.
 func (c *Conn) handleRequest(m message) {
-	data, err := c.answer(c.ctx, m)
+	data, then, err := c.answer(c.ctx, m)
 	if len(data) > FrameBytes {
 		// PROTOCOL.md §2.4: an oversized response is replaced by a small
 		// internal error response, with its data like every other (D7).
@@ -218,11 +218,15 @@ func (c *Conn) handleRequest(m message) {
 	// Like every answer, it is still written while the connection drains
 	// after its end (best effort, within WriterDrainTimeout).
 	c.sendAnswer(&outFrame{data: data, slot: true, endAfter: c.answered(m.method, err)})
+	if then != nil {
+		then() // after the answer is queued or written: what then sends follows it
+	}
 }
 
 // answer calls the handler and encodes its response frame; err is the
-// handler's error, nil when it answered with a result.
-func (c *Conn) answer(ctx context.Context, m message) (data []byte, err error) {
+// handler's error, nil when it answered with a result; then is the Then
+// of a result that is an [AnswerThen].
+func (c *Conn) answer(ctx context.Context, m message) (data []byte, then func(), err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			c.opts.Logf("extension: handler for %s panicked: %v\n%s", m.method, p, debug.Stack())
@@ -239,21 +243,24 @@ func (c *Conn) answer(ctx context.Context, m message) (data []byte, err error) {
 	}
 	if err == nil && c.h != nil {
 		result, err = c.h.HandleRequest(ctx, m.method, m.params)
+		if at, ok := result.(AnswerThen); ok && err == nil {
+			result, then = at.Result, at.Then
+		}
 	}
 	if err != nil {
 		var e *Error
 		if !errors.As(err, &e) {
 			c.opts.Logf("extension: handler for %s: %v", m.method, err)
 		}
-		return encodeError(&m.id, asWireError(err)), err
+		return encodeError(&m.id, asWireError(err)), nil, err
 	}
 	data, err = encodeResult(m.id, result)
 	if err != nil {
 		c.opts.Logf("extension: encode result of %s: %v", m.method, err)
 		e := NewError(ReasonInternal, "")
-		return encodeError(&m.id, e), e
+		return encodeError(&m.id, e), then, e
 	}
-	return data, nil
+	return data, then, nil
 }
 
 // notifyLoop is the notification worker: one notification at a time, in

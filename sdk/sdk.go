@@ -43,6 +43,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -64,8 +65,10 @@ type Options struct {
 	Subscriptions []extension.Point
 	// Replaces are the slots the sidecar owns (D17).
 	Replaces []string
-	// Providers are the models the sidecar serves (D9).
+	// Providers are the models the sidecar serves (D9); Provider serves
+	// them, and Serve refuses to start with Providers but no Provider.
 	Providers []extension.ProviderDescriptor
+	Provider  Provider
 	// UIActions are the actions offered as /<plugin>:<action>.
 	UIActions []extension.UIActionDecl
 	// StateSchemaVersion is declared in the handshake; it must be >= 0.
@@ -123,12 +126,22 @@ var ErrStopTimeout = errors.New("sdk: stdin or stdout did not close in time; Ser
 
 // server is one Serve call.
 type server struct {
-	opts Options
-	conn *extension.Conn
-	logf func(format string, args ...any)
+	opts      Options
+	conn      *extension.Conn
+	connReady chan struct{} // closed once conn is set: NewConn serves before it returns
+	logf      func(format string, args ...any)
 
 	running atomic.Int64 // callbacks in progress, for close's report
+
+	streamsMu sync.Mutex
+	streams   map[string]context.CancelFunc // the open streams, by id
+	pumps     sync.WaitGroup                // the streams' pumps, joined by close
 }
+
+// ErrProviderMissing is returned by Serve, before anything is read or
+// written, when Options declares Providers but has no Provider to serve
+// them: a sidecar never declares what it does not serve.
+var ErrProviderMissing = errors.New("sdk: Options.Providers declares models but Options.Provider is nil; set Provider to serve them, or declare none")
 
 // Serve runs the sidecar until the host shuts it down or closes stdin
 // (nil), ctx ends (ctx's error), or the connection fails: an oversized
@@ -138,7 +151,10 @@ type server struct {
 // (joined to any other error), or [ErrStopTimeout] when no callback but
 // stdin or stdout would not close.
 func Serve(ctx context.Context, opts Options) error {
-	s := &server{opts: opts, logf: opts.Logf}
+	if len(opts.Providers) > 0 && opts.Provider == nil {
+		return ErrProviderMissing
+	}
+	s := &server{opts: opts, logf: opts.Logf, streams: map[string]context.CancelFunc{}, connReady: make(chan struct{})}
 	if s.logf == nil {
 		s.logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, "sidecar: "+format+"\n", args...) }
 	}
@@ -155,6 +171,7 @@ func Serve(ctx context.Context, opts Options) error {
 		DropOverflowingNotifications: true,                                 // PROTOCOL.md §2.5: a slow observer loses events, not the sidecar
 		Logf:                         s.logf,
 	})
+	close(s.connReady)
 	var err error
 	select {
 	case <-s.conn.Done():
@@ -181,6 +198,7 @@ func (s *server) close() error {
 	closed := make(chan struct{})
 	go func() {
 		s.conn.Close()
+		s.pumps.Wait() // their context ended with the connection
 		close(closed)
 	}()
 	select {
@@ -207,6 +225,8 @@ func (s *server) HandleRequest(ctx context.Context, method string, params json.R
 		return s.shutdownRequest(ctx, params)
 	case extension.MethodIntercept:
 		return s.intercept(ctx, params)
+	case extension.MethodProviderCatalog, extension.MethodStreamOpen, extension.MethodStreamCancel:
+		return s.provider(ctx, method, params)
 	}
 	// D7: the unknown-method answer carries data.
 	return nil, extension.NewError(extension.ReasonUnknownMethod, "method not found: "+method)
@@ -259,6 +279,10 @@ func (s *server) initialize(ctx context.Context, raw json.RawMessage) (any, erro
 		}
 	}
 	res.ProtocolVersion = extension.ProtocolVersion
+	if len(res.Providers) > 0 && s.opts.Provider == nil {
+		s.logf("refusing to start: %v", ErrProviderMissing)
+		return nil, extension.NewError(extension.ReasonInternal, "")
+	}
 	if strings.TrimSpace(res.Name) == "" || strings.TrimSpace(res.Version) == "" || res.StateSchemaVersion < 0 {
 		s.logf("refusing to start: the declaration needs a Name, a Version and StateSchemaVersion >= 0")
 		return nil, extension.NewError(extension.ReasonInternal, "")

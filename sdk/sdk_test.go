@@ -104,6 +104,7 @@ func (p *peer) send(line string) {
 type frame struct {
 	ID     json.RawMessage `json:"id"`
 	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
 	Result json.RawMessage `json:"result"`
 	Error  *struct {
 		Code    int             `json:"code"`
@@ -475,7 +476,7 @@ func TestServeHandshakeDeclaration(t *testing.T) {
 			`{"protocolVersion":"1","name":"t","version":"1","subscriptions":["session.start"],"stateSchemaVersion":0}`},
 		{"the whole declaration",
 			sdk.Options{Name: "t", Version: "1", Replaces: []string{"system_prompt"}, StateSchemaVersion: 3,
-				Providers: []extension.ProviderDescriptor{{Ref: "plugin/t/fake/echo", Model: "echo"}},
+				Providers: []extension.ProviderDescriptor{{Ref: "plugin/t/fake/echo", Model: "echo"}}, Provider: yielding(),
 				UIActions: []extension.UIActionDecl{{ActionID: "demo", Label: "Demo"}}},
 			`{"protocolVersion":"1","name":"t","version":"1","replaces":["system_prompt"],"providers":[{"ref":"plugin/t/fake/echo","model":"echo"}],"uiActions":[{"actionId":"demo","label":"Demo"}],"stateSchemaVersion":3}`},
 		{"protocolVersion forced to 1 after Initialize",

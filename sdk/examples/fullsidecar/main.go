@@ -11,8 +11,13 @@
 //     and wraps the base prompt in its demo strategy.
 //   - session.start is declared, and continues.
 //
-// It also declares the provider plugin/<id>/fake/echo and the UI action
-// demo, which the handshake checks against the manifest (D9).
+// It serves the provider plugin/<id>/fake/echo (model echo): every stream
+// is the text "fake-hello " and "fake-world", the tool call lookup
+// {"query":"reasonix"}, usage (5 prompt, 7 completion, 12 total, 2 cache
+// hits, 3 misses, 4 reasoning tokens, finish "stop") and done, one chunk
+// every $FULLSIDECAR_STREAM_INTERVAL_MS milliseconds (default 15), the
+// first at once. It also declares the UI action demo, which the handshake
+// checks against the manifest (D9).
 //
 // The slot, the provider and the UI action are declared only when the
 // host's initialize params grant them (InitializeParams.Manifest, read by
@@ -33,9 +38,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"iter"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/reasonix-ext/extension"
 	"github.com/reasonix-ext/extension/sdk"
@@ -45,7 +53,17 @@ import (
 var (
 	crashOn = os.Getenv("FULLSIDECAR_CRASH_ON_INPUT") // input text that makes the process exit 3
 	stallOn = os.Getenv("FULLSIDECAR_STALL_ON_INPUT") // input text whose interceptor waits for the deadline
+	pace    = streamInterval()                        // the pause between two chunks of a stream
 )
+
+// streamInterval reads $FULLSIDECAR_STREAM_INTERVAL_MS.
+func streamInterval() time.Duration {
+	ms, err := strconv.Atoi(os.Getenv("FULLSIDECAR_STREAM_INTERVAL_MS"))
+	if err != nil || ms < 0 {
+		ms = 15
+	}
+	return time.Duration(ms) * time.Millisecond
+}
 
 func main() {
 	id := cmp.Or(os.Getenv("REASONIX_PLUGIN_NAME"), "fullsidecar")
@@ -76,6 +94,7 @@ func options(id string) sdk.Options {
 			Efforts:       []string{"low", "high"},
 			DefaultEffort: "low",
 		}},
+		Provider:   echo{},
 		UIActions:  []extension.UIActionDecl{{ActionID: "demo", Label: "Run the fullsidecar demo"}},
 		Initialize: granted,
 		Intercept: map[extension.Point]sdk.InterceptFunc{
@@ -178,4 +197,38 @@ func systemPrompt(ctx context.Context, c *sdk.Call) (sdk.Verdict, error) {
 	p.Prompt = "You are Reasonix running under the fullsidecar demo strategy.\n\nWorkspace: " +
 		p.WorkspaceRoot + "\n\nBase prompt:\n" + p.Prompt
 	return sdk.Replace(p), nil
+}
+
+// echo is the fake provider.
+type echo struct{}
+
+// Catalog returns the one descriptor; the declaration and the catalog
+// are the same.
+func (echo) Catalog(ctx context.Context) ([]extension.ProviderDescriptor, error) {
+	return options(cmp.Or(os.Getenv("REASONIX_PLUGIN_NAME"), "fullsidecar")).Providers, nil
+}
+
+// Stream yields the fixed answer, paced.
+func (echo) Stream(ctx context.Context, open *extension.StreamOpenParams) (iter.Seq[extension.ProviderChunk], error) {
+	answer := []extension.ProviderChunk{
+		sdk.Text("fake-hello "),
+		sdk.Text("fake-world"),
+		sdk.ToolCall(extension.ProviderToolCall{ID: "call-1", Name: "lookup", Arguments: `{"query":"reasonix"}`}),
+		sdk.Usage(extension.ProviderUsage{PromptTokens: 5, CompletionTokens: 7, TotalTokens: 12, CacheHitTokens: 2, CacheMissTokens: 3, ReasoningTokens: 4, FinishReason: "stop"}),
+		sdk.Done(),
+	}
+	return func(yield func(extension.ProviderChunk) bool) {
+		for i, c := range answer {
+			if i > 0 {
+				select {
+				case <-time.After(pace):
+				case <-ctx.Done():
+					return
+				}
+			}
+			if !yield(c) {
+				return
+			}
+		}
+	}, nil
 }

@@ -1,0 +1,215 @@
+package sdk
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"iter"
+
+	"github.com/reasonix-ext/extension"
+)
+
+// Provider serves the models a sidecar declares in [Options.Providers]
+// (PROTOCOL.md §5). Its methods are called concurrently.
+type Provider interface {
+	// Catalog answers extension/provider/catalog with the full
+	// descriptors of the served models. They must carry no credential.
+	Catalog(ctx context.Context) ([]extension.ProviderDescriptor, error)
+	// Stream starts one stream for open. An error refuses it before
+	// anything is sent: an *extension.Error travels as it is, any other
+	// error is answered provider_failed and logged. Otherwise the host is
+	// answered {"accepted":true} and the chunks are sent as chunks
+	// yields them, numbered from max(open.SeqBase, 1), then the one
+	// stream/end: a chunk of type error is not sent but ends the stream
+	// with its message (build it with [ErrorChunk]); an invalid chunk
+	// ends it with an error too. ctx ends when the host cancels the
+	// stream or the connection ends: stop yielding then, the stream ends
+	// interrupted and nothing more is sent.
+	Stream(ctx context.Context, open *extension.StreamOpenParams) (iter.Seq[extension.ProviderChunk], error)
+}
+
+// invalidChunkText is the error of a stream/end after an invalid chunk
+// (PROTOCOL.md §5.6).
+const invalidChunkText = "the extension provider produced an invalid chunk"
+
+// Text, Reasoning, ToolCallStart, ToolCallArgsDelta, ToolCall, Usage,
+// Done and ErrorChunk build the eight chunk types (PROTOCOL.md §5.3).
+
+// Text is a piece of assistant text.
+func Text(text string) extension.ProviderChunk {
+	return extension.ProviderChunk{Type: extension.ChunkText, Text: text}
+}
+
+// Reasoning is a piece of reasoning with its optional signature.
+func Reasoning(text, signature string) extension.ProviderChunk {
+	return extension.ProviderChunk{Type: extension.ChunkReasoning, Text: text, Signature: signature}
+}
+
+// ToolCallStart reports that the tool call id of name began.
+func ToolCallStart(id, name string) extension.ProviderChunk {
+	return extension.ProviderChunk{Type: extension.ChunkToolCallStart, ToolCall: &extension.ProviderToolCall{ID: id, Name: name}}
+}
+
+// ToolCallArgsDelta reports that argChars characters of the call's
+// arguments have arrived so far, in all.
+func ToolCallArgsDelta(id, name string, argChars int64) extension.ProviderChunk {
+	return extension.ProviderChunk{Type: extension.ChunkToolCallArgsDelta, ToolCall: &extension.ProviderToolCall{ID: id, Name: name}, ArgChars: argChars}
+}
+
+// ToolCall is one complete tool call; arguments is the JSON text of its
+// arguments.
+func ToolCall(call extension.ProviderToolCall) extension.ProviderChunk {
+	return extension.ProviderChunk{Type: extension.ChunkToolCall, ToolCall: &call}
+}
+
+// Usage is the token accounting of the answer.
+func Usage(u extension.ProviderUsage) extension.ProviderChunk {
+	return extension.ProviderChunk{Type: extension.ChunkUsage, Usage: &u}
+}
+
+// Done is the logical end of the assistant turn.
+func Done() extension.ProviderChunk { return extension.ProviderChunk{Type: extension.ChunkDone} }
+
+// ErrorChunk reports a provider failure with a generic message, which must
+// hold no secret; blank means the frozen provider_failed text. Yielded
+// from a stream it ends the stream with that message.
+func ErrorChunk(message string) extension.ProviderChunk {
+	if message == "" {
+		message = extension.ReasonProviderFailed.Message()
+	}
+	return extension.ProviderChunk{Type: extension.ChunkError, Error: &extension.ProviderError{Code: extension.ProviderErrorFailed, Message: message}}
+}
+
+// provider answers the three provider methods; without a Provider they
+// are unknown_method (PROTOCOL.md §5.6).
+func (s *server) provider(ctx context.Context, method string, raw json.RawMessage) (any, error) {
+	pr := s.opts.Provider
+	if pr == nil {
+		return nil, extension.NewError(extension.ReasonUnknownMethod, "method not found: "+method)
+	}
+	switch method {
+	case extension.MethodProviderCatalog:
+		if err := extension.DecodeParams(method, raw, &extension.ProviderCatalogParams{}); err != nil {
+			return nil, err
+		}
+		descs, err := pr.Catalog(ctx)
+		if err != nil {
+			return nil, s.providerError("Catalog", err)
+		}
+		return extension.ProviderCatalogResult{Providers: append([]extension.ProviderDescriptor{}, descs...)}, nil
+	case extension.MethodStreamCancel:
+		var p extension.StreamCancelParams
+		if err := extension.DecodeParams(method, raw, &p); err != nil {
+			return nil, err
+		}
+		s.streamsMu.Lock()
+		cancel := s.streams[p.StreamID]
+		s.streamsMu.Unlock()
+		if cancel != nil {
+			cancel()
+		}
+		return extension.StreamCancelResult{Cancelled: cancel != nil}, nil
+	}
+	var p extension.StreamOpenParams
+	if err := extension.DecodeParams(method, raw, &p); err != nil {
+		return nil, err
+	}
+	sctx, cancel := context.WithCancel(ctx) // ctx is the connection's: it ends with it
+	s.streamsMu.Lock()
+	_, dup := s.streams[p.StreamID]
+	if !dup {
+		s.streams[p.StreamID] = cancel
+	}
+	s.streamsMu.Unlock()
+	if dup {
+		cancel()
+		return nil, extension.Errorf(extension.ReasonProtocolError, "stream %q is already open", p.StreamID)
+	}
+	chunks, err := pr.Stream(sctx, &p)
+	if err != nil {
+		s.forget(p.StreamID, cancel)
+		return nil, s.providerError("Stream", err)
+	}
+	// The chunks follow the answer on the wire (PROTOCOL.md §5.6).
+	s.pumps.Add(1)
+	return extension.AnswerThen{Result: extension.StreamOpenResult{Accepted: true}, Then: func() {
+		go s.pump(sctx, cancel, &p, chunks)
+	}}, nil
+}
+
+// providerError is the answer to a Provider method that failed.
+func (s *server) providerError(what string, err error) error {
+	var e *extension.Error
+	if errors.As(err, &e) {
+		return e
+	}
+	s.logf("Provider.%s: %v", what, err)
+	return extension.NewError(extension.ReasonProviderFailed, "")
+}
+
+// forget removes a stream from the table.
+func (s *server) forget(id string, cancel context.CancelFunc) {
+	cancel()
+	s.streamsMu.Lock()
+	delete(s.streams, id)
+	s.streamsMu.Unlock()
+}
+
+// pump sends one stream's chunks and its one stream/end (PROTOCOL.md §5.4,
+// §5.6).
+func (s *server) pump(ctx context.Context, cancel context.CancelFunc, p *extension.StreamOpenParams, chunks iter.Seq[extension.ProviderChunk]) {
+	defer s.pumps.Done()
+	defer s.forget(p.StreamID, cancel)
+	<-s.connReady
+	s.running.Add(1)
+	defer s.running.Add(-1)
+	base := max(p.SeqBase, 1)
+	end := extension.StreamEndParams{StreamID: p.StreamID}
+	var sent int64
+	func() {
+		defer func() {
+			if v := recover(); v != nil {
+				s.logf("Provider.Stream for %s panicked: %v", p.ProviderRef, v)
+				end.Error = extension.ReasonProviderFailed.Message()
+			}
+		}()
+		if chunks == nil {
+			return
+		}
+		for c := range chunks {
+			if ctx.Err() != nil {
+				return // cancelled: nothing more is sent
+			}
+			if c.Type == extension.ChunkError && c.Error != nil {
+				end.Error = c.Error.Message
+				if end.Error == "" {
+					end.Error = extension.ReasonProviderFailed.Message()
+				}
+				return
+			}
+			frame := extension.StreamChunkParams{StreamID: p.StreamID, Seq: base + sent, Chunk: c}
+			b, err := json.Marshal(c)
+			if err == nil {
+				err = extension.Validate("ProviderChunk", b)
+			}
+			if err != nil {
+				s.logf("Provider.Stream for %s produced an invalid chunk: %v", p.ProviderRef, err)
+				end.Error = invalidChunkText
+				return
+			}
+			if err := s.conn.Notify(ctx, extension.MethodStreamChunk, frame); err != nil {
+				return // cancelled while waiting for room, or the connection ended
+			}
+			sent++
+		}
+	}()
+	if sent > 0 {
+		end.LastSeq = base + sent - 1
+	}
+	if ctx.Err() != nil {
+		end.Error, end.Interrupted = "", true
+	}
+	if err := s.conn.Notify(context.Background(), extension.MethodStreamEnd, end); err != nil && s.conn.Err() == nil {
+		s.logf("stream/end of %s: %v", p.StreamID, err)
+	}
+}
