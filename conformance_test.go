@@ -36,6 +36,13 @@ var referenceBinary = sync.OnceValues(func() (string, error) {
 // reaches the sidecar through the host's environment.
 func conformanceRuntime(t *testing.T, extra map[string]any, env ...string) (*extension.Runtime, *int32) {
 	t.Helper()
+	return conformanceRuntimeWith(t, extra, nil, env...)
+}
+
+// conformanceRuntimeWith is conformanceRuntime with tweak, if not nil,
+// applied to the Host before it starts.
+func conformanceRuntimeWith(t *testing.T, extra map[string]any, tweak func(*extension.Host), env ...string) (*extension.Runtime, *int32) {
+	t.Helper()
 	bin, err := referenceBinary()
 	if err != nil {
 		t.Fatalf("building the reference plugin: %v", err)
@@ -69,6 +76,9 @@ func conformanceRuntime(t *testing.T, extra map[string]any, env ...string) (*ext
 		Session: extension.SessionContext{SessionID: "sess-conf", WorkspaceRoot: "/ws", Generation: 1},
 		Env:     append(os.Environ(), env...),
 		OnCrash: func(string, error) { atomic.AddInt32(&crashes, 1) },
+	}
+	if tweak != nil {
+		tweak(h)
 	}
 	r, err := h.Start(bg)
 	if err != nil {

@@ -2,14 +2,17 @@ package extension_test
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -45,6 +48,8 @@ var fixtures = map[string]func(){
 	"observe-count":      fixtureObserveCount,
 	"serve-cancel":       fixtureServeCancel,
 	"install":            fixtureInstall,
+	"stream":             fixtureStream,
+	"raw-stream":         fixtureRawStream,
 }
 
 // usedFixtures records which fixtures a test started, so that TestMain
@@ -566,6 +571,123 @@ func fixtureInstall() {
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
+		}
+	}
+}
+
+// fixtureStream is an SDK sidecar serving the providers of $FIXTURE_DECL
+// with streamer. Each stream does what the content of its request's last
+// message says: "count:N" yields N text chunks "<i>" (from 1), "ids:N"
+// N chunks "<streamId>:<i>", "types" one chunk of each of the seven types
+// that travel as chunks and then an error chunk, "hold" one chunk and then
+// waits for its context, "refuse" refuses the stream. With $FIXTURE_MARK
+// set, any provider call first creates that file.
+func fixtureStream() {
+	opts := sdk.Options{Name: os.Getenv("REASONIX_PLUGIN_NAME"), Version: "1.0.0", Logf: func(string, ...any) {}, Provider: streamer{}}
+	var r extension.InitializeResult
+	if err := json.Unmarshal([]byte(os.Getenv("FIXTURE_DECL")), &r); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	opts.Providers, opts.Replaces = r.Providers, r.Replaces
+	if err := sdk.Serve(context.Background(), opts); err != nil {
+		fmt.Fprintln(os.Stderr, "stream fixture:", err)
+		os.Exit(1)
+	}
+}
+
+type streamer struct{}
+
+func markCalled() {
+	if mark := os.Getenv("FIXTURE_MARK"); mark != "" {
+		os.WriteFile(mark, nil, 0o644)
+	}
+}
+
+func (streamer) Catalog(ctx context.Context) ([]extension.ProviderDescriptor, error) {
+	markCalled()
+	var r extension.InitializeResult
+	json.Unmarshal([]byte(os.Getenv("FIXTURE_DECL")), &r)
+	return r.Providers, nil
+}
+
+// streamTypes is what a "types" stream yields.
+var streamTypes = []extension.ProviderChunk{
+	sdk.Text("some text"),
+	sdk.Reasoning("thinking", "sig-1"),
+	sdk.ToolCallStart("call-1", "lookup"),
+	sdk.ToolCallArgsDelta("call-1", "lookup", 11),
+	sdk.ToolCall(extension.ProviderToolCall{ID: "call-1", Name: "lookup", Arguments: `{"q":"x"}`, ThoughtSignature: "ts"}),
+	sdk.Usage(extension.ProviderUsage{PromptTokens: 1, CompletionTokens: 2, TotalTokens: 3, CacheHitTokens: 4, CacheMissTokens: 5, ReasoningTokens: 6, FinishReason: "stop"}),
+	sdk.Done(),
+	sdk.ErrorChunk("upstream failed token=sk-proj-FAKEfake0123456789abcdefFAKE"),
+}
+
+func (streamer) Stream(ctx context.Context, open *extension.StreamOpenParams) (iter.Seq[extension.ProviderChunk], error) {
+	markCalled()
+	what := ""
+	if m := open.Request.Messages; len(m) > 0 {
+		what = m[len(m)-1].Content
+	}
+	kind, arg, _ := strings.Cut(what, ":")
+	n, _ := strconv.Atoi(arg)
+	switch kind {
+	case "refuse":
+		return nil, errors.New("refused")
+	case "types":
+		return slices.Values(streamTypes), nil
+	case "hold":
+		return func(yield func(extension.ProviderChunk) bool) {
+			if yield(sdk.Text("first")) {
+				<-ctx.Done()
+			}
+		}, nil
+	}
+	return func(yield func(extension.ProviderChunk) bool) {
+		for i := 1; i <= n; i++ {
+			text := strconv.Itoa(i)
+			if kind == "ids" {
+				text = open.StreamID + ":" + text
+			}
+			if !yield(sdk.Text(text)) {
+				return
+			}
+		}
+	}, nil
+}
+
+// fixtureRawStream answers initialize with $FIXTURE_RESULT, then answers
+// each stream/open by writing the lines of $FIXTURE_FRAMES, with $ID
+// replaced by the stream's id and the line $ANSWER by the open's answer
+// ($FIXTURE_OPEN, default {"result":{"accepted":true}} members); cancel
+// and shutdown are answered, and the catalog with the members of
+// $FIXTURE_CATALOG.
+func fixtureRawStream() {
+	in := bufio.NewReader(os.Stdin)
+	m := readFrame(in)
+	fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":%s}`+"\n", m["id"], os.Getenv("FIXTURE_RESULT"))
+	answer := cmp.Or(os.Getenv("FIXTURE_OPEN"), `"result":{"accepted":true}`)
+	for {
+		m := readFrame(in)
+		var params struct {
+			StreamID string `json:"streamId"`
+		}
+		json.Unmarshal(m["params"], &params)
+		switch string(m["method"]) {
+		case `"extension/provider/stream/open"`:
+			for _, line := range strings.Split(os.Getenv("FIXTURE_FRAMES"), "\n") {
+				if line == "$ANSWER" {
+					line = fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,%s}`, m["id"], answer)
+				}
+				fmt.Println(strings.ReplaceAll(line, "$ID", params.StreamID))
+			}
+		case `"extension/provider/stream/cancel"`:
+			fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":{"cancelled":true}}`+"\n", m["id"])
+		case `"extension/provider/catalog"`:
+			fmt.Printf(`{"jsonrpc":"2.0","id":%s,%s}`+"\n", m["id"], os.Getenv("FIXTURE_CATALOG"))
+		case `"extension/shutdown"`:
+			fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":{"accepted":true}}`+"\n", m["id"])
+			os.Exit(0)
 		}
 	}
 }

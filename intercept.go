@@ -161,15 +161,32 @@ func (rt *Runtime) slotOwner(p Point) (string, *sidecar) {
 
 // Intercept puts one operation at hook point p through the runtime: the
 // chain of interceptors in D15 order, each seeing its predecessor's output,
-// then the point's slot owner, which has the final say (D17). payload is
-// the point's payload document, a JSON object (a json.RawMessage or []byte
-// is used as is). A block stops the operation and is reported in the
-// outcome. A failure or violation of a required-class plugin, anything but
-// continue, replace or a permission ruling from the slot owner, and a slot
-// owner that is not running fail the operation with a *PluginError; an
-// optional plugin's failure is warned once and skipped (D19). Intercept
-// never falls back to another plugin (D13).
+// then the point's slot owners, which have the final say (D17): the owner
+// of the point's slot, then, at tool.before and tool.after, the owner of
+// tool:<name> for the payload's tool (D28). payload is the point's payload
+// document, a JSON object (a json.RawMessage or []byte is used as is). A
+// block stops the operation and is reported in the outcome. A failure or
+// violation of a required-class plugin, anything but continue, replace or
+// a permission ruling from a slot owner, and a slot owner that is not
+// running fail the operation with a *PluginError; an optional plugin's
+// failure is warned once and skipped (D19). Intercept never falls back to
+// another plugin (D13).
 func (rt *Runtime) Intercept(ctx context.Context, p Point, payload any) (*InterceptOutcome, error) {
+	return rt.intercept(ctx, p, payload, "")
+}
+
+// InterceptProvider is [Intercept] at provider.request or provider.response
+// for a stream of the model ref: the owner of slot provider:<ref>, if any,
+// speaks last (D28). A host puts the request through it, opens the stream
+// with the final request, and puts the assembled response through it.
+func (rt *Runtime) InterceptProvider(ctx context.Context, ref string, p Point, payload any) (*InterceptOutcome, error) {
+	if p != ProviderRequestPoint && p != ProviderResponsePoint {
+		return nil, fmt.Errorf("extension: InterceptProvider takes provider.request or provider.response, not %q", p)
+	}
+	return rt.intercept(ctx, p, payload, ref)
+}
+
+func (rt *Runtime) intercept(ctx context.Context, p Point, payload any, ref string) (*InterceptOutcome, error) {
 	cur, err := rt.operation(p, payload)
 	if err != nil {
 		return nil, err
@@ -180,7 +197,11 @@ func (rt *Runtime) Intercept(ctx context.Context, p Point, payload any) (*Interc
 	if p == PermissionDecision {
 		json.Unmarshal(cur, &host) // the host's own document; a bad one reads as no decision
 	}
+	owners := rt.owners(p, cur, ref)
 	for _, s := range rt.chains[p] {
+		if slices.ContainsFunc(owners, func(o slotClaim) bool { return o.plugin == s.spec.ID }) {
+			continue // D28: this operation's slot owner speaks last
+		}
 		ruled, err := rt.rule(ctx, s, p, out, host.HostDecision, false)
 		if err != nil {
 			return nil, err
@@ -192,12 +213,13 @@ func (rt *Runtime) Intercept(ctx context.Context, p Point, payload any) (*Interc
 			break // D16: the first allow or deny ends the chain
 		}
 	}
-	if id, owner := rt.slotOwner(p); id != "" {
+	for _, o := range owners {
+		owner := rt.byID[o.plugin]
 		if owner == nil {
 			// D17, D19: the owner is required-class; a missing one fails
 			// the operation rather than letting the host default stand.
-			return nil, &PluginError{Plugin: id, Op: string(p),
-				Err: Errorf(ReasonProviderInterrupted, "extension %s owns the %s slot but is not running", id, slotOf(p))}
+			return nil, &PluginError{Plugin: o.plugin, Op: string(p),
+				Err: Errorf(ReasonProviderInterrupted, "extension %s owns the %s slot but is not running", o.plugin, o.slot)}
 		}
 		if _, err := rt.rule(ctx, owner, p, out, host.HostDecision, true); err != nil {
 			return nil, err
@@ -213,6 +235,38 @@ func (rt *Runtime) Intercept(ctx context.Context, p Point, payload any) (*Interc
 		}
 	}
 	return out, nil
+}
+
+// slotClaim is a slot and the plugin that owns it.
+type slotClaim struct{ slot, plugin string }
+
+// owners returns the slot owners that have the final say over one
+// operation at p, in the order they speak: the owner of p's slot (D17),
+// then the owner of the parameterized slot the operation names (D28):
+// tool:<name> for the tool of a tool.before or tool.after payload as the
+// host sent it, provider:<ref> for a stream of ref.
+func (rt *Runtime) owners(p Point, payload json.RawMessage, ref string) []slotClaim {
+	var claims []slotClaim
+	if id := rt.slots[slotOf(p)]; id != "" {
+		claims = append(claims, slotClaim{slotOf(p), id})
+	}
+	param := ""
+	switch {
+	case (p == ToolBefore || p == ToolAfter) && rt.paramSlots:
+		var tool struct {
+			Name string `json:"name"`
+		}
+		json.Unmarshal(payload, &tool) // a payload without a name names no slot
+		if tool.Name != "" {
+			param = "tool:" + tool.Name
+		}
+	case ref != "":
+		param = "provider:" + ref
+	}
+	if id := rt.slots[param]; param != "" && id != "" && (len(claims) == 0 || claims[0].plugin != id) {
+		claims = append(claims, slotClaim{param, id})
+	}
+	return claims
 }
 
 // operation checks the point and encodes the payload document of an
@@ -353,11 +407,14 @@ func (rt *Runtime) Observe(p Point, payload any) error {
 	}
 	defer rt.end()
 	params := EventParams{Event: p, Payload: raw}
+	owners := rt.owners(p, raw, "")
 	for _, s := range rt.chains[p] {
-		rt.bestEffort(s.spec.ID, s, MethodEvent, params, p)
+		if !slices.ContainsFunc(owners, func(o slotClaim) bool { return o.plugin == s.spec.ID }) {
+			rt.bestEffort(s.spec.ID, s, MethodEvent, params, p)
+		}
 	}
-	if id, owner := rt.slotOwner(p); id != "" {
-		rt.bestEffort(id, owner, MethodEvent, params, p)
+	for _, o := range owners {
+		rt.bestEffort(o.plugin, rt.byID[o.plugin], MethodEvent, params, p)
 	}
 	return nil
 }

@@ -1,6 +1,16 @@
 package extension
 
-import "encoding/json"
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
 
 // Provider methods (PROTOCOL.md §5).
 const (
@@ -211,4 +221,242 @@ type StreamEndParams struct {
 	LastSeq     int64  `json:"lastSeq" proto:"min=0"`
 	Error       string `json:"error,omitempty"`
 	Interrupted bool   `json:"interrupted,omitempty"`
+}
+
+// StreamOptions bounds provider catalogs and streams (D21, PROTOCOL.md
+// §5). Every zero field takes the default its comment names.
+type StreamOptions struct {
+	// CatalogTimeout bounds one extension/provider/catalog call. Default
+	// 10 s.
+	CatalogTimeout time.Duration
+	// OpenTimeout bounds the wait for the answer to
+	// extension/provider/stream/open. Default 10 s.
+	OpenTimeout time.Duration
+	// CancelTimeout bounds the extension/provider/stream/cancel sent in
+	// the background when a caller gives a stream up. Default 2 s.
+	CancelTimeout time.Duration
+	// Window is how far ahead of the next expected seq a chunk may wait;
+	// a chunk beyond it fails the stream as interrupted. Default 256.
+	Window int
+	// GapTimeout is how long a missing seq may stay missing, from the
+	// moment its gap appeared, and EndGapTimeout how long after the
+	// stream's stream/end; either fails the stream with stream_gap.
+	// Defaults 5 s and 1 s.
+	GapTimeout, EndGapTimeout time.Duration
+	// Queue is the number of entries of a stream's delivery queue, one of
+	// them kept for the stream's outcome. Default 256.
+	Queue int
+	// StallTimeout is how long the host waits, with a stream's queue full,
+	// for its reader to take a chunk; then that stream alone fails as
+	// interrupted. Meanwhile the host reads nothing more from the sidecar,
+	// which slows it down (D26). Default 1 s.
+	StallTimeout time.Duration
+}
+
+func (o StreamOptions) withDefaults() StreamOptions {
+	o.CatalogTimeout = orDefault(o.CatalogTimeout, 10*time.Second)
+	o.OpenTimeout = orDefault(o.OpenTimeout, 10*time.Second)
+	o.CancelTimeout = orDefault(o.CancelTimeout, 2*time.Second)
+	o.Window = orDefault(o.Window, streamWindow)
+	o.GapTimeout = orDefault(o.GapTimeout, streamGapTimeout)
+	o.EndGapTimeout = orDefault(o.EndGapTimeout, streamEndGapTimeout)
+	o.Queue = max(orDefault(o.Queue, 256), 2) // one chunk and the outcome at least
+	o.StallTimeout = orDefault(o.StallTimeout, time.Second)
+	return o
+}
+
+// pluginOfRef returns the plugin X of a plugin ref plugin/X/<rest>, X and
+// rest non-empty (PROTOCOL.md §5.1), and false for any other ref.
+func pluginOfRef(ref string) (string, bool) {
+	rest, ok := strings.CutPrefix(ref, "plugin/")
+	id, model, ok2 := strings.Cut(rest, "/")
+	return id, ok && ok2 && id != "" && model != ""
+}
+
+// catalogRef reports whether ref is plugin/<id>/<provider>/<model>, the
+// shape the host's model catalog takes (PROTOCOL.md §5.1).
+func catalogRef(id, ref string) bool {
+	rest, ok := strings.CutPrefix(ref, "plugin/"+id+"/")
+	provider, model, ok2 := strings.Cut(rest, "/")
+	return ok && ok2 && provider != "" && model != "" && !strings.Contains(model, "/") &&
+		TerminalSafe(ref) == ref && !strings.ContainsAny(ref, " \t\n")
+}
+
+// Catalog returns the model catalog of the generation: the host's
+// Host.BaseCatalog, where a plugin that owns slot provider:<ref> replaces
+// the entry of that ref with its own descriptor (D28), then the other
+// descriptors of each running sidecar that declared providers, in
+// installed order. A sidecar's catalog is fetched once per generation,
+// concurrent first fetches sharing one request; descriptors outside the
+// plugin's namespace or not of the form plugin/<id>/<provider>/<model>
+// are left out, and visible strings are redacted (D25) and escaped (D27).
+// A sidecar whose fetch fails is skipped, warned about once, and asked
+// again next time. Catalog fails only when the generation is closed.
+func (rt *Runtime) Catalog(ctx context.Context) ([]ProviderDescriptor, error) {
+	if err := rt.begin(); err != nil {
+		return nil, err
+	}
+	defer rt.end()
+	list := slices.Clone(rt.cfg.BaseCatalog)
+	for _, s := range rt.sidecars {
+		if len(s.result.Providers) == 0 || s.usable() != nil {
+			continue // a crashed sidecar's entries are gone (PROTOCOL.md §5.1)
+		}
+		descs, err := s.catalog(ctx)
+		if err != nil {
+			rt.warnOnce(MethodProviderCatalog, s.spec.ID, func() error {
+				return fmt.Errorf("skipping the provider catalog of extension %s: %w", s.spec.ID, err)
+			})
+			continue
+		}
+		for _, d := range descs {
+			i := slices.IndexFunc(rt.cfg.BaseCatalog, func(b ProviderDescriptor) bool { return b.Ref == d.Ref })
+			switch {
+			case i < 0:
+				list = append(list, d)
+			case rt.slots["provider:"+d.Ref] == s.spec.ID:
+				list[i] = d // D28: the slot owner's descriptor replaces the base entry
+			}
+		}
+	}
+	return list, nil
+}
+
+// catalogFetch is one extension/provider/catalog request that concurrent
+// first fetches share.
+type catalogFetch struct {
+	done  chan struct{}
+	descs []ProviderDescriptor
+	err   error
+}
+
+// catalog returns the sidecar's cleaned catalog, fetching it once.
+func (s *sidecar) catalog(ctx context.Context) ([]ProviderDescriptor, error) {
+	s.catMu.Lock()
+	f := s.cat
+	lead := f == nil
+	if lead {
+		f = &catalogFetch{done: make(chan struct{})}
+		s.cat = f
+	}
+	s.catMu.Unlock()
+	if !lead {
+		select {
+		case <-f.done:
+			return f.descs, f.err
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	var res ProviderCatalogResult
+	err := s.call(ctx, s.cfg.Streams.CatalogTimeout, MethodProviderCatalog, ProviderCatalogParams{}, &res)
+	if errors.Is(err, errCallTimeout) {
+		err = fmt.Errorf("extension %s did not answer %s within %v", s.spec.ID, MethodProviderCatalog, s.cfg.Streams.CatalogTimeout)
+	}
+	for _, d := range res.Providers {
+		if err == nil && catalogRef(s.spec.ID, d.Ref) {
+			d.DisplayName, d.Model, d.PricingCurrency, d.DefaultEffort = s.say(d.DisplayName), s.say(d.Model), s.say(d.PricingCurrency), s.say(d.DefaultEffort)
+			for i := range d.Efforts {
+				d.Efforts[i] = s.say(d.Efforts[i])
+			}
+			f.descs = append(f.descs, d)
+		}
+	}
+	f.err = err
+	if err != nil {
+		s.catMu.Lock()
+		s.cat = nil // asked again next time
+		s.catMu.Unlock()
+	}
+	close(f.done)
+	return f.descs, f.err
+}
+
+// checkBaseCatalog fails a generation where a sidecar declares a ref of
+// the host's base catalog without owning slot provider:<ref> (D28).
+func (rt *Runtime) checkBaseCatalog() error {
+	for _, s := range rt.sidecars {
+		for _, d := range s.result.Providers {
+			if slices.ContainsFunc(rt.cfg.BaseCatalog, func(b ProviderDescriptor) bool { return b.Ref == d.Ref }) && rt.slots["provider:"+d.Ref] != s.spec.ID {
+				return &PluginError{Plugin: s.spec.ID, Op: MethodInitialize, Err: Errorf(ReasonCapabilityNotDeclared,
+					"extension %s declares provider %q, which the host's base catalog already has; to replace that entry, add %q to the manifest's runtime.replaces", s.spec.ID, d.Ref, "provider:"+d.Ref)}
+			}
+		}
+	}
+	return nil
+}
+
+// resolve finds the sidecar that serves ref and the declared descriptor
+// it names: the owner must be running and must have declared ref exactly
+// or as a prefix of a declared ref (<ref>/...). There is no fallback to
+// another provider (PROTOCOL.md §5.1).
+func (rt *Runtime) resolve(ref string) (*sidecar, ProviderDescriptor, error) {
+	id, ok := pluginOfRef(ref)
+	if !ok {
+		return nil, ProviderDescriptor{}, fmt.Errorf("extension: %q is not a plugin provider ref (plugin/<plugin>/<provider>/<model>)", ref)
+	}
+	s := rt.byID[id]
+	if s == nil {
+		return nil, ProviderDescriptor{}, Errorf(ReasonProviderInterrupted, "unknown provider ref %q: extension %s is not running", ref, id)
+	}
+	for _, d := range s.result.Providers {
+		if d.Ref == ref || strings.HasPrefix(d.Ref, ref+"/") {
+			return s, d, s.usable()
+		}
+	}
+	return nil, ProviderDescriptor{}, Errorf(ReasonCapabilityNotDeclared, "unknown provider ref %q: extension %s does not declare it", ref, id)
+}
+
+// OpenStream opens a stream of the model ref (plugin/<plugin>/<provider>/
+// <model>) for req, with the reasoning effort ("" for none), and returns
+// it once the sidecar accepted it. Until the stream ends it is an
+// operation of the generation (D14). Cancelling ctx, or [Stream.Close],
+// gives the stream up: it ends with stream_cancelled and the sidecar is
+// sent extension/provider/stream/cancel (D21).
+//
+// Errors: the ref's plugin is not running, or crashed (provider_interrupted,
+// at once, D13), or did not declare ref (capability_not_declared); the
+// sidecar's own error for the open, with its reason; provider_failed when
+// it declined; stream_cancelled when ctx ended first. A failed open is
+// never retried with another provider.
+func (rt *Runtime) OpenStream(ctx context.Context, ref, effort string, req ProviderRequest) (*Stream, error) {
+	s, d, err := rt.resolve(ref)
+	if err != nil {
+		return nil, err
+	}
+	if err := rt.begin(); err != nil {
+		return nil, err
+	}
+	var idb [12]byte
+	rand.Read(idb[:])
+	st := newStream(rt, s, "es_"+hex.EncodeToString(idb[:]), d.Ref)
+	if req.Messages == nil {
+		req.Messages = []ProviderMessage{}
+	}
+	if req.Tools == nil {
+		req.Tools = []ProviderToolSchema{}
+	}
+	// Watched before anything can end it; st.mu is not taken here after
+	// the open is sent, as a delivery holds it until the caller reads.
+	st.unwatch = context.AfterFunc(ctx, func() { st.stop(st.cancelled(ctx)) })
+	// Registered before the open is sent: chunks may overtake its answer.
+	s.streamsMu.Lock()
+	s.streams[st.id] = st
+	s.streamsMu.Unlock()
+	params := StreamOpenParams{StreamID: st.id, ProviderRef: d.Ref, Model: d.Model, Effort: effort, Request: req, SeqBase: 1}
+	var res StreamOpenResult
+	err = s.call(ctx, s.cfg.Streams.OpenTimeout, MethodStreamOpen, params, &res)
+	switch {
+	case ctx.Err() != nil:
+		err = st.cancelled(ctx)
+	case errors.Is(err, errCallTimeout):
+		err = Errorf(ReasonProviderInterrupted, "extension %s did not answer %s within %v", s.spec.ID, MethodStreamOpen, s.cfg.Streams.OpenTimeout)
+	case err == nil && !res.Accepted:
+		err = Errorf(ReasonProviderFailed, "extension %s declined provider stream %s", s.spec.ID, d.Ref)
+	}
+	if err != nil {
+		st.stop(err)
+		return nil, err
+	}
+	return st, nil
 }

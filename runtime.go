@@ -60,6 +60,14 @@ type Host struct {
 	// StderrTailBytes is how much of a sidecar's stderr is kept for
 	// diagnostics (D10). Default 16 KiB.
 	StderrTailBytes int
+	// BaseCatalog is the host's own model catalog, which Runtime.Catalog
+	// starts from. A sidecar may declare a ref of it only when it owns
+	// slot provider:<ref>, and then its descriptor replaces the entry
+	// (D28); any other such declaration fails the generation.
+	BaseCatalog []ProviderDescriptor
+	// Streams bounds provider catalogs and streams (D21).
+	Streams StreamOptions
+
 	// Conn configures each sidecar connection: queue bounds and the
 	// write-stall watchdog (D13, default 10 s). The host keeps its own
 	// side of the barrier on these connections (D6).
@@ -125,17 +133,19 @@ func (h Host) withDefaults() *Host {
 		h.Env = os.Environ()
 	}
 	h.Conn.host = true
+	h.Streams = h.Streams.withDefaults()
 	return &h
 }
 
 // Runtime is one generation of started sidecars: their slot ownership and
 // the chains built from them. Create it with [Host.Start]; Close stops it.
 type Runtime struct {
-	cfg      *Host
-	sidecars []*sidecar // started, in installed order
-	byID     map[string]*sidecar
-	slots    map[string]string    // slot → owning plugin (D17)
-	chains   map[Point][]*sidecar // D15 order, without the point's slot owner
+	cfg        *Host
+	sidecars   []*sidecar // started, in installed order
+	byID       map[string]*sidecar
+	slots      map[string]string    // slot → owning plugin (D17)
+	paramSlots bool                 // some plugin owns a tool:<name> slot (D28)
+	chains     map[Point][]*sidecar // D15 order, without the point's slot owner
 
 	mu       sync.Mutex // protects warnings, warned
 	warnings []Warning
@@ -247,6 +257,10 @@ func (cfg *Host) start(ctx context.Context) (*Runtime, error) {
 		rt.Close()
 		return nil, failed
 	}
+	if err := rt.checkBaseCatalog(); err != nil {
+		rt.Close()
+		return nil, err
+	}
 	for _, w := range warnings {
 		rt.warn(w)
 	}
@@ -302,6 +316,7 @@ func (rt *Runtime) claimSlots(gates []gated) error {
 				return &SlotConflictError{Slot: slot, First: owner, Second: g.id}
 			}
 			rt.slots[slot] = g.id
+			rt.paramSlots = rt.paramSlots || strings.HasPrefix(slot, "tool:")
 		}
 	}
 	return nil

@@ -2,6 +2,7 @@ package extension
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -76,12 +77,22 @@ type sidecar struct {
 	watched    chan struct{} // closed when watch returns, after OnCrash
 	live       atomic.Bool   // the start succeeded: crashes are reported from now on
 	stop       func() error  // doStop, run once: stop is idempotent
+
+	streamsMu sync.Mutex         // protects streams
+	streams   map[string]*Stream // the open provider streams, by id
+
+	catMu sync.Mutex    // protects cat
+	cat   *catalogFetch // the provider catalog, fetched or being fetched; nil before, or after a failure
+
+	bgMu     sync.Mutex // protects bgClosed and the Add of bg
+	bgClosed bool
+	bg       sync.WaitGroup // background calls (stream cancels), joined by stop
 }
 
 // launchSidecar starts one sidecar through the handshake. On failure
 // nothing is left running and the error is a *StartError.
 func launchSidecar(ctx context.Context, spec *launchSpec, cfg *Host) (*sidecar, error) {
-	s := &sidecar{spec: spec, cfg: cfg, start: time.Now(), classified: make(chan struct{}), watched: make(chan struct{})}
+	s := &sidecar{spec: spec, cfg: cfg, start: time.Now(), classified: make(chan struct{}), watched: make(chan struct{}), streams: map[string]*Stream{}}
 	s.redactor = cfg.Redactor.withValues(slices.Sorted(maps.Values(spec.Runtime.Env)))
 	s.tail = &tail{size: cfg.StderrTailBytes, redactor: s.redactor}
 	s.stop = sync.OnceValue(s.doStop)
@@ -91,9 +102,7 @@ func launchSidecar(ctx context.Context, spec *launchSpec, cfg *Host) (*sidecar, 
 	}
 	s.proc = proc
 	// D6: the Conn keeps the host's side of the barrier from its first read.
-	// The host serves no method yet: with no Handler, every request is
-	// answered unknown_method, with data like every protocol error (D7).
-	s.conn = NewConn(proc.stdout, proc.stdin, nil, cfg.Conn)
+	s.conn = NewConn(proc.stdout, proc.stdin, s, cfg.Conn)
 	go s.watch()
 	if err := s.handshake(ctx); err != nil {
 		s.abort()
@@ -115,6 +124,65 @@ func (s *sidecar) abort() {
 	s.conn.Close()
 	s.proc.stop(0, s.cfg.ReapTimeout, s.cfg.ExitDrain) // no grace: kill the group and reap it
 	<-s.watched
+	s.joinBackground()
+}
+
+// HandleRequest answers the sidecar's requests. This host serves none
+// yet: each is answered unknown_method, with data like every protocol
+// error (D7).
+func (s *sidecar) HandleRequest(ctx context.Context, method string, params json.RawMessage) (any, error) {
+	return nil, NewError(ReasonUnknownMethod, "method not found: "+method)
+}
+
+// HandleNotification takes the sidecar's stream notifications to their
+// streams. Traffic for a stream that is not open and malformed
+// notifications are dropped, never failing the connection (PROTOCOL.md
+// §5.4 rule 8).
+func (s *sidecar) HandleNotification(ctx context.Context, method string, params json.RawMessage) {
+	var chunk StreamChunkParams
+	var end StreamEndParams
+	var err error
+	var id string
+	switch method {
+	case MethodStreamChunk:
+		err, id = DecodeParams(method, params, &chunk), chunk.StreamID
+	case MethodStreamEnd:
+		err, id = DecodeParams(method, params, &end), end.StreamID
+	default:
+		return
+	}
+	s.streamsMu.Lock()
+	st := s.streams[id]
+	s.streamsMu.Unlock()
+	switch {
+	case err != nil:
+		s.conn.opts.Logf("extension %s: dropped a malformed %s: %v", s.spec.ID, method, err)
+	case st == nil:
+		s.conn.opts.Logf("extension %s: dropped %s for stream %q, which is not open", s.spec.ID, method, s.say(id))
+	case method == MethodStreamChunk:
+		st.chunk(chunk.Seq, chunk.Chunk)
+	default:
+		st.end(end)
+	}
+}
+
+// background runs f on a goroutine that stop joins, unless the sidecar is
+// stopping already.
+func (s *sidecar) background(f func()) {
+	s.bgMu.Lock()
+	defer s.bgMu.Unlock()
+	if !s.bgClosed {
+		s.bg.Go(f)
+	}
+}
+
+// joinBackground waits for the background calls, which end at the latest
+// with the connection.
+func (s *sidecar) joinBackground() {
+	s.bgMu.Lock()
+	s.bgClosed = true
+	s.bgMu.Unlock()
+	s.bg.Wait()
 }
 
 func (s *sidecar) setState(st sidecarState) {
@@ -248,6 +316,12 @@ func (s *sidecar) watch() {
 	if wasReady {
 		s.proc.kill()
 	}
+	s.streamsMu.Lock()
+	open := slices.Collect(maps.Values(s.streams))
+	s.streamsMu.Unlock()
+	for _, st := range open {
+		st.disconnected(cause) // PROTOCOL.md §5.5
+	}
 	close(s.classified)
 	if wasReady && s.live.Load() && s.cfg.OnCrash != nil {
 		s.cfg.OnCrash(s.spec.ID, s.interrupted(cause))
@@ -321,6 +395,7 @@ func (s *sidecar) doStop() error {
 	killed, reapErr := s.proc.stop(s.cfg.StdinGrace, s.cfg.ReapTimeout, s.cfg.ExitDrain)
 	s.conn.Close()
 	<-s.watched // joins the watcher, OnCrash included
+	s.joinBackground()
 	s.setState(stateStopped)
 	switch {
 	case reapErr != nil:

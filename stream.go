@@ -1,15 +1,18 @@
 package extension
 
 import (
+	"cmp"
+	"context"
+	"fmt"
+	"io"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
-// The bounds of stream reassembly (D21, PROTOCOL.md §5.4). They are
-// constants of this host for now; they are meant to become fields of the
-// host's configuration, so the reassembler names them and nothing else
-// repeats their values.
+// The default bounds of stream reassembly (D21, PROTOCOL.md §5.4); the
+// fields of [StreamOptions] replace them.
 const (
 	// streamWindow is how far ahead of the next expected seq a chunk may
 	// be: a chunk with seq >= next+streamWindow fails the stream as
@@ -58,9 +61,13 @@ type reassembler struct {
 	// error's message (D21: the host redacts provider error text again,
 	// D25); nil means a default Redactor.
 	redact func(string) string
+	// window, gapTimeout and endGapTimeout are the bounds; zero means
+	// streamWindow, streamGapTimeout and streamEndGapTimeout.
+	window                    int64
+	gapTimeout, endGapTimeout time.Duration
 
 	delivered int64      // seqs 1..delivered have been released; next expected is delivered+1
-	win       []waitSlot // the window, indexed by seq % streamWindow; nil until a chunk waits
+	win       []waitSlot // the window, indexed by seq % size(); nil until a chunk waits
 	waiting   int        // chunks waiting in win
 	high      int64      // the highest waiting seq, when waiting > 0
 	known     int64      // the highest seq known to exist: seen in a chunk, or the end's lastSeq
@@ -86,6 +93,9 @@ type gapMark struct {
 	at   time.Time
 }
 
+// size is the window's size.
+func (r *reassembler) size() int64 { return cmp.Or(r.window, streamWindow) }
+
 func (r *reassembler) clock() time.Time {
 	if r.now != nil {
 		return r.now()
@@ -108,18 +118,18 @@ func (r *reassembler) chunk(seq int64, c ProviderChunk) streamStep {
 		return st
 	case r.ended && seq > r.last.LastSeq: // rule 4
 		return r.finish(st, pastEnd(seq, r.last.LastSeq))
-	case seq-next >= streamWindow: // rule 2; no overflow, as next >= 1
+	case seq-next >= r.size(): // rule 2; no overflow, as next >= 1
 		return r.finish(st, Errorf(ReasonProviderInterrupted,
-			"chunk %d is outside the window of %d chunks from chunk %d", seq, streamWindow, next))
+			"chunk %d is outside the window of %d chunks from chunk %d", seq, r.size(), next))
 	case seq == next:
 		st.chunks = append(st.chunks, c)
 		r.delivered = seq
 		r.release(&st)
 	default:
 		if r.win == nil {
-			r.win = make([]waitSlot, streamWindow)
+			r.win = make([]waitSlot, r.size())
 		}
-		slot := &r.win[seq%streamWindow]
+		slot := &r.win[seq%r.size()]
 		if slot.ok { // rule 1: a replay of a waiting chunk
 			return st
 		}
@@ -171,9 +181,9 @@ func (r *reassembler) deadline() (time.Time, bool) {
 	}
 	// The next expected seq is missing (were it here, it would have been
 	// released) and, being the lowest, has been missing the longest.
-	d := r.marks[0].at.Add(streamGapTimeout)
+	d := r.marks[0].at.Add(cmp.Or(r.gapTimeout, streamGapTimeout))
 	if r.ended {
-		d = earlier(d, r.endAt.Add(streamEndGapTimeout))
+		d = earlier(d, r.endAt.Add(cmp.Or(r.endGapTimeout, streamEndGapTimeout)))
 	}
 	return d, true
 }
@@ -211,7 +221,7 @@ func (r *reassembler) abort(err error) streamStep {
 // release moves the chunks that now follow on from the window into st.
 func (r *reassembler) release(st *streamStep) {
 	for r.waiting > 0 {
-		slot := &r.win[(r.delivered+1)%streamWindow]
+		slot := &r.win[(r.delivered+1)%r.size()]
 		if !slot.ok {
 			break
 		}
@@ -309,9 +319,9 @@ func (r *reassembler) gapError() *Error {
 		lo, hi = from, to
 	}
 	next := r.delivered + 1
-	top := min(r.known, next+streamWindow-1) // no chunk waits above the window
+	top := min(r.known, next+r.size()-1) // no chunk waits above the window
 	for s := next; s <= top; s++ {
-		if r.win == nil || !r.win[s%streamWindow].ok {
+		if r.win == nil || !r.win[s%r.size()].ok {
 			add(s, s)
 		}
 	}
@@ -320,4 +330,207 @@ func (r *reassembler) gapError() *Error {
 	}
 	flush()
 	return causedError(ReasonProviderInterrupted, ReasonStreamGap, "missing chunks %s", b.String())
+}
+
+// Stream is one open provider stream (PROTOCOL.md §5): [Stream.Recv]
+// returns its chunks in seq order, whatever order they arrived in, then
+// its outcome. Open it with [Runtime.OpenStream]. Recv and Close may be
+// called from different goroutines.
+type Stream struct {
+	rt  *Runtime
+	s   *sidecar
+	id  string
+	ref string
+	// out is the delivery queue; the outcome is the queue's last entry,
+	// kept apart (PROTOCOL.md §5.4 rule 9).
+	out     chan ProviderChunk
+	done    chan struct{} // closed when err is set: no chunk joins out after it
+	err     error
+	aborted chan struct{} // closed by stop: a delivery waiting for room gives up
+	abort   sync.Once
+
+	mu       sync.Mutex // protects the following; held while delivering
+	r        reassembler
+	timer    *time.Timer // the gap timer of r.deadline
+	finished bool
+	unwatch  func() bool // stops watching the caller's context
+}
+
+func newStream(rt *Runtime, s *sidecar, id, ref string) *Stream {
+	o := &s.cfg.Streams
+	st := &Stream{rt: rt, s: s, id: id, ref: ref, out: make(chan ProviderChunk, o.Queue-1), done: make(chan struct{}), aborted: make(chan struct{})}
+	st.r = reassembler{redact: s.say, window: int64(o.Window), gapTimeout: o.GapTimeout, endGapTimeout: o.EndGapTimeout}
+	return st
+}
+
+// ID returns the stream's id, es_ and 24 hex digits, as sent in stream/open.
+func (st *Stream) ID() string { return st.id }
+
+// Recv returns the next chunk in seq order. After the last one it returns
+// io.EOF when the stream ended cleanly, or the stream's error: an
+// interruption (provider_interrupted, which a gap's stream_gap error
+// matches too under errors.Is), a failure (provider_failed) with the
+// sidecar's redacted text, or stream_cancelled. An error chunk is a chunk
+// like the others, its message redacted again by the host.
+func (st *Stream) Recv() (ProviderChunk, error) {
+	select {
+	case c := <-st.out:
+		return c, nil
+	default:
+	}
+	select {
+	case c := <-st.out:
+		return c, nil
+	case <-st.done:
+		select {
+		case c := <-st.out: // delivered before the end: still read in order
+			return c, nil
+		default:
+		}
+		if st.err == nil {
+			return ProviderChunk{}, io.EOF
+		}
+		return ProviderChunk{}, st.err
+	}
+}
+
+// Close gives the stream up when it has not ended: chunks not yet read
+// are dropped, Recv returns stream_cancelled, and the sidecar is sent
+// extension/provider/stream/cancel in the background (D21). Close is
+// idempotent; after the end it only drops what was not read.
+func (st *Stream) Close() {
+	st.stop(Errorf(ReasonStreamCancelled, "provider stream %s of %s was closed by its caller", st.id, st.ref))
+}
+
+// cancelled is the outcome of a stream whose caller's ctx ended.
+func (st *Stream) cancelled(ctx context.Context) error {
+	return causedError(context.Cause(ctx), ReasonStreamCancelled, "provider stream %s of %s was cancelled: %v", st.id, st.ref, context.Cause(ctx))
+}
+
+// stop ends the stream from the host's side with err, dropping what is
+// unread; when the stream was still open, the sidecar is told in the
+// background.
+func (st *Stream) stop(err error) {
+	st.abort.Do(func() { close(st.aborted) })
+	st.mu.Lock()
+	open := !st.finished
+	st.finish(err)
+	st.mu.Unlock()
+	for drained := false; !drained; {
+		select {
+		case <-st.out:
+		default:
+			drained = true
+		}
+	}
+	if open {
+		st.s.background(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), st.s.cfg.Streams.CancelTimeout)
+			defer cancel()
+			st.s.call(ctx, 0, MethodStreamCancel, StreamCancelParams{StreamID: st.id}, &StreamCancelResult{}) // the answer changes nothing (PROTOCOL.md §5.5)
+		})
+	}
+}
+
+// disconnected ends the stream of a sidecar whose connection ended: what
+// was delivered is still read, what waits behind a gap is dropped
+// (PROTOCOL.md §5.5).
+func (st *Stream) disconnected(cause error) {
+	st.abort.Do(func() { close(st.aborted) })
+	st.mu.Lock()
+	st.finish(causedError(cause, ReasonProviderInterrupted, "extension sidecar %s disconnected during provider stream %s: %s", st.s.spec.ID, st.ref, st.s.say(fmt.Sprint(cause))))
+	st.mu.Unlock()
+}
+
+// chunk and end take the stream's notifications, on the connection's
+// notification goroutine; expire runs when the gap timer fires.
+func (st *Stream) chunk(seq int64, c ProviderChunk) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.take(st.r.chunk(seq, c))
+}
+
+func (st *Stream) end(p StreamEndParams) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.take(st.r.end(p))
+}
+
+func (st *Stream) expire() {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.take(st.r.expire(st.r.clock()))
+}
+
+// take delivers what a step of the reassembler released and re-arms the
+// gap timer; st.mu is held.
+func (st *Stream) take(step streamStep) {
+	if st.finished {
+		return
+	}
+	for _, c := range step.chunks {
+		if !st.deliver(c) {
+			return
+		}
+	}
+	if step.done {
+		st.finish(step.err)
+		return
+	}
+	if d, ok := st.r.deadline(); !ok {
+		if st.timer != nil {
+			st.timer.Stop()
+		}
+	} else if st.timer == nil {
+		st.timer = time.AfterFunc(time.Until(d), st.expire)
+	} else {
+		st.timer.Reset(time.Until(d))
+	}
+}
+
+// deliver queues c for Recv. With the queue full it waits up to
+// StallTimeout, so the connection's reader waits too and the sidecar is
+// slowed down (D26); then the stream alone fails (PROTOCOL.md §5.4 rule
+// 9). It reports whether c was queued.
+func (st *Stream) deliver(c ProviderChunk) bool {
+	if c.Error != nil {
+		c.Error.Message = st.s.say(c.Error.Message) // D21: provider error text is redacted again
+	}
+	select {
+	case st.out <- c:
+		return true
+	default:
+	}
+	t := getTimer(st.s.cfg.Streams.StallTimeout)
+	defer putTimer(t)
+	select {
+	case st.out <- c:
+		return true
+	case <-t.C:
+		st.finish(Errorf(ReasonProviderInterrupted, "provider stream %s of %s: its reader took no chunk for %v with %d waiting", st.id, st.ref, st.s.cfg.Streams.StallTimeout, cap(st.out)))
+	case <-st.aborted: // stop or disconnected finishes it
+	}
+	return false
+}
+
+// finish records the outcome once: the stream leaves its sidecar's table,
+// its timer and its context watch stop, and its operation ends (D14).
+// st.mu is held.
+func (st *Stream) finish(err error) {
+	if st.finished {
+		return
+	}
+	st.finished, st.err = true, err
+	st.r.abort(err)
+	close(st.done)
+	if st.timer != nil {
+		st.timer.Stop()
+	}
+	if st.unwatch != nil {
+		st.unwatch()
+	}
+	st.s.streamsMu.Lock()
+	delete(st.s.streams, st.id)
+	st.s.streamsMu.Unlock()
+	st.rt.end()
 }
