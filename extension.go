@@ -12,8 +12,9 @@
 //
 // A host vendors this package: [Host] starts a generation of the installed
 // plugins' sidecars ([Host.Start], [Host.Reload]), and a [Runtime] puts
-// hook points through them ([Runtime.Intercept], [Runtime.Observe]) and
-// stops them ([Runtime.Close]). Plugins are managed with [Install],
+// hook points through them ([Runtime.Intercept], [Runtime.Observe]),
+// serves their models ([Runtime.Catalog], [Runtime.OpenStream],
+// [Runtime.InterceptProvider]) and stops them ([Runtime.Close]). Plugins are managed with [Install],
 // [SetEnabled], [Remove] and [LoadPackages], and shown with [TrustPlugin].
 // Errors to branch on: the [Reason] values, [PluginError], [StartError],
 // [LaunchError], [SlotConflictError] and the Err* sentinels.
@@ -66,21 +67,28 @@
 // continue, block, replace (strictly revalidated) and, at
 // permission.decision only, allow and deny; an allow over a host deny is
 // audited. D17: a slot has one owner, which has the final say after the
-// chain. D28 (being built): a tool:<name> or provider:<ref> owner has it
-// for its tool or ref. D18: intercept budgets are 5 s for input, tool and
+// chain. D28: a tool:<name> or provider:<ref> owner has it for its tool
+// or ref. D18: intercept budgets are 5 s for input, tool and
 // permission points and 30 s for the rest, and the host's timer rules. D19: a
 // required-class plugin's failure fails the operation; an optional one's
 // is warned once and skipped. D20: events never block the caller; past 16
 // in flight per sidecar they are dropped and counted (PROTOCOL.md §4).
 //
-// # Providers, content and UI (being built)
+// # Providers
 //
 // D21: stream chunks are reassembled in order from seq 1, with a window
-// of 256 and timers on gaps. D22: payloads over 64 KiB travel as content
+// of 256, duplicates dropped, and a gap failing the stream as
+// stream_gap 5 s after it appeared or 1 s after stream/end; a caller's
+// cancel ends the stream with stream_cancelled and tells the sidecar
+// (PROTOCOL.md §5).
+//
+// # Content and UI (being built)
+//
+// D22: payloads over 64 KiB travel as content
 // refs in a bounded per-connection store, read in pages and verified by
 // length and SHA-256. D23: UI surfaces are structured data only. D24: a
 // UI update of another session or generation is never shown (PROTOCOL.md
-// §5-§7). PROTOCOL.md §11 lists what is still being built.
+// §6, §7). PROTOCOL.md §11 lists what is still being built.
 //
 // # Errors and security
 //

@@ -496,3 +496,28 @@ func TestStreamCallerContextCancelsD21(t *testing.T) {
 		t.Fatalf("the sidecar's end %s, want lastSeq 1, interrupted", end)
 	}
 }
+
+func TestAnOpenStreamKeepsTheGenerationBusyD14(t *testing.T) {
+	p := streamPlugin("fx", nil)
+	home := installPlugins(t, p)
+	h := testHost(home)
+	rt, err := h.Start(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	st := ask(t, rt, "plugin/fx/fx/m", "hold")
+	// While the stream is open the generation is not idle: a reload waits
+	// for it, here until its context gives up.
+	ctx, cancel := context.WithTimeout(bg, 100*time.Millisecond)
+	defer cancel()
+	if _, err := h.Reload(ctx, rt); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Reload with a stream open = %v, want it to wait for idle", err)
+	}
+	st.Close()
+	next, err := h.Reload(bg, rt)
+	if err != nil {
+		t.Fatalf("Reload once the stream closed: %v", err)
+	}
+	next.Close()
+}

@@ -12,6 +12,13 @@ package main
 //     against pingpong4_limit, one such round with each of four children.
 //   - observe_throughput: events per second that reach an observer
 //     sidecar offered by a tight loop of Observe, and the fraction lost.
+//   - stream_throughput: one provider stream of 10·n text chunks from a
+//     streamer sidecar through Runtime.OpenStream to the last Recv,
+//     against stream_pipe, the same chunk frames from a child process
+//     through a bare pipe (a buffered writer flushed when full), each
+//     decoded into the same StreamChunkParams by plain json.Unmarshal.
+//     per_sec is chunks per second; the ratio, of times, is at most 2
+//     when the stream keeps at least half the pipe's rate.
 //   - startup_1, startup_4: Host.Start of one sidecar and of four started
 //     together, against spawn_1 and spawn_4, as many minimal Go programs
 //     started together until each has answered one line.
@@ -51,6 +58,7 @@ const (
 	pingpongPeer = "pingpong" // the intercept baselines' child
 	echolinePeer = "echoline" // the startup baselines' child
 	observerPeer = "observer" // the observe_throughput sidecar
+	streamerPeer = "streamer" // the stream_throughput sidecar and, with -pipe, its baseline's child
 )
 
 // defaultBenchRounds is the default of -n: the whole run stays well
@@ -151,12 +159,13 @@ func runBench(n int, args []string) ([]result, error) {
 		return nil, err
 	}
 	var results []result
-	// Each step measures one or more figures; stream_throughput and
-	// content_8mib will be two more steps.
+	// Each step measures one or more figures; content_8mib will be one
+	// more step.
 	for _, step := range []func() ([]result, error){
 		b.intercepts("intercept_rtt", "pingpong_limit", b.one),
 		b.intercepts("intercept_chain4", "pingpong4_limit", b.four),
 		b.observeThroughput,
+		b.streamThroughput,
 		b.startup,
 	} {
 		r, err := step()
@@ -184,7 +193,7 @@ func (b *bench) setup(args []string) error {
 		wg.Go(func() { plugin, refErr = buildReference(b.work) })
 	}
 	_, err := goTool("build", "-o", b.bin+string(filepath.Separator),
-		benchPeers+pingpongPeer, benchPeers+echolinePeer, benchPeers+observerPeer)
+		benchPeers+pingpongPeer, benchPeers+echolinePeer, benchPeers+observerPeer, benchPeers+streamerPeer)
 	wg.Wait()
 	if err != nil {
 		// Reported alone: whatever fails this build (no module source
@@ -357,15 +366,7 @@ func (b *bench) intercepts(figure, baseline string, s sidecars) func() ([]result
 // never reached the observer, dropped by the host (D20) or the SDK.
 func (b *bench) observeThroughput() ([]result, error) {
 	const name = "observe_throughput"
-	home := filepath.Join(b.work, "home-observer")
-	manifest := map[string]any{
-		"apiVersion": "reasonix.io/plugin/v1", "name": observerPeer, "version": "1.0.0",
-		"runtime": map[string]any{"command": b.exe(observerPeer), "intercepts": []extension.Point{extension.ToolBefore, extension.ToolAfter}},
-	}
-	if err := installManifest(home, filepath.Join(b.work, observerPeer), observerPeer, manifest); err != nil {
-		return nil, fmt.Errorf("%s: installing the observer: %w", name, err)
-	}
-	rt, err := sidecars{host: b.host(home), ids: []string{observerPeer}}.start(name)
+	rt, err := b.startPeerSidecar(name, observerPeer, "intercepts", []extension.Point{extension.ToolBefore, extension.ToolAfter})
 	if err != nil {
 		return nil, err
 	}
@@ -417,6 +418,80 @@ func (b *bench) observeThroughput() ([]result, error) {
 	}
 	lost := float64(int64(offered)-received) / float64(offered)
 	return []result{{Name: name, PerSec: float64(received) / lastAt.Sub(begin).Seconds(), Lost: &lost}}, nil
+}
+
+// startPeerSidecar installs the bench's own sidecar peer in a home of its
+// own, its runtime block the command and key: value, and starts it for
+// figure.
+func (b *bench) startPeerSidecar(figure, peer, key string, value any) (*extension.Runtime, error) {
+	home := filepath.Join(b.work, "home-"+peer)
+	manifest := map[string]any{
+		"apiVersion": "reasonix.io/plugin/v1", "name": peer, "version": "1.0.0",
+		"runtime": map[string]any{"command": b.exe(peer), key: value},
+	}
+	if err := installManifest(home, filepath.Join(b.work, peer), peer, manifest); err != nil {
+		return nil, fmt.Errorf("%s: installing %s: %w", figure, peer, err)
+	}
+	return sidecars{host: b.host(home), ids: []string{peer}}.start(figure)
+}
+
+// streamThroughput measures stream_throughput against stream_pipe: max(3,
+// n/200) streams of 10·n chunks each, alternating.
+func (b *bench) streamThroughput() ([]result, error) {
+	const name = "stream_throughput"
+	rt, err := b.startPeerSidecar(name, streamerPeer, "capabilities", []string{"providers"})
+	if err != nil {
+		return nil, err
+	}
+	defer rt.Close()
+	child, err := b.startPeer(streamerPeer, "", "-pipe")
+	if err != nil {
+		return nil, fmt.Errorf("stream_pipe: %w", err)
+	}
+	defer stopAll([]*peer{child})
+	chunks := 10 * b.n
+	count := strconv.Itoa(chunks)
+	req := extension.ProviderRequest{Messages: []extension.ProviderMessage{{Role: extension.RoleUser, Content: count}}}
+	ours := op{name: name, run: func() (func() error, error) {
+		st, err := rt.OpenStream(context.Background(), "plugin/"+streamerPeer+"/bench/text", "", req)
+		if err != nil {
+			return nil, err
+		}
+		defer st.Close()
+		for got := 0; ; got++ {
+			if _, err := st.Recv(); err == io.EOF && got == chunks {
+				return nil, nil
+			} else if err != nil {
+				return nil, fmt.Errorf("after %d of %d chunks: %w", got, chunks, err)
+			}
+		}
+	}}
+	base := op{name: "stream_pipe", run: func() (func() error, error) {
+		if _, err := io.WriteString(child.in, count+" es_0123456789abcdef01234567\n"); err != nil {
+			return nil, err
+		}
+		var p extension.StreamChunkParams
+		for range chunks {
+			line, err := child.out.ReadSlice('\n')
+			if err == nil {
+				err = json.Unmarshal(line, &struct {
+					Params *extension.StreamChunkParams `json:"params"`
+				}{&p})
+			}
+			if err != nil {
+				return nil, err
+			}
+		}
+		return nil, nil
+	}}
+	res, err := interleave(max(3, b.n/200), 1, false, base, ours)
+	if err != nil {
+		return nil, err
+	}
+	for i := range res {
+		res[i].PerSec = float64(chunks) / time.Duration(res[i].P50).Seconds()
+	}
+	return []result{res[0], res[1].against(res[0])}, nil
 }
 
 // startup measures startup_1 and startup_4, the ready time of one and of
@@ -482,8 +557,8 @@ func (b *bench) peers(name string, k int, hello string) ([]*peer, error) {
 // startPeer starts the peer program name, whose stderr is ours so that
 // its complaints are seen, and has it echo hello, if any. The peer is
 // returned whenever it started, for stopAll.
-func (b *bench) startPeer(name, hello string) (*peer, error) {
-	cmd := exec.Command(b.exe(name))
+func (b *bench) startPeer(name, hello string, args ...string) (*peer, error) {
+	cmd := exec.Command(b.exe(name), args...)
 	cmd.Env = b.env
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()

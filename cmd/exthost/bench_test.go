@@ -40,14 +40,18 @@ func TestBenchJSONNamesEveryFigure(t *testing.T) {
 		t.Fatalf("the output is not the documented JSON: %v\n%s", err, out.String())
 	}
 	baselines := map[string]string{
-		"intercept_rtt":    "pingpong_limit",
-		"intercept_chain4": "pingpong4_limit",
-		"startup_1":        "spawn_1",
-		"startup_4":        "spawn_4",
+		"intercept_rtt":     "pingpong_limit",
+		"intercept_chain4":  "pingpong4_limit",
+		"startup_1":         "spawn_1",
+		"startup_4":         "spawn_4",
+		"stream_throughput": "stream_pipe",
 	}
 	seen := map[string]bool{}
 	for _, r := range doc.Results {
 		seen[r.Name] = true
+		if strings.HasPrefix(r.Name, "stream_") && r.PerSec <= 0 {
+			t.Errorf("%s: per_sec %v, want the chunks per second", r.Name, r.PerSec)
+		}
 		switch base, measured := baselines[r.Name]; {
 		case r.Name == "observe_throughput":
 			if r.PerSec <= 0 || r.Lost == nil || *r.Lost < 0 || *r.Lost > 1 || r.Baseline != "" || r.Ratio != 0 {
@@ -63,7 +67,7 @@ func TestBenchJSONNamesEveryFigure(t *testing.T) {
 			}
 		}
 	}
-	for _, name := range []string{"pingpong_limit", "pingpong4_limit", "intercept_rtt", "intercept_chain4", "observe_throughput", "startup_1", "startup_4", "spawn_1", "spawn_4"} {
+	for _, name := range []string{"pingpong_limit", "pingpong4_limit", "intercept_rtt", "intercept_chain4", "observe_throughput", "startup_1", "startup_4", "spawn_1", "spawn_4", "stream_throughput", "stream_pipe"} {
 		if !seen[name] {
 			t.Errorf("no figure %s in\n%s", name, out.String())
 		}
