@@ -197,9 +197,9 @@ func (rt *Runtime) intercept(ctx context.Context, p Point, payload any, ref stri
 	if p == PermissionDecision {
 		json.Unmarshal(cur, &host) // the host's own document; a bad one reads as no decision
 	}
-	owners := rt.owners(p, cur, ref)
+	owners, skip := rt.owners(p, cur, ref)
 	for _, s := range rt.chains[p] {
-		if slices.ContainsFunc(owners, func(o slotClaim) bool { return o.plugin == s.spec.ID }) {
+		if s.spec.ID == skip {
 			continue // D28: this operation's slot owner speaks last
 		}
 		ruled, err := rt.rule(ctx, s, p, out, host.HostDecision, false)
@@ -244,9 +244,9 @@ type slotClaim struct{ slot, plugin string }
 // operation at p, in the order they speak: the owner of p's slot (D17),
 // then the owner of the parameterized slot the operation names (D28):
 // tool:<name> for the tool of a tool.before or tool.after payload as the
-// host sent it, provider:<ref> for a stream of ref.
-func (rt *Runtime) owners(p Point, payload json.RawMessage, ref string) []slotClaim {
-	var claims []slotClaim
+// host sent it, provider:<ref> for a stream of ref. skip is that second
+// owner, which the chain may hold (the first one it never does), or "".
+func (rt *Runtime) owners(p Point, payload json.RawMessage, ref string) (claims []slotClaim, skip string) {
 	if id := rt.slots[slotOf(p)]; id != "" {
 		claims = append(claims, slotClaim{slotOf(p), id})
 	}
@@ -264,9 +264,9 @@ func (rt *Runtime) owners(p Point, payload json.RawMessage, ref string) []slotCl
 		param = "provider:" + ref
 	}
 	if id := rt.slots[param]; param != "" && id != "" && (len(claims) == 0 || claims[0].plugin != id) {
-		claims = append(claims, slotClaim{param, id})
+		claims, skip = append(claims, slotClaim{param, id}), id
 	}
-	return claims
+	return claims, skip
 }
 
 // operation checks the point and encodes the payload document of an
@@ -407,9 +407,9 @@ func (rt *Runtime) Observe(p Point, payload any) error {
 	}
 	defer rt.end()
 	params := EventParams{Event: p, Payload: raw}
-	owners := rt.owners(p, raw, "")
+	owners, skip := rt.owners(p, raw, "")
 	for _, s := range rt.chains[p] {
-		if !slices.ContainsFunc(owners, func(o slotClaim) bool { return o.plugin == s.spec.ID }) {
+		if s.spec.ID != skip {
 			rt.bestEffort(s.spec.ID, s, MethodEvent, params, p)
 		}
 	}
