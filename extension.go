@@ -82,13 +82,18 @@
 // cancel ends the stream with stream_cancelled and tells the sidecar
 // (PROTOCOL.md §5).
 //
-// # Content and UI (being built)
+// # Content references
 //
-// D22: payloads over 64 KiB travel as content
-// refs in a bounded per-connection store, read in pages and verified by
-// length and SHA-256. D23: UI surfaces are structured data only. D24: a
-// UI update of another session or generation is never shown (PROTOCOL.md
-// §6, §7). PROTOCOL.md §11 lists what is still being built.
+// D22: payloads over [InlinePayloadBytes] travel as content refs in a
+// bounded per-connection store, read in pages of [ContentPageBytes] and
+// verified by length and SHA-256 ([Rehydrate], [ReadContent]); a
+// payload over [FrameBytes] is refused locally (PROTOCOL.md §6).
+//
+// # UI (being built)
+//
+// D23: UI surfaces are structured data only. D24: a UI update of another
+// session or generation is never shown (PROTOCOL.md §7). PROTOCOL.md §11
+// lists what is still being built.
 //
 // # Errors and security
 //

@@ -15,6 +15,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -50,6 +52,8 @@ var fixtures = map[string]func(){
 	"install":            fixtureInstall,
 	"stream":             fixtureStream,
 	"raw-stream":         fixtureRawStream,
+	"raw-replace":        fixtureRawReplace,
+	"pager":              fixturePager,
 }
 
 // usedFixtures records which fixtures a test started, so that TestMain
@@ -689,5 +693,88 @@ func fixtureRawStream() {
 			fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":{"accepted":true}}`+"\n", m["id"])
 			os.Exit(0)
 		}
+	}
+}
+
+// fixtureRawReplace answers initialize with $FIXTURE_RESULT, then each
+// intercept with a replacement by reference, built from the payload's
+// descriptor as $FIXTURE_MODE says: "echo" hands the ref back as it is;
+// "length", "hash", "pointer", "two", "inline", "unknown" and "huge" get
+// it wrong in that one way.
+func fixtureRawReplace() {
+	in := bufio.NewReader(os.Stdin)
+	m := readFrame(in)
+	fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":%s}`+"\n", m["id"], os.Getenv("FIXTURE_RESULT"))
+	for {
+		m := readFrame(in)
+		switch string(m["method"]) {
+		case `"extension/shutdown"`:
+			fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":{"accepted":true}}`+"\n", m["id"])
+			os.Exit(0)
+		case `"extension/intercept"`:
+			var p extension.InterceptParams
+			json.Unmarshal(m["params"], &p)
+			if len(p.Externalized) != 1 {
+				fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":{"decision":"continue"}}`+"\n", m["id"])
+				continue
+			}
+			d := p.Externalized[0]
+			d.JSONPointer = "/replacement"
+			res := extension.InterceptResult{Decision: extension.DecisionReplace, Replacement: json.RawMessage("null"), Externalized: []extension.ExternalizedField{d}}
+			switch os.Getenv("FIXTURE_MODE") {
+			case "length":
+				res.Externalized[0].TotalBytes++
+			case "hash":
+				res.Externalized[0].SHA256 = strings.Repeat("0", 64)
+			case "pointer":
+				res.Externalized[0].JSONPointer = "/payload"
+			case "two":
+				res.Externalized = append(res.Externalized, d)
+			case "inline":
+				res.Replacement = json.RawMessage(`{"text":"inline"}`)
+			case "unknown":
+				res.Externalized[0].ContentRef = "content_000000000000000000000000"
+			case "huge":
+				res.Externalized[0].TotalBytes = extension.FrameBytes + 1
+			}
+			b, _ := json.Marshal(res)
+			fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":%s}`+"\n", m["id"], b)
+		}
+	}
+}
+
+// fixturePager is an SDK sidecar whose input.receive interceptor, once
+// the SDK has read its (externalized) payload, holds the call until a
+// tool.before has been answered; tool.before answers block "paged" from
+// then on, continue before.
+func fixturePager() {
+	var paged atomic.Bool
+	answered := make(chan struct{})
+	var once sync.Once
+	err := sdk.Serve(context.Background(), sdk.Options{Name: "pager", Version: "1", Logf: func(string, ...any) {},
+		Intercept: map[extension.Point]sdk.InterceptFunc{
+			extension.InputReceive: func(ctx context.Context, c *sdk.Call) (sdk.Verdict, error) {
+				if len(c.Payload) < extension.InlinePayloadBytes {
+					return sdk.Continue(), nil
+				}
+				paged.Store(true)
+				select {
+				case <-answered:
+					return sdk.Continue(), nil
+				case <-ctx.Done():
+					return sdk.Verdict{}, ctx.Err()
+				}
+			},
+			extension.ToolBefore: func(context.Context, *sdk.Call) (sdk.Verdict, error) {
+				if !paged.Load() {
+					return sdk.Continue(), nil
+				}
+				once.Do(func() { close(answered) })
+				return sdk.Block("paged"), nil
+			},
+		}})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "pager:", err)
+		os.Exit(1)
 	}
 }

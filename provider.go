@@ -2,8 +2,6 @@ package extension
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -427,9 +425,7 @@ func (rt *Runtime) OpenStream(ctx context.Context, ref, effort string, req Provi
 	if err := rt.begin(); err != nil {
 		return nil, err
 	}
-	var idb [12]byte
-	rand.Read(idb[:])
-	st := newStream(rt, s, "es_"+hex.EncodeToString(idb[:]), d.Ref)
+	st := newStream(rt, s, randomID("es_"), d.Ref)
 	if req.Messages == nil {
 		req.Messages = []ProviderMessage{}
 	}

@@ -67,6 +67,8 @@ type Host struct {
 	BaseCatalog []ProviderDescriptor
 	// Streams bounds provider catalogs and streams (D21).
 	Streams StreamOptions
+	// Content bounds each sidecar's store of externalized payloads (D22).
+	Content ContentOptions
 
 	// Conn configures each sidecar connection: queue bounds and the
 	// write-stall watchdog (D13, default 10 s). The host keeps its own
@@ -134,6 +136,7 @@ func (h Host) withDefaults() *Host {
 	}
 	h.Conn.host = true
 	h.Streams = h.Streams.withDefaults()
+	h.Content = h.Content.withDefaults()
 	return &h
 }
 

@@ -28,9 +28,10 @@ const maxNesting = 10000
 
 // scanner is the lexer over one document.
 type scanner struct {
-	data  []byte
-	pos   int
-	depth int
+	data   []byte
+	pos    int
+	depth  int
+	spaced bool // whitespace was skipped: the document is not compact
 }
 
 // fail returns a JSON grammar error at the current byte offset; walk adds
@@ -43,8 +44,10 @@ func (s *scanner) fail(msg string) error {
 var jsonSpace = [256]bool{' ': true, '\t': true, '\n': true, '\r': true}
 
 func (s *scanner) skipWS() {
-	for s.pos < len(s.data) && jsonSpace[s.data[s.pos]] {
-		s.pos++
+	if s.pos < len(s.data) && jsonSpace[s.data[s.pos]] {
+		s.spaced = true
+		for s.pos++; s.pos < len(s.data) && jsonSpace[s.data[s.pos]]; s.pos++ {
+		}
 	}
 }
 

@@ -81,6 +81,8 @@ type sidecar struct {
 	streamsMu sync.Mutex         // protects streams
 	streams   map[string]*Stream // the open provider streams, by id
 
+	content contentStore // the payloads externalized to this sidecar (D22)
+
 	catMu sync.Mutex    // protects cat
 	cat   *catalogFetch // the provider catalog, fetched or being fetched; nil before, or after a failure
 
@@ -93,6 +95,7 @@ type sidecar struct {
 // nothing is left running and the error is a *StartError.
 func launchSidecar(ctx context.Context, spec *launchSpec, cfg *Host) (*sidecar, error) {
 	s := &sidecar{spec: spec, cfg: cfg, start: time.Now(), classified: make(chan struct{}), watched: make(chan struct{}), streams: map[string]*Stream{}}
+	s.content.opts = cfg.Content
 	s.redactor = cfg.Redactor.withValues(slices.Sorted(maps.Values(spec.Runtime.Env)))
 	s.tail = &tail{size: cfg.StderrTailBytes, redactor: s.redactor}
 	s.stop = sync.OnceValue(s.doStop)
@@ -127,11 +130,18 @@ func (s *sidecar) abort() {
 	s.joinBackground()
 }
 
-// HandleRequest answers the sidecar's requests. This host serves none
-// yet: each is answered unknown_method, with data like every protocol
-// error (D7).
+// HandleRequest answers the sidecar's requests: host/content/read from
+// its store (D22); any other is answered unknown_method, with data like
+// every protocol error (D7).
 func (s *sidecar) HandleRequest(ctx context.Context, method string, params json.RawMessage) (any, error) {
-	return nil, NewError(ReasonUnknownMethod, "method not found: "+method)
+	if method != MethodContentRead {
+		return nil, NewError(ReasonUnknownMethod, "method not found: "+method)
+	}
+	var p ContentReadParams
+	if err := DecodeParams(method, params, &p); err != nil {
+		return nil, err // a negative offset among them: invalid_params
+	}
+	return s.content.answer(p)
 }
 
 // HandleNotification takes the sidecar's stream notifications to their
@@ -322,6 +332,7 @@ func (s *sidecar) watch() {
 	for _, st := range open {
 		st.disconnected(cause) // PROTOCOL.md §5.5
 	}
+	s.content.close() // D22: refs die with the connection
 	close(s.classified)
 	if wasReady && s.live.Load() && s.cfg.OnCrash != nil {
 		s.cfg.OnCrash(s.spec.ID, s.interrupted(cause))

@@ -26,7 +26,8 @@ type Call struct {
 	Point extension.Point
 	// Seq is the host's per-connection intercept sequence number.
 	Seq int64
-	// Payload is the point's payload document.
+	// Payload is the point's payload document, already read from the
+	// host and verified when it was externalized (D22).
 	Payload json.RawMessage
 	// Timeout is the host's budget for this call; 0 means none.
 	Timeout time.Duration
@@ -41,7 +42,8 @@ func (c *Call) Decode(v any) error { return extension.Unmarshal(c.Payload, v) }
 type Event struct {
 	// Point is the hook point observed.
 	Point extension.Point
-	// Payload is the point's payload document.
+	// Payload is the point's payload document, read from the host when
+	// it was externalized, as for a Call.
 	Payload json.RawMessage
 }
 
@@ -97,18 +99,24 @@ func (s *server) intercept(ctx context.Context, raw json.RawMessage) (any, error
 	if err := extension.DecodeParams(extension.MethodIntercept, raw, &p); err != nil {
 		return nil, err
 	}
-	if err := checkInline(p.Payload, p.Externalized); err != nil {
-		return nil, err
-	}
 	fn := callback(s.opts.Intercept, p.Event)
 	if fn == nil {
-		return Continue().result, nil
+		return Continue().result, checkNull(p.Payload, p.Externalized)
 	}
-	c := &Call{Point: p.Event, Seq: p.Seq, Payload: p.Payload, Timeout: time.Duration(p.TimeoutMillis) * time.Millisecond}
+	c := &Call{Point: p.Event, Seq: p.Seq, Timeout: time.Duration(p.TimeoutMillis) * time.Millisecond}
 	if c.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, c.Timeout)
 		defer cancel()
+	}
+	// D22: an externalized payload is read from the host, within the
+	// call's deadline, before the callback sees it.
+	var err error
+	if c.Payload, err = s.rehydrate(ctx, p.Payload, p.Externalized); err != nil {
+		if c.Timeout > 0 && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return nil, extension.NewError(extension.ReasonInterceptTimeout, "")
+		}
+		return nil, err
 	}
 	v, err := fn(ctx, c)
 	if c.Timeout > 0 && errors.Is(ctx.Err(), context.DeadlineExceeded) {
@@ -130,10 +138,11 @@ func (s *server) intercept(ctx context.Context, raw json.RawMessage) (any, error
 func (s *server) event(ctx context.Context, raw json.RawMessage) error {
 	var p extension.EventParams
 	err := extension.DecodeParams(extension.MethodEvent, raw, &p)
-	if err == nil {
-		err = checkInline(p.Payload, p.Externalized)
+	fn := callback(s.opts.Observe, p.Event)
+	if err != nil || fn == nil {
+		return err
 	}
-	if fn := callback(s.opts.Observe, p.Event); err == nil && fn != nil {
+	if p.Payload, err = s.rehydrate(ctx, p.Payload, p.Externalized); err == nil {
 		fn(ctx, &Event{Point: p.Event, Payload: p.Payload})
 	}
 	return err
@@ -148,18 +157,48 @@ func callback[F InterceptFunc | ObserveFunc](m map[extension.Point]F, p extensio
 	return m["*"]
 }
 
-// checkInline refuses a payload the callback cannot see: a null
-// placeholder without its descriptor is invalid (D22), and an externalized
-// payload needs host/content/read, which this SDK does not page yet, so
-// the call fails instead of handing the callback a null payload.
-func checkInline(payload json.RawMessage, ext []extension.ExternalizedField) error {
-	if string(payload) != "null" {
-		return nil
+// checkNull refuses a null payload without its descriptor (D22), which
+// no callback could see.
+func checkNull(payload json.RawMessage, ext []extension.ExternalizedField) error {
+	if string(payload) == "null" && len(ext) == 0 {
+		return extension.NewError(extension.ReasonInvalidParams, "payload is null without an externalized /payload descriptor")
 	}
-	for _, f := range ext {
-		if f.JSONPointer == "/payload" {
-			return extension.Errorf(extension.ReasonInternal, "the payload was externalized as %s; this SDK does not read content refs yet", f.ContentRef)
-		}
+	return nil
+}
+
+// rehydrate returns the payload a callback sees: the inline one, or the
+// externalized one read from the host and verified (PROTOCOL.md §6.2).
+// Its errors carry the protocol reason.
+func (s *server) rehydrate(ctx context.Context, payload json.RawMessage, ext []extension.ExternalizedField) (json.RawMessage, error) {
+	if err := checkNull(payload, ext); err != nil {
+		return nil, err
 	}
-	return extension.NewError(extension.ReasonInvalidParams, "payload is null without an externalized /payload descriptor")
+	return extension.Rehydrate(ctx, payload, ext, "/payload", s.readPage)
+}
+
+// readPage asks the host for one page of a content object.
+func (s *server) readPage(ctx context.Context, p extension.ContentReadParams) (extension.ContentReadResult, error) {
+	var res extension.ContentReadResult
+	raw, err := s.connection().Call(ctx, extension.MethodContentRead, p)
+	if err == nil {
+		err = extension.DecodeResult(extension.MethodContentRead, raw, &res)
+	}
+	return res, err
+}
+
+// serverKey is the context key of the server whose callback a context
+// belongs to.
+type serverKey struct{}
+
+// ReadContent reads the whole content object d names from the host and
+// verifies it (PROTOCOL.md §6.3), for a callback that meets a descriptor
+// of its own. ctx must be the context of a callback (or derived from
+// it). Payloads are read for the callbacks already: Call.Payload and
+// Event.Payload are never null placeholders.
+func ReadContent(ctx context.Context, d extension.ExternalizedField) ([]byte, error) {
+	s, ok := ctx.Value(serverKey{}).(*server)
+	if !ok {
+		return nil, errors.New("sdk: ReadContent needs the context of a callback")
+	}
+	return extension.ReadContent(ctx, d, s.readPage)
 }

@@ -122,9 +122,9 @@ func TestInterceptDeadlineIsInterceptTimeoutD18(t *testing.T) {
 }
 
 // TestInterceptNullPayloadNeverReachesTheCallback: a null placeholder
-// without its descriptor is invalid_params; an externalized payload, which
-// this SDK cannot page yet (content refs are pending, PROTOCOL.md §11),
-// fails the call rather than handing the callback a null payload.
+// without its descriptor is invalid_params; an externalized payload that
+// the host no longer holds fails the call with the host's reason rather
+// than handing the callback a null payload (D22).
 func TestInterceptNullPayloadNeverReachesTheCallback(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		called := false
@@ -137,7 +137,12 @@ func TestInterceptNullPayloadNeverReachesTheCallback(t *testing.T) {
 		wantError(t, p.call(request(2, extension.MethodIntercept, `{"event":"tool.before","seq":1,"payload":null,"timeoutMillis":0}`)), "2", -32602, extension.ReasonInvalidParams)
 		sha := strings.Repeat("ab", 32)
 		ext := `{"event":"tool.before","seq":2,"payload":null,"timeoutMillis":0,"externalized":[{"jsonPointer":"/payload","contentRef":"content_1","totalBytes":70000,"sha256":"` + sha + `"}]}`
-		wantError(t, p.call(request(3, extension.MethodIntercept, ext)), "3", -32603, extension.ReasonInternal)
+		read := p.call(request(3, extension.MethodIntercept, ext))
+		if read.Method != extension.MethodContentRead {
+			t.Fatalf("got %s, want the SDK to read the ref", read.raw)
+		}
+		p.send(`{"jsonrpc":"2.0","id":` + string(read.ID) + `,"error":{"code":-32000,"message":"The referenced content has expired.","data":{"reason":"content_ref_expired","retryable":true}}}`)
+		wantError(t, p.recv(), "3", -32000, extension.ReasonContentRefExpired)
 		if called {
 			t.Fatal("the callback saw a null payload")
 		}

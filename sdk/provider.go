@@ -160,7 +160,7 @@ func (s *server) forget(id string, cancel context.CancelFunc) {
 func (s *server) pump(ctx context.Context, cancel context.CancelFunc, p *extension.StreamOpenParams, chunks iter.Seq[extension.ProviderChunk]) {
 	defer s.pumps.Done()
 	defer s.forget(p.StreamID, cancel)
-	<-s.connReady
+	conn := s.connection()
 	s.running.Add(1)
 	defer s.running.Add(-1)
 	base := max(p.SeqBase, 1)
@@ -197,7 +197,7 @@ func (s *server) pump(ctx context.Context, cancel context.CancelFunc, p *extensi
 				end.Error = invalidChunkText
 				return
 			}
-			if err := s.conn.Notify(ctx, extension.MethodStreamChunk, frame); err != nil {
+			if err := conn.Notify(ctx, extension.MethodStreamChunk, frame); err != nil {
 				return // cancelled while waiting for room, or the connection ended
 			}
 			sent++
@@ -209,7 +209,7 @@ func (s *server) pump(ctx context.Context, cancel context.CancelFunc, p *extensi
 	if ctx.Err() != nil {
 		end.Error, end.Interrupted = "", true
 	}
-	if err := s.conn.Notify(context.Background(), extension.MethodStreamEnd, end); err != nil && s.conn.Err() == nil {
+	if err := conn.Notify(context.Background(), extension.MethodStreamEnd, end); err != nil && conn.Err() == nil {
 		s.logf("stream/end of %s: %v", p.StreamID, err)
 	}
 }

@@ -143,6 +143,13 @@ type server struct {
 // them: a sidecar never declares what it does not serve.
 var ErrProviderMissing = errors.New("sdk: Options.Providers declares models but Options.Provider is nil; set Provider to serve them, or declare none")
 
+// connection returns the Conn once Serve has set it: NewConn serves (a
+// callback may run) before it returns.
+func (s *server) connection() *extension.Conn {
+	<-s.connReady
+	return s.conn
+}
+
 // Serve runs the sidecar until the host shuts it down or closes stdin
 // (nil), ctx ends (ctx's error), or the connection fails: an oversized
 // frame, a refused handshake, a stalled or overflowing queue. Once the
@@ -216,6 +223,7 @@ func (s *server) close() error {
 
 // HandleRequest dispatches one host request.
 func (s *server) HandleRequest(ctx context.Context, method string, params json.RawMessage) (any, error) {
+	ctx = context.WithValue(ctx, serverKey{}, s)
 	s.running.Add(1)
 	defer s.running.Add(-1)
 	switch method {
@@ -235,6 +243,7 @@ func (s *server) HandleRequest(ctx context.Context, method string, params json.R
 // HandleNotification dispatches one host notification; a malformed one is
 // dropped with a log line (notifications are never answered).
 func (s *server) HandleNotification(ctx context.Context, method string, params json.RawMessage) {
+	ctx = context.WithValue(ctx, serverKey{}, s)
 	s.running.Add(1)
 	defer s.running.Add(-1)
 	var err error

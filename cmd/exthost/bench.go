@@ -19,6 +19,11 @@ package main
 //     decoded into the same StreamChunkParams by plain json.Unmarshal.
 //     per_sec is chunks per second; the ratio, of times, is at most 2
 //     when the stream keeps at least half the pipe's rate.
+//   - content_8mib: one input.receive Intercept of an 8 MiB payload,
+//     externalized by the host and paged, verified and answered by the
+//     streamer's SDK, against content_pipe, the same bytes written to a
+//     child as base64 lines of 256 KiB that it decodes and hashes. The
+//     target is a ratio of times of at most 3.3 (baseline/ours >= 0.3).
 //   - startup_1, startup_4: Host.Start of one sidecar and of four started
 //     together, against spawn_1 and spawn_4, as many minimal Go programs
 //     started together until each has answered one line.
@@ -29,6 +34,9 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -159,13 +167,12 @@ func runBench(n int, args []string) ([]result, error) {
 		return nil, err
 	}
 	var results []result
-	// Each step measures one or more figures; content_8mib will be one
-	// more step.
+	// Each step measures one or more figures.
 	for _, step := range []func() ([]result, error){
 		b.intercepts("intercept_rtt", "pingpong_limit", b.one),
 		b.intercepts("intercept_chain4", "pingpong4_limit", b.four),
 		b.observeThroughput,
-		b.streamThroughput,
+		b.streamerFigures,
 		b.startup,
 	} {
 		r, err := step()
@@ -366,7 +373,7 @@ func (b *bench) intercepts(figure, baseline string, s sidecars) func() ([]result
 // never reached the observer, dropped by the host (D20) or the SDK.
 func (b *bench) observeThroughput() ([]result, error) {
 	const name = "observe_throughput"
-	rt, err := b.startPeerSidecar(name, observerPeer, "intercepts", []extension.Point{extension.ToolBefore, extension.ToolAfter})
+	rt, err := b.startPeerSidecar(name, observerPeer, map[string]any{"intercepts": []extension.Point{extension.ToolBefore, extension.ToolAfter}})
 	if err != nil {
 		return nil, err
 	}
@@ -421,29 +428,38 @@ func (b *bench) observeThroughput() ([]result, error) {
 }
 
 // startPeerSidecar installs the bench's own sidecar peer in a home of its
-// own, its runtime block the command and key: value, and starts it for
-// figure.
-func (b *bench) startPeerSidecar(figure, peer, key string, value any) (*extension.Runtime, error) {
+// own, its runtime block the command and rt, and starts it for figure.
+func (b *bench) startPeerSidecar(figure, peer string, rt map[string]any) (*extension.Runtime, error) {
 	home := filepath.Join(b.work, "home-"+peer)
-	manifest := map[string]any{
-		"apiVersion": "reasonix.io/plugin/v1", "name": peer, "version": "1.0.0",
-		"runtime": map[string]any{"command": b.exe(peer), key: value},
-	}
+	rt["command"] = b.exe(peer)
+	manifest := map[string]any{"apiVersion": "reasonix.io/plugin/v1", "name": peer, "version": "1.0.0", "runtime": rt}
 	if err := installManifest(home, filepath.Join(b.work, peer), peer, manifest); err != nil {
 		return nil, fmt.Errorf("%s: installing %s: %w", figure, peer, err)
 	}
 	return sidecars{host: b.host(home), ids: []string{peer}}.start(figure)
 }
 
-// streamThroughput measures stream_throughput against stream_pipe: max(3,
-// n/200) streams of 10·n chunks each, alternating.
-func (b *bench) streamThroughput() ([]result, error) {
-	const name = "stream_throughput"
-	rt, err := b.startPeerSidecar(name, streamerPeer, "capabilities", []string{"providers"})
+// streamerFigures measures stream_throughput against stream_pipe and
+// content_8mib against content_pipe, with one streamer sidecar and one
+// child running the baselines.
+func (b *bench) streamerFigures() ([]result, error) {
+	rt, err := b.startPeerSidecar("stream_throughput", streamerPeer, map[string]any{"capabilities": []string{"providers"}, "intercepts": []extension.Point{extension.InputReceive}})
 	if err != nil {
 		return nil, err
 	}
 	defer rt.Close()
+	stream, err := b.streamThroughput(rt)
+	if err != nil {
+		return nil, err
+	}
+	content, err := b.content8MiB(rt)
+	return append(stream, content...), err
+}
+
+// streamThroughput measures stream_throughput against stream_pipe: max(3,
+// n/200) streams of 10·n chunks each, alternating.
+func (b *bench) streamThroughput(rt *extension.Runtime) ([]result, error) {
+	const name = "stream_throughput"
 	child, err := b.startPeer(streamerPeer, "", "-pipe")
 	if err != nil {
 		return nil, fmt.Errorf("stream_pipe: %w", err)
@@ -490,6 +506,50 @@ func (b *bench) streamThroughput() ([]result, error) {
 	}
 	for i := range res {
 		res[i].PerSec = float64(chunks) / time.Duration(res[i].P50).Seconds()
+	}
+	return []result{res[0], res[1].against(res[0])}, nil
+}
+
+// content8MiB measures content_8mib, one input.receive Intercept of an
+// 8 MiB payload, which the host externalizes and the sidecar's SDK pages,
+// verifies and answers, against content_pipe, the same 8 MiB written to
+// a child as base64 lines of 256 KiB that it decodes and hashes:
+// max(3, n/400) of each, alternating.
+func (b *bench) content8MiB(rt *extension.Runtime) ([]result, error) {
+	const name = "content_8mib"
+	payload := []byte(`{"text":"` + strings.Repeat("a", extension.FrameBytes-len(`{"text":""}`)) + `"}`)
+	var lines bytes.Buffer
+	for off := 0; off < len(payload); off += extension.ContentPageBytes {
+		lines.WriteString(base64.StdEncoding.EncodeToString(payload[off:min(off+extension.ContentPageBytes, len(payload))]))
+		lines.WriteByte('\n')
+	}
+	lines.WriteByte('\n')
+	child, err := b.startPeer(streamerPeer, "", "-content")
+	if err != nil {
+		return nil, fmt.Errorf("content_pipe: %w", err)
+	}
+	defer stopAll([]*peer{child})
+	sum := sha256.Sum256(payload)
+	ours := op{name: name, run: func() (func() error, error) {
+		out, err := rt.Intercept(context.Background(), extension.InputReceive, json.RawMessage(payload))
+		if err == nil && (out.Blocked || len(out.Replaced) > 0) {
+			err = fmt.Errorf("the sidecar answered %+v, not continue", out)
+		}
+		return nil, err
+	}}
+	base := op{name: "content_pipe", run: func() (func() error, error) {
+		if _, err := child.in.Write(lines.Bytes()); err != nil {
+			return nil, err
+		}
+		line, err := child.out.ReadString('\n')
+		if err == nil && strings.TrimSpace(line) != hex.EncodeToString(sum[:]) {
+			err = fmt.Errorf("the child hashed %q", line)
+		}
+		return nil, err
+	}}
+	res, err := interleave(max(3, b.n/400), 1, false, base, ours)
+	if err != nil {
+		return nil, err
 	}
 	return []result{res[0], res[1].against(res[0])}, nil
 }

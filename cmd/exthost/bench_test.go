@@ -45,6 +45,7 @@ func TestBenchJSONNamesEveryFigure(t *testing.T) {
 		"startup_1":         "spawn_1",
 		"startup_4":         "spawn_4",
 		"stream_throughput": "stream_pipe",
+		"content_8mib":      "content_pipe",
 	}
 	seen := map[string]bool{}
 	for _, r := range doc.Results {
@@ -67,7 +68,7 @@ func TestBenchJSONNamesEveryFigure(t *testing.T) {
 			}
 		}
 	}
-	for _, name := range []string{"pingpong_limit", "pingpong4_limit", "intercept_rtt", "intercept_chain4", "observe_throughput", "startup_1", "startup_4", "spawn_1", "spawn_4", "stream_throughput", "stream_pipe"} {
+	for _, name := range []string{"pingpong_limit", "pingpong4_limit", "intercept_rtt", "intercept_chain4", "observe_throughput", "startup_1", "startup_4", "spawn_1", "spawn_4", "stream_throughput", "stream_pipe", "content_8mib", "content_pipe"} {
 		if !seen[name] {
 			t.Errorf("no figure %s in\n%s", name, out.String())
 		}

@@ -1,0 +1,116 @@
+package extension
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+)
+
+// storeSidecar is a sidecar with only its content store, which is all
+// host/content/read touches.
+func storeSidecar(o ContentOptions) *sidecar {
+	s := &sidecar{}
+	s.content.opts = o.withDefaults()
+	return s
+}
+
+// readRequest asks s's HandleRequest for one page.
+func readRequest(s *sidecar, params string) (ContentReadResult, error) {
+	res, err := s.HandleRequest(context.Background(), MethodContentRead, json.RawMessage(params))
+	if err != nil {
+		return ContentReadResult{}, err
+	}
+	// The hand-encoded page must be what encoding/json writes for the
+	// same result, and strictly decodable.
+	var p ContentReadParams
+	json.Unmarshal([]byte(params), &p)
+	want, _ := s.content.read(context.Background(), p)
+	if b, _ := json.Marshal(want); string(b) != string(res.(preEncoded)) {
+		return ContentReadResult{}, errors.New("the hand-encoded page differs from encoding/json's: " + string(res.(preEncoded))[:80])
+	}
+	var page ContentReadResult
+	err = DecodeResult(MethodContentRead, json.RawMessage(res.(preEncoded)), &page)
+	return page, err
+}
+
+func TestContentReadPagesD22(t *testing.T) {
+	s := storeSidecar(ContentOptions{})
+	for _, c := range []struct {
+		size  int
+		pages []int64 // the offsets of the pages, in order
+	}{
+		{700 << 10, []int64{0, 262144, 524288}},
+		{262144 + 1, []int64{0, 262144}},
+		{262144, []int64{0}},
+		{0, []int64{0}},
+	} {
+		data := bytes.Repeat([]byte("x"), c.size)
+		d := s.content.put(data, "/payload")
+		var got []int64
+		read := func(ctx context.Context, p ContentReadParams) (ContentReadResult, error) {
+			got = append(got, p.Offset)
+			b, _ := json.Marshal(p)
+			return readRequest(s, string(b))
+		}
+		back, err := ReadContent(context.Background(), d, read)
+		if err != nil || !bytes.Equal(back, data) || len(got) != len(c.pages) {
+			t.Fatalf("%d bytes: read %d bytes in pages %v (%v), want pages %v", c.size, len(back), got, err, c.pages)
+		}
+		for i := range got {
+			if got[i] != c.pages[i] {
+				t.Fatalf("%d bytes: pages %v, want %v", c.size, got, c.pages)
+			}
+		}
+		last, _ := readRequest(s, `{"contentRef":"`+d.ContentRef+`","offset":`+itoa(c.pages[len(c.pages)-1])+`}`)
+		if last.NextOffset != 0 {
+			t.Fatalf("%d bytes: the last page has nextOffset %d", c.size, last.NextOffset)
+		}
+		end, err := readRequest(s, `{"contentRef":"`+d.ContentRef+`","offset":`+itoa(int64(c.size))+`}`)
+		if err != nil || end.DataBase64 != "" || end.NextOffset != 0 {
+			t.Fatalf("%d bytes: offset == totalBytes gave %+v, %v; want an empty last page", c.size, end, err)
+		}
+		if _, err := readRequest(s, `{"contentRef":"`+d.ContentRef+`","offset":`+itoa(int64(c.size+1))+`}`); !errors.Is(err, ReasonContentRefExpired) {
+			t.Fatalf("past the end: %v, want content_ref_expired", err)
+		}
+		if _, err := readRequest(s, `{"contentRef":"`+d.ContentRef+`","offset":-1}`); !errors.Is(err, ReasonInvalidParams) {
+			t.Fatalf("a negative offset: %v, want invalid_params", err)
+		}
+	}
+	if _, err := readRequest(s, `{"contentRef":"content_000000000000000000000000","offset":0}`); !errors.Is(err, ReasonContentRefExpired) {
+		t.Fatalf("an unknown ref: %v, want content_ref_expired", err)
+	}
+}
+
+func itoa(n int64) string { b, _ := json.Marshal(n); return string(b) }
+
+func TestContentStoreEvictsOldestFirstD22(t *testing.T) {
+	expired := func(s *sidecar, d ExternalizedField) bool {
+		_, err := readRequest(s, `{"contentRef":"`+d.ContentRef+`","offset":0}`)
+		return errors.Is(err, ReasonContentRefExpired)
+	}
+	s := storeSidecar(ContentOptions{})
+	var refs []ExternalizedField
+	for range 64 {
+		refs = append(refs, s.content.put([]byte(`{}`), "/payload"))
+	}
+	if expired(s, refs[0]) {
+		t.Fatal("the first of 64 objects was evicted")
+	}
+	refs = append(refs, s.content.put([]byte(`{}`), "/payload"))
+	if !expired(s, refs[0]) || expired(s, refs[1]) || expired(s, refs[64]) {
+		t.Fatal("the 65th object must evict the first, and only it")
+	}
+
+	s = storeSidecar(ContentOptions{MaxBytes: 1000})
+	a, b := s.content.put(make([]byte, 400), "/payload"), s.content.put(make([]byte, 400), "/payload")
+	c := s.content.put(make([]byte, 400), "/payload")
+	if !expired(s, a) || expired(s, b) || expired(s, c) {
+		t.Fatal("the byte cap must evict the oldest until the new object fits")
+	}
+	s.content.close()
+	if !expired(s, b) || !expired(s, c) {
+		t.Fatal("a closed connection's refs must be gone")
+	}
+}
