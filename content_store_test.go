@@ -3,8 +3,11 @@ package extension
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -113,4 +116,58 @@ func TestContentStoreEvictsOldestFirstD22(t *testing.T) {
 	if !expired(s, b) || !expired(s, c) {
 		t.Fatal("a closed connection's refs must be gone")
 	}
+}
+
+// FuzzReadContent feeds ReadContent a descriptor and the pages a hostile
+// peer answers, each page the strict decoding of one line of the input
+// after the first (the descriptor): whatever they say, ReadContent must
+// end, never read past the object's bounds, and return only bytes whose
+// length and SHA-256 are the descriptor's (D22, PROTOCOL.md §6.3).
+func FuzzReadContent(f *testing.F) {
+	s := storeSidecar(ContentOptions{})
+	for _, size := range []int{0, 10, ContentPageBytes, ContentPageBytes + 1} {
+		d := s.content.put(bytes.Repeat([]byte("z"), size), "/payload")
+		dj, _ := json.Marshal(d)
+		seed := string(dj)
+		for off := int64(0); ; {
+			page, _ := s.content.read(context.Background(), ContentReadParams{ContentRef: d.ContentRef, Offset: off})
+			pj, _ := json.Marshal(page)
+			seed += "\n" + string(pj)
+			if page.NextOffset == 0 {
+				break
+			}
+			off = page.NextOffset
+		}
+		f.Add(seed)
+	}
+	f.Add(`{"jsonPointer":"/payload","contentRef":"c","totalBytes":3,"sha256":"00"}` + "\n" + `{"contentRef":"c","offset":0,"dataBase64":"YQ==","nextOffset":1,"totalBytes":3,"sha256":"00","encoding":"utf8"}`)
+	f.Fuzz(func(t *testing.T, input string) {
+		lines := bytes.Split([]byte(input), []byte("\n"))
+		var d ExternalizedField
+		if Unmarshal(lines[0], &d) != nil {
+			return
+		}
+		calls := 0
+		read := func(ctx context.Context, p ContentReadParams) (ContentReadResult, error) {
+			calls++
+			var page ContentReadResult
+			if calls >= len(lines) {
+				return page, NewError(ReasonContentRefExpired, "")
+			}
+			err := DecodeResult(MethodContentRead, lines[calls], &page)
+			return page, err
+		}
+		data, err := ReadContent(context.Background(), d, read)
+		if err != nil {
+			var e *Error
+			if !errors.As(err, &e) || e.Reason == "" {
+				t.Fatalf("error %v carries no protocol reason", err)
+			}
+			return
+		}
+		sum := sha256.Sum256(data)
+		if int64(len(data)) != d.TotalBytes || !strings.EqualFold(hex.EncodeToString(sum[:]), d.SHA256) {
+			t.Fatalf("accepted %d bytes that do not match %+v", len(data), d)
+		}
+	})
 }
