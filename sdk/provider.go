@@ -1,6 +1,7 @@
 package sdk
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -117,13 +118,20 @@ func (s *server) provider(ctx context.Context, method string, raw json.RawMessag
 	sctx, cancel := context.WithCancel(ctx) // ctx is the connection's: it ends with it
 	s.streamsMu.Lock()
 	_, dup := s.streams[p.StreamID]
-	if !dup {
+	busy := len(s.streams) >= cmp.Or(max(s.opts.MaxHandlers, 0), 32)
+	if !dup && !busy {
 		s.streams[p.StreamID] = cancel
 	}
 	s.streamsMu.Unlock()
-	if dup {
+	switch {
+	case dup:
 		cancel()
 		return nil, extension.Errorf(extension.ReasonProtocolError, "stream %q is already open", p.StreamID)
+	case busy:
+		// The streams' pumps are callbacks too: their number is bounded
+		// like the handlers' (PROTOCOL.md §2.5).
+		cancel()
+		return nil, &extension.Error{Code: -32099, Message: "server busy"}
 	}
 	chunks, err := pr.Stream(sctx, &p)
 	if err != nil {
@@ -159,7 +167,6 @@ func (s *server) forget(id string, cancel context.CancelFunc) {
 // §5.6).
 func (s *server) pump(ctx context.Context, cancel context.CancelFunc, p *extension.StreamOpenParams, chunks iter.Seq[extension.ProviderChunk]) {
 	defer s.pumps.Done()
-	defer s.forget(p.StreamID, cancel)
 	conn := s.connection()
 	s.running.Add(1)
 	defer s.running.Add(-1)
@@ -179,6 +186,10 @@ func (s *server) pump(ctx context.Context, cancel context.CancelFunc, p *extensi
 		for c := range chunks {
 			if ctx.Err() != nil {
 				return // cancelled: nothing more is sent
+			}
+			if base+sent < base { // a seqBase so large the seqs would wrap
+				end.Error = invalidChunkText
+				return
 			}
 			if c.Type == extension.ChunkError && c.Error != nil {
 				end.Error = c.Error.Message
@@ -209,6 +220,9 @@ func (s *server) pump(ctx context.Context, cancel context.CancelFunc, p *extensi
 	if ctx.Err() != nil {
 		end.Error, end.Interrupted = "", true
 	}
+	// Out of the table before its end is sent: a host that has seen the
+	// end may open another stream at once.
+	s.forget(p.StreamID, cancel)
 	if err := conn.Notify(context.Background(), extension.MethodStreamEnd, end); err != nil && conn.Err() == nil {
 		s.logf("stream/end of %s: %v", p.StreamID, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -44,7 +45,7 @@ func withProvider(t *testing.T, pr sdk.Provider) *peer {
 	return started(t, opts)
 }
 
-func openStream(id int, streamID string, seqBase int) string {
+func openStream(id int, streamID string, seqBase int64) string {
 	return request(id, extension.MethodStreamOpen, fmt.Sprintf(`{"streamId":%q,"providerRef":"plugin/t/p/m","model":"m","request":{"messages":[],"tools":[],"maxTokens":0},"seqBase":%d}`, streamID, seqBase))
 }
 
@@ -73,7 +74,7 @@ func (p *peer) streamFrames() (seqs []int64, chunks []extension.ProviderChunk, e
 
 func TestStreamNumbersFromMaxOfSeqBaseAndOneD21(t *testing.T) {
 	for _, c := range []struct {
-		base  int
+		base  int64
 		first int64
 	}{{0, 1}, {1, 1}, {5, 5}} {
 		p := withProvider(t, yielding(sdk.Text("a"), sdk.Text("b"), sdk.Done()))
@@ -212,5 +213,39 @@ func TestChunkHelpersBuildValidChunksOfEachType(t *testing.T) {
 	}
 	if len(seen) != 8 {
 		t.Fatalf("helpers cover %d chunk types, want 8", len(seen))
+	}
+}
+
+func TestOpenStreamsAreBoundedLikeCallbacks(t *testing.T) {
+	opts := minimalOptions
+	opts.MaxHandlers = 2
+	opts.Provider = testProvider{stream: func(ctx context.Context, _ *extension.StreamOpenParams) (iter.Seq[extension.ProviderChunk], error) {
+		return func(func(extension.ProviderChunk) bool) { <-ctx.Done() }, nil
+	}}
+	p := started(t, opts)
+	wantResult(t, p.call(openStream(2, "a", 1)), "2", acceptedResult)
+	wantResult(t, p.call(openStream(3, "b", 1)), "3", acceptedResult)
+	wantError(t, p.call(openStream(4, "c", 1)), "4", -32099, "") // busy, and no data (D7's one exception)
+	p.send(request(5, extension.MethodStreamCancel, `{"streamId":"a"}`))
+	for answered, ended := false, false; !answered || !ended; { // in either order
+		switch f := p.recv(); f.Method {
+		case "":
+			wantResult(t, f, "5", `{"cancelled":true}`)
+			answered = true
+		case extension.MethodStreamEnd:
+			ended = true
+		default:
+			t.Fatalf("got %s", f.raw)
+		}
+	}
+	wantResult(t, p.call(openStream(6, "c", 1)), "6", acceptedResult)
+}
+
+func TestSeqsNeverWrap(t *testing.T) {
+	p := withProvider(t, yielding(sdk.Text("a"), sdk.Text("b")))
+	wantResult(t, p.call(openStream(2, "s", math.MaxInt64)), "2", acceptedResult)
+	seqs, _, end := p.streamFrames()
+	if !slices.Equal(seqs, []int64{math.MaxInt64}) || end.LastSeq != math.MaxInt64 || end.Error == "" {
+		t.Fatalf("seqs %v, end %+v; want the one seq that fits, then an error end", seqs, end)
 	}
 }

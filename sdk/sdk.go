@@ -93,7 +93,9 @@ type Options struct {
 	Shutdown func(ctx context.Context) error
 
 	// MaxHandlers bounds the callbacks running at once; past it a request
-	// is answered -32099 "server busy". Zero means 32.
+	// is answered -32099 "server busy". It bounds the open provider
+	// streams too: a stream/open past it is answered the same way. Zero
+	// means 32.
 	MaxHandlers int
 	// StopGrace bounds how long Serve waits, once the connection has
 	// ended, for running callbacks to return after their context was
