@@ -171,3 +171,25 @@ func FuzzReadContent(f *testing.F) {
 		}
 	})
 }
+
+// TestStoredPayloadIsTheHostsOwnCopyD22: a sidecar may page an event's
+// payload after Observe returned, so the caller reusing its buffer must
+// not change what the store holds.
+func TestStoredPayloadIsTheHostsOwnCopyD22(t *testing.T) {
+	rt := &Runtime{}
+	for _, doc := range []string{`{"text":"%s"}`, `{ "text" : "%s" }`} { // compact, and not
+		payload := []byte(strings.Replace(doc, "%s", strings.Repeat("a", InlinePayloadBytes), 1))
+		raw, err := rt.operation(InputReceive, json.RawMessage(payload))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rt.end()
+		want := string(raw)
+		for i := range payload {
+			payload[i] = 'x'
+		}
+		if string(raw) != want {
+			t.Fatalf("the payload to store changed with the caller's buffer (%q)", doc)
+		}
+	}
+}

@@ -294,6 +294,9 @@ func (rt *Runtime) operation(p Point, payload any) (json.RawMessage, error) {
 		// json.Compact's time (an 8 MiB one, 3 ms against 49), so it is
 		// copied only when it has whitespace to drop (or nests deeper
 		// than the lexer's fast path goes).
+		// Either way the store gets a copy of its own: a sidecar may read
+		// it after the call returns (an event, an echoed ref), when the
+		// caller may have reused its buffer.
 		sc := scanner{data: raw}
 		if !sc.skipValue(nil) || sc.end() != nil || sc.spaced {
 			var b bytes.Buffer
@@ -301,6 +304,8 @@ func (rt *Runtime) operation(p Point, payload any) (json.RawMessage, error) {
 				return nil, errors.New("extension: a payload must be a JSON object")
 			}
 			raw = b.Bytes()
+		} else {
+			raw = bytes.Clone(raw)
 		}
 		if len(raw) > FrameBytes {
 			return nil, Errorf(ReasonFrameTooLarge, "the %s payload is %d bytes compacted, over the %d-byte limit of a content object", p, len(raw), FrameBytes)
