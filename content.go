@@ -283,6 +283,8 @@ func ReadContent(ctx context.Context, d ExternalizedField, read ContentReader) (
 			return nil, bad("encoding %q is not utf8", page.Encoding)
 		case page.TotalBytes > FrameBytes:
 			return nil, Errorf(ReasonFrameTooLarge, "content %s is %d bytes, over the %d-byte limit", d.ContentRef, page.TotalBytes, FrameBytes)
+		case page.TotalBytes != d.TotalBytes || !strings.EqualFold(page.SHA256, d.SHA256):
+			return nil, bad("the page at %d describes another object (%d bytes, sha256 %.12s...)", offset, page.TotalBytes, page.SHA256)
 		case page.NextOffset != 0 && page.NextOffset <= offset:
 			return nil, bad("nextOffset %d makes no progress from %d", page.NextOffset, offset)
 		case base64.StdEncoding.DecodedLen(len(page.DataBase64)) > ContentPageBytes+2: // at most; 2: a full page's padding
@@ -297,11 +299,16 @@ func ReadContent(ctx context.Context, d ExternalizedField, read ContentReader) (
 		if data, err = base64.StdEncoding.AppendDecode(data, text); err != nil {
 			return nil, bad("the page at %d is not standard base64: %v", offset, err)
 		}
-		switch {
-		case len(data)-before > ContentPageBytes:
-			return nil, bad("the page at %d holds %d bytes, over %d", offset, len(data)-before, ContentPageBytes)
+		switch n := len(data) - before; {
+		case n > ContentPageBytes:
+			return nil, bad("the page at %d holds %d bytes, over %d", offset, n, ContentPageBytes)
 		case int64(len(data)) > d.TotalBytes:
 			return nil, bad("more than the %d bytes described", d.TotalBytes)
+		case page.NextOffset != 0 && page.NextOffset != offset+int64(n):
+			// Bytes are neither skipped nor read twice, and every page
+			// but the last carries some: the pages are at most
+			// totalBytes, however the peer answers.
+			return nil, bad("nextOffset %d is not the page's end, %d", page.NextOffset, offset+int64(n))
 		}
 		hashed <- data[before:] // never written again, even if data grows
 		offset = page.NextOffset

@@ -244,6 +244,11 @@ type StreamOptions struct {
 	// Queue is the number of entries of a stream's delivery queue, one of
 	// them kept for the stream's outcome. Default 256.
 	Queue int
+	// MaxBufferedBytes bounds the text a stream holds that its caller has
+	// not read, waiting behind a gap or in its queue (a chunk's text,
+	// signature and tool call); past it the stream fails as interrupted.
+	// Default 32 MiB.
+	MaxBufferedBytes int
 	// StallTimeout is how long the host waits, with a stream's queue full,
 	// for its reader to take a chunk; then that stream alone fails as
 	// interrupted. Meanwhile the host reads nothing more from the sidecar,
@@ -260,6 +265,7 @@ func (o StreamOptions) withDefaults() StreamOptions {
 	o.EndGapTimeout = orDefault(o.EndGapTimeout, streamEndGapTimeout)
 	o.Queue = max(orDefault(o.Queue, 256), 2) // one chunk and the outcome at least
 	o.StallTimeout = orDefault(o.StallTimeout, time.Second)
+	o.MaxBufferedBytes = orDefault(o.MaxBufferedBytes, 32<<20)
 	return o
 }
 
@@ -289,7 +295,8 @@ func catalogRef(id, ref string) bool {
 // plugin's namespace or not of the form plugin/<id>/<provider>/<model>
 // are left out, and visible strings are redacted (D25) and escaped (D27).
 // A sidecar whose fetch fails is skipped, warned about once, and asked
-// again next time. Catalog fails only when the generation is closed.
+// again next time. Catalog fails only when the generation is closed or
+// ctx ends (then with ctx's error).
 func (rt *Runtime) Catalog(ctx context.Context) ([]ProviderDescriptor, error) {
 	if err := rt.begin(); err != nil {
 		return nil, err
@@ -301,6 +308,9 @@ func (rt *Runtime) Catalog(ctx context.Context) ([]ProviderDescriptor, error) {
 			continue // a crashed sidecar's entries are gone (PROTOCOL.md §5.1)
 		}
 		descs, err := s.catalog(ctx)
+		if ctx.Err() != nil {
+			return nil, ctx.Err() // the caller gave up: no partial list, no warning
+		}
 		if err != nil {
 			rt.warnOnce(MethodProviderCatalog, s.spec.ID, func() error {
 				return fmt.Errorf("skipping the provider catalog of extension %s: %w", s.spec.ID, err)
@@ -308,6 +318,7 @@ func (rt *Runtime) Catalog(ctx context.Context) ([]ProviderDescriptor, error) {
 			continue
 		}
 		for _, d := range descs {
+			d.Efforts = slices.Clone(d.Efforts) // the cache's own stays the cache's
 			i := slices.IndexFunc(rt.cfg.BaseCatalog, func(b ProviderDescriptor) bool { return b.Ref == d.Ref })
 			switch {
 			case i < 0:
@@ -328,26 +339,35 @@ type catalogFetch struct {
 	err   error
 }
 
-// catalog returns the sidecar's cleaned catalog, fetching it once.
+// catalog returns the sidecar's cleaned catalog, fetching it once. The
+// fetch belongs to no caller: it runs in the background, bounded by
+// CatalogTimeout, so one caller giving up does not fail the others that
+// wait for it; each waits until the fetch ends or its own ctx does.
 func (s *sidecar) catalog(ctx context.Context) ([]ProviderDescriptor, error) {
 	s.catMu.Lock()
 	f := s.cat
-	lead := f == nil
-	if lead {
+	if f == nil {
 		f = &catalogFetch{done: make(chan struct{})}
 		s.cat = f
-	}
-	s.catMu.Unlock()
-	if !lead {
-		select {
-		case <-f.done:
-			return f.descs, f.err
-		case <-ctx.Done():
-			return nil, ctx.Err()
+		if !s.background(func() { s.fetchCatalog(f) }) {
+			f.err = Errorf(ReasonProviderInterrupted, "extension sidecar %s is shut down", s.spec.ID)
+			s.cat = nil
+			close(f.done)
 		}
 	}
+	s.catMu.Unlock()
+	select {
+	case <-f.done:
+		return f.descs, f.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// fetchCatalog runs one extension/provider/catalog request for f.
+func (s *sidecar) fetchCatalog(f *catalogFetch) {
 	var res ProviderCatalogResult
-	err := s.call(ctx, s.cfg.Streams.CatalogTimeout, MethodProviderCatalog, ProviderCatalogParams{}, &res)
+	err := s.call(context.Background(), s.cfg.Streams.CatalogTimeout, MethodProviderCatalog, ProviderCatalogParams{}, &res)
 	if errors.Is(err, errCallTimeout) {
 		err = fmt.Errorf("extension %s did not answer %s within %v", s.spec.ID, MethodProviderCatalog, s.cfg.Streams.CatalogTimeout)
 	}
@@ -367,7 +387,6 @@ func (s *sidecar) catalog(ctx context.Context) ([]ProviderDescriptor, error) {
 		s.catMu.Unlock()
 	}
 	close(f.done)
-	return f.descs, f.err
 }
 
 // checkBaseCatalog fails a generation where a sidecar declares a ref of
@@ -432,13 +451,17 @@ func (rt *Runtime) OpenStream(ctx context.Context, ref, effort string, req Provi
 	if req.Tools == nil {
 		req.Tools = []ProviderToolSchema{}
 	}
-	// Watched before anything can end it; st.mu is not taken here after
-	// the open is sent, as a delivery holds it until the caller reads.
-	st.unwatch = context.AfterFunc(ctx, func() { st.stop(st.cancelled(ctx)) })
 	// Registered before the open is sent: chunks may overtake its answer.
 	s.streamsMu.Lock()
 	s.streams[st.id] = st
 	s.streamsMu.Unlock()
+	// Then watched, under st.mu as finish reads it. No delivery can hold
+	// st.mu yet: the sidecar does not know the id before the open; after
+	// it, st.mu is not taken here, as a delivery may hold it until the
+	// caller reads.
+	st.mu.Lock()
+	st.unwatch = context.AfterFunc(ctx, func() { st.stop(st.cancelled(ctx)) })
+	st.mu.Unlock()
 	params := StreamOpenParams{StreamID: st.id, ProviderRef: d.Ref, Model: d.Model, Effort: effort, Request: req, SeqBase: 1}
 	var res StreamOpenResult
 	err = s.call(ctx, s.cfg.Streams.OpenTimeout, MethodStreamOpen, params, &res)

@@ -521,3 +521,16 @@ func TestAnOpenStreamKeepsTheGenerationBusyD14(t *testing.T) {
 	}
 	next.Close()
 }
+
+func TestStreamHoldsBoundedBytesD21(t *testing.T) {
+	text := strings.Repeat("t", 300)
+	frames := []string{"$ANSWER"} // seq 1 never comes: everything waits
+	for seq := 2; seq <= 8; seq++ {
+		frames = append(frames, chunkLine(seq, text))
+	}
+	rt := startRuntime(t, func(h *extension.Host) { h.Streams.MaxBufferedBytes = 1000 }, rawStreamPlugin(frames...))
+	chunks, err := drain(ask(t, rt, "plugin/raw/fx/m", ""))
+	if len(chunks) != 0 || !errors.Is(err, extension.ReasonProviderInterrupted) || !strings.Contains(err.Error(), "1000 bytes") {
+		t.Fatalf("%d chunks, %v; want an interruption once 1000 bytes wait", len(chunks), err)
+	}
+}

@@ -177,13 +177,14 @@ func (s *sidecar) HandleNotification(ctx context.Context, method string, params 
 }
 
 // background runs f on a goroutine that stop joins, unless the sidecar is
-// stopping already.
-func (s *sidecar) background(f func()) {
+// stopping already, and reports whether it did.
+func (s *sidecar) background(f func()) bool {
 	s.bgMu.Lock()
 	defer s.bgMu.Unlock()
 	if !s.bgClosed {
 		s.bg.Go(f)
 	}
+	return !s.bgClosed
 }
 
 // joinBackground waits for the background calls, which end at the latest

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -348,6 +349,7 @@ type Stream struct {
 	err     error
 	aborted chan struct{} // closed by stop: a delivery waiting for room gives up
 	abort   sync.Once
+	held    atomic.Int64 // chunkBytes of the chunks kept and not yet read
 
 	mu       sync.Mutex // protects the following; held while delivering
 	r        reassembler
@@ -375,16 +377,16 @@ func (st *Stream) ID() string { return st.id }
 func (st *Stream) Recv() (ProviderChunk, error) {
 	select {
 	case c := <-st.out:
-		return c, nil
+		return st.read(c), nil
 	default:
 	}
 	select {
 	case c := <-st.out:
-		return c, nil
+		return st.read(c), nil
 	case <-st.done:
 		select {
 		case c := <-st.out: // delivered before the end: still read in order
-			return c, nil
+			return st.read(c), nil
 		default:
 		}
 		if st.err == nil {
@@ -392,6 +394,22 @@ func (st *Stream) Recv() (ProviderChunk, error) {
 		}
 		return ProviderChunk{}, st.err
 	}
+}
+
+// read accounts for c, taken by the caller.
+func (st *Stream) read(c ProviderChunk) ProviderChunk {
+	st.held.Add(-chunkBytes(c))
+	return c
+}
+
+// chunkBytes is what a chunk weighs against MaxBufferedBytes: the strings
+// a sidecar chooses the length of, which the host does not change.
+func chunkBytes(c ProviderChunk) int64 {
+	n := len(c.Text) + len(c.Signature)
+	if t := c.ToolCall; t != nil {
+		n += len(t.ID) + len(t.Name) + len(t.Arguments) + len(t.ThoughtSignature)
+	}
+	return int64(n)
 }
 
 // Close gives the stream up when it has not ended: chunks not yet read
@@ -447,7 +465,15 @@ func (st *Stream) disconnected(cause error) {
 func (st *Stream) chunk(seq int64, c ProviderChunk) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	st.take(st.r.chunk(seq, c))
+	kept := int64(st.r.waiting) + st.r.delivered
+	step := st.r.chunk(seq, c)
+	if int64(st.r.waiting)+st.r.delivered > kept { // c waits or was released, not dropped
+		if limit := int64(st.s.cfg.Streams.MaxBufferedBytes); st.held.Add(chunkBytes(c)) > limit {
+			st.finish(Errorf(ReasonProviderInterrupted, "provider stream %s of %s holds over %d bytes its caller has not read", st.id, st.ref, limit))
+			return
+		}
+	}
+	st.take(step)
 }
 
 func (st *Stream) end(p StreamEndParams) {

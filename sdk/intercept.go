@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"time"
 
 	"github.com/reasonix-ext/extension"
@@ -103,7 +104,7 @@ func (s *server) intercept(ctx context.Context, raw json.RawMessage) (any, error
 	if fn == nil {
 		return Continue().result, checkNull(p.Payload, p.Externalized)
 	}
-	c := &Call{Point: p.Event, Seq: p.Seq, Timeout: time.Duration(p.TimeoutMillis) * time.Millisecond}
+	c := &Call{Point: p.Event, Seq: p.Seq, Timeout: millis(p.TimeoutMillis)}
 	if c.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, c.Timeout)
@@ -155,6 +156,15 @@ func callback[F InterceptFunc | ObserveFunc](m map[extension.Point]F, p extensio
 		return fn
 	}
 	return m["*"]
+}
+
+// millis is a timeoutMillis as a Duration; one too large for a Duration
+// (about 292 years) is no deadline, not a wrapped one.
+func millis(ms int64) time.Duration {
+	if ms > math.MaxInt64/int64(time.Millisecond) {
+		return 0
+	}
+	return time.Duration(ms) * time.Millisecond
 }
 
 // checkNull refuses a null payload without its descriptor (D22), which

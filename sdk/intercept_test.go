@@ -515,3 +515,12 @@ func TestFullsidecarCrashHookExitsThree(t *testing.T) {
 		t.Fatalf("exit status %d, want 3", code)
 	}
 }
+
+func TestHugeTimeoutMillisIsNoDeadlineNotAWrappedOne(t *testing.T) {
+	p := withInterceptor(t, extension.ToolBefore, func(ctx context.Context, c *sdk.Call) (sdk.Verdict, error) {
+		_, hasDeadline := ctx.Deadline()
+		return sdk.Block(fmt.Sprint(c.Timeout, " ", hasDeadline)), nil
+	})
+	f := p.call(request(2, extension.MethodIntercept, `{"event":"tool.before","seq":1,"payload":{},"timeoutMillis":9223372036855}`))
+	wantResult(t, f, "2", `{"decision":"block","reason":"0s false"}`)
+}

@@ -209,7 +209,11 @@ func (s *server) pump(ctx context.Context, cancel context.CancelFunc, p *extensi
 				return
 			}
 			if err := conn.Notify(ctx, extension.MethodStreamChunk, frame); err != nil {
-				return // cancelled while waiting for room, or the connection ended
+				if ctx.Err() == nil && conn.Err() == nil { // not sent: over the frame limit (D2)
+					s.logf("Provider.Stream for %s: %v", p.ProviderRef, err)
+					end.Error = invalidChunkText
+				}
+				return // else cancelled while waiting for room, or the connection ended
 			}
 			sent++
 		}

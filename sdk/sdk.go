@@ -323,9 +323,9 @@ func (s *server) shutdownRequest(ctx context.Context, raw json.RawMessage) (any,
 		return nil, err
 	}
 	if s.opts.Shutdown != nil {
-		if p.TimeoutMillis > 0 {
+		if d := millis(p.TimeoutMillis); d > 0 {
 			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, time.Duration(p.TimeoutMillis)*time.Millisecond)
+			ctx, cancel = context.WithTimeout(ctx, d)
 			defer cancel()
 		}
 		done := make(chan error, 1)
