@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/reasonix-ext/extension"
 	"github.com/reasonix-ext/extension/sdk"
@@ -163,4 +165,29 @@ func TestReadContentFromACallbackAndObserversSeeTheirPayloadD22(t *testing.T) {
 	if n := <-observed; n != len(data) {
 		t.Fatalf("the observer saw %d bytes, want %d", n, len(data))
 	}
+}
+
+func TestAnEventsPayloadReadIsBoundedByContentTimeoutD22(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		logs := make(chan string, 8)
+		called := false
+		opts := minimalOptions
+		opts.ContentTimeout = 2 * time.Second
+		opts.Logf = func(format string, args ...any) { logs <- fmt.Sprintf(format, args...) }
+		opts.Observe = map[extension.Point]sdk.ObserveFunc{extension.SessionStart: func(context.Context, *sdk.Event) { called = true }}
+		p := started(t, opts)
+		d := `{"jsonPointer":"/payload","contentRef":"content_0123456789abcdef01234567","totalBytes":70000,"sha256":"` + strings.Repeat("ab", 32) + `"}`
+		p.send(`{"jsonrpc":"2.0","method":"extension/event","params":{"event":"session.start","payload":null,"externalized":[` + d + `]}}`)
+		if f := p.recv(); f.Method != extension.MethodContentRead {
+			t.Fatalf("got %s, want the read", f.raw)
+		}
+		// The host never answers: after ContentTimeout the event is dropped.
+		if line := <-logs; !strings.Contains(line, "dropped extension/event") || !strings.Contains(line, "deadline") {
+			t.Fatalf("log %q, want the event dropped at its deadline", line)
+		}
+		if called {
+			t.Fatal("the observer ran without its payload")
+		}
+		wantResult(t, p.call(intercept(9, extension.ToolBefore, `{"name":"ls"}`)), "9", continueResult)
+	})
 }

@@ -180,8 +180,13 @@ func checkNull(payload json.RawMessage, ext []extension.ExternalizedField) error
 // externalized one read from the host and verified (PROTOCOL.md §6.2).
 // Its errors carry the protocol reason.
 func (s *server) rehydrate(ctx context.Context, payload json.RawMessage, ext []extension.ExternalizedField) (json.RawMessage, error) {
-	if err := checkNull(payload, ext); err != nil {
-		return nil, err
+	if err := checkNull(payload, ext); err != nil || len(ext) == 0 {
+		return payload, err
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, cmp.Or(max(s.opts.ContentTimeout, 0), 30*time.Second))
+		defer cancel()
 	}
 	return extension.Rehydrate(ctx, payload, ext, "/payload", s.readPage)
 }

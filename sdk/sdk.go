@@ -92,6 +92,11 @@ type Options struct {
 	// bounded by the host's timeoutMillis (no bound when it is 0).
 	Shutdown func(ctx context.Context) error
 
+	// ContentTimeout bounds reading an externalized payload from the host
+	// (D22) when the call gives no deadline of its own: always for an
+	// event, and for an intercept with timeoutMillis 0. Zero means 30 s.
+	ContentTimeout time.Duration
+
 	// MaxHandlers bounds the callbacks running at once; past it a request
 	// is answered -32099 "server busy". It bounds the open provider
 	// streams too: a stream/open past it is answered the same way. Zero
