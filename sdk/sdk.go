@@ -25,6 +25,13 @@
 //		}
 //	}
 //
+// A sidecar that serves models declares them in [Options.Providers] and
+// serves them with a [Provider], whose Stream yields chunks built with
+// [Text], [ToolCall], [Usage], [Done] and the other helpers; the SDK
+// numbers them and ends the stream (see ExampleProvider). Payloads the
+// host sent by reference (over 64 KiB) are read and verified before a
+// callback sees them.
+//
 // [Serve] owns stdin and stdout: the sidecar must never write to stdout
 // itself; stderr is free for logs. Serve answers the handshake from
 // [Options], keeps its side of the barrier (D6), runs up to
