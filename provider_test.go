@@ -534,3 +534,20 @@ func TestStreamHoldsBoundedBytesD21(t *testing.T) {
 		t.Fatalf("%d chunks, %v; want an interruption once 1000 bytes wait", len(chunks), err)
 	}
 }
+
+func TestStreamChunkStringsReachTheCallerEscapedD27(t *testing.T) {
+	rt := startRuntime(t, nil, rawStreamPlugin("$ANSWER",
+		`{"jsonrpc":"2.0","method":"extension/provider/stream/chunk","params":{"streamId":"$ID","seq":1,"chunk":{"type":"text","text":"ok\n\tthen \u001b]0;owned\u0007 \u009b31m"}}}`,
+		`{"jsonrpc":"2.0","method":"extension/provider/stream/chunk","params":{"streamId":"$ID","seq":2,"chunk":{"type":"tool_call","toolCall":{"id":"c\u001b[2J","name":"n","arguments":"{}"}}}}`,
+		endLine(`"lastSeq":2`)))
+	chunks, err := drain(ask(t, rt, "plugin/raw/fx/m", ""))
+	if err != nil || len(chunks) != 2 {
+		t.Fatalf("chunks %+v, %v", chunks, err)
+	}
+	if got, want := chunks[0].Text, "ok\n\tthen \\x1b]0;owned\\x07 \\u009b31m"; got != want {
+		t.Fatalf("text %q, want %q: tab and newline kept, every other control escaped", got, want)
+	}
+	if id := chunks[1].ToolCall.ID; id != `c\x1b[2J` {
+		t.Fatalf("tool call id %q, want it escaped", id)
+	}
+}

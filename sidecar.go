@@ -170,10 +170,24 @@ func (s *sidecar) HandleNotification(ctx context.Context, method string, params 
 	case st == nil:
 		s.conn.opts.Logf("extension %s: dropped %s for stream %q, which is not open", s.spec.ID, method, s.say(id))
 	case method == MethodStreamChunk:
-		st.chunk(chunk.Seq, chunk.Chunk)
+		st.chunk(chunk.Seq, s.safeChunk(chunk.Chunk))
 	default:
 		st.end(end)
 	}
+}
+
+// safeChunk returns c as a host caller may see it: every string escaped
+// (D27; a decoded string could carry raw escape sequences, which a JSON
+// payload cannot), and an error's message redacted again (D21, D25).
+func (s *sidecar) safeChunk(c ProviderChunk) ProviderChunk {
+	c.Text, c.Signature = TerminalSafe(c.Text), TerminalSafe(c.Signature)
+	if t := c.ToolCall; t != nil {
+		t.ID, t.Name, t.Arguments, t.ThoughtSignature = TerminalSafe(t.ID), TerminalSafe(t.Name), TerminalSafe(t.Arguments), TerminalSafe(t.ThoughtSignature)
+	}
+	if c.Error != nil {
+		c.Error.Message = s.say(c.Error.Message)
+	}
+	return c
 }
 
 // background runs f on a goroutine that stop joins, unless the sidecar is

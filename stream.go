@@ -519,9 +519,6 @@ func (st *Stream) take(step streamStep) {
 // slowed down (D26); then the stream alone fails (PROTOCOL.md §5.4 rule
 // 9). It reports whether c was queued.
 func (st *Stream) deliver(c ProviderChunk) bool {
-	if c.Error != nil {
-		c.Error.Message = st.s.say(c.Error.Message) // D21: provider error text is redacted again
-	}
 	select {
 	case st.out <- c:
 		return true
