@@ -14,7 +14,8 @@
 // plugins' sidecars ([Host.Start], [Host.Reload]), and a [Runtime] puts
 // hook points through them ([Runtime.Intercept], [Runtime.Observe]),
 // serves their models ([Runtime.Catalog], [Runtime.OpenStream],
-// [Runtime.InterceptProvider]) and stops them ([Runtime.Close]). Plugins are managed with [Install],
+// [Runtime.InterceptProvider]), shows their UI through a [Frontend]
+// ([Runtime.Action], [Runtime.Submit]) and stops them ([Runtime.Close]). Plugins are managed with [Install],
 // [SetEnabled], [Remove] and [LoadPackages], and shown with [TrustPlugin].
 // Errors to branch on: the [Reason] values, [PluginError], [StartError],
 // [LaunchError], [SlotConflictError] and the Err* sentinels.
@@ -89,11 +90,15 @@
 // verified by length and SHA-256 ([Rehydrate], [ReadContent]); a
 // payload over [FrameBytes] is refused locally (PROTOCOL.md §6).
 //
-// # UI (being built)
+// # Structured UI
 //
-// D23: UI surfaces are structured data only. D24: a UI update of another
-// session or generation is never shown (PROTOCOL.md §7). PROTOCOL.md §11
-// lists what is still being built.
+// D23: UI surfaces and prompts are structured data only: payloads decode
+// strictly per kind and no string may hold raw HTML, a script or file
+// URL, a Markdown image or a control character ([DecodeSurface]). D24: a
+// publish of another session or generation is never shown, and the
+// binding moves with a reload. A host shows what passes through its
+// [Frontend]; [Runtime.Action] and [Runtime.Submit] call back
+// (PROTOCOL.md §7).
 //
 // # Errors and security
 //

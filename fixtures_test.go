@@ -2,6 +2,7 @@ package extension_test
 
 import (
 	"bufio"
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/hex"
@@ -11,12 +12,14 @@ import (
 	"iter"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -54,6 +57,7 @@ var fixtures = map[string]func(){
 	"raw-stream":         fixtureRawStream,
 	"raw-replace":        fixtureRawReplace,
 	"pager":              fixturePager,
+	"raw-ui":             fixtureRawUI,
 }
 
 // usedFixtures records which fixtures a test started, so that TestMain
@@ -220,8 +224,8 @@ func readFrame(r *bufio.Reader) map[string]json.RawMessage {
 
 // fixtureRaw answers initialize with $FIXTURE_RESULT verbatim, any other
 // request with the members in $FIXTURE_ANSWER (when set, e.g.
-// `"result":{}`), then answers shutdown and exits with $FIXTURE_EXIT
-// (default 0).
+// `"result":{}`), then answers shutdown, after sending the request
+// $FIXTURE_LAST_REQUEST if set, and exits with $FIXTURE_EXIT (default 0).
 func fixtureRaw() {
 	in := bufio.NewReader(os.Stdin)
 	m := readFrame(in)
@@ -231,6 +235,14 @@ func fixtureRaw() {
 		m := readFrame(in)
 		switch {
 		case string(m["method"]) == `"extension/shutdown"`:
+			if last := os.Getenv("FIXTURE_LAST_REQUEST"); last != "" {
+				// Nothing reads the host's answer to last: its write fails,
+				// and the host may stop reading before the answer below is
+				// written, which must not kill this process (exit 0).
+				signal.Ignore(syscall.SIGPIPE)
+				os.Stdin.Close()
+				fmt.Println(last)
+			}
 			fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":{"accepted":true}}`+"\n", m["id"])
 			code, _ := strconv.Atoi(os.Getenv("FIXTURE_EXIT"))
 			os.Exit(code)
@@ -776,5 +788,53 @@ func fixturePager() {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "pager:", err)
 		os.Exit(1)
+	}
+}
+
+// fixtureRawUI answers initialize with $FIXTURE_RESULT and then drives
+// the host's UI methods by hand: an intercept whose payload is
+// {"name":<method>,"arguments":<params as JSON text>} makes it send that
+// request to the host and answer block with the host's response frame as
+// the reason. extension/ui/action is answered accepted, its params as the
+// message; extension/ui/submit accepted.
+func fixtureRawUI() {
+	in := bufio.NewReader(os.Stdin)
+	m := readFrame(in)
+	fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":%s}`+"\n", m["id"], os.Getenv("FIXTURE_RESULT"))
+	next := 1000
+	for {
+		m := readFrame(in)
+		switch string(m["method"]) {
+		case `"extension/shutdown"`:
+			fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":{"accepted":true}}`+"\n", m["id"])
+			os.Exit(0)
+		case `"extension/ui/action"`:
+			msg, _ := json.Marshal(string(m["params"]))
+			fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":{"accepted":true,"message":%s}}`+"\n", m["id"], msg)
+		case `"extension/ui/submit"`:
+			fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":{"accepted":true}}`+"\n", m["id"])
+		case `"extension/intercept"`:
+			var p struct {
+				Payload extension.ToolPayload `json:"payload"`
+			}
+			json.Unmarshal(m["params"], &p)
+			next++
+			fmt.Printf(`{"jsonrpc":"2.0","id":%d,"method":%q,"params":%s}`+"\n", next, p.Payload.Name, p.Payload.Arguments)
+			var answer []byte
+			for answer == nil {
+				line, err := in.ReadBytes('\n')
+				if err != nil {
+					os.Exit(0)
+				}
+				var r struct {
+					ID json.RawMessage `json:"id"`
+				}
+				if json.Unmarshal(line, &r) == nil && string(r.ID) == strconv.Itoa(next) {
+					answer = bytes.TrimSpace(line)
+				}
+			}
+			reason, _ := json.Marshal(string(answer))
+			fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":{"decision":"block","reason":%s}}`+"\n", m["id"], reason)
+		}
 	}
 }

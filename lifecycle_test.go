@@ -622,3 +622,21 @@ func TestServeEndsWhileTheHostHoldsStdin(t *testing.T) {
 		t.Fatal("Serve did not return on its context while the host held stdin open")
 	}
 }
+
+// TestAnswerToAnExitedSidecarDoesNotFailItsShutdownD11: a sidecar that
+// closes its stdin, sends one last request, answers shutdown and exits
+// leaves the host writing its answer into a closed pipe; the stop is
+// still clean, since the sidecar answered and exited with status 0.
+func TestAnswerToAnExitedSidecarDoesNotFailItsShutdownD11(t *testing.T) {
+	{
+		home := installPlugins(t, plugin{name: "last", fixture: "raw", env: map[string]string{"FIXTURE_RESULT": okResult,
+			"FIXTURE_LAST_REQUEST": `{"jsonrpc":"2.0","id":9,"method":"host/ui/publish","params":{"surfaceId":"s","sessionId":"sess-test","generation":1,"kind":"status","payload":{"label":"bye"}}}`}})
+		rt, err := testHost(home).Start(bg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rt.Close(); err != nil {
+			t.Fatalf("Close = %v, want nil: the sidecar answered shutdown and exited 0", err)
+		}
+	}
+}

@@ -70,6 +70,13 @@ type Host struct {
 	// Content bounds each sidecar's store of externalized payloads (D22).
 	Content ContentOptions
 
+	// Frontend, if set, receives the sidecars' structured UI: surfaces
+	// and prompts, checked (D23) and of the current generation only
+	// (D24). Nil means no UI: host/ui/publish and host/ui/request are
+	// answered unknown_method.
+	Frontend Frontend
+	bound    *binding // the session and generation shown now (D24), shared by the generations
+
 	// Conn configures each sidecar connection: queue bounds and the
 	// write-stall watchdog (D13, default 10 s). The host keeps its own
 	// side of the barrier on these connections (D6).
@@ -189,7 +196,13 @@ func (rt *Runtime) Warnings() []Warning {
 // stops every started sidecar and fails Start; an optional one's becomes a
 // warning.
 func (h *Host) Start(ctx context.Context) (*Runtime, error) {
-	return h.withDefaults().start(ctx)
+	cfg := h.withDefaults()
+	cfg.bound = h.binding()
+	rt, err := cfg.start(ctx)
+	if err == nil {
+		cfg.bound.set(cfg.Session) // D24: the UI shows this generation now
+	}
+	return rt, err
 }
 
 // start builds a generation from cfg, a Host with its defaults applied.
@@ -237,7 +250,7 @@ func (cfg *Host) start(ctx context.Context) (*Runtime, error) {
 		}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			started[i], errs[i] = launchSidecar(ctx, g.spec, cfg)
+			started[i], errs[i] = launchSidecar(ctx, g.spec, cfg, rt)
 		})
 	}
 	wg.Wait()
@@ -408,11 +421,13 @@ func (h *Host) Reload(ctx context.Context, old *Runtime) (*Runtime, error) {
 		return nil, err
 	}
 	cfg := h.withDefaults()
+	cfg.bound = h.binding()
 	cfg.Session.Generation = old.cfg.Session.Generation + 1
 	next, err := cfg.start(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("reload: the new generation failed, the old one keeps serving: %w", err)
 	}
+	cfg.bound.set(cfg.Session) // D24: before the old one retires, its late publishes are stale
 	old.retire(ctx)
 	return next, nil
 }

@@ -57,6 +57,7 @@ const (
 type sidecar struct {
 	spec  *launchSpec
 	cfg   *Host
+	rt    *Runtime // its generation, for the operations it starts (a prompt, D14)
 	proc  *process
 	conn  *Conn
 	tail  *tail
@@ -93,8 +94,8 @@ type sidecar struct {
 
 // launchSidecar starts one sidecar through the handshake. On failure
 // nothing is left running and the error is a *StartError.
-func launchSidecar(ctx context.Context, spec *launchSpec, cfg *Host) (*sidecar, error) {
-	s := &sidecar{spec: spec, cfg: cfg, start: time.Now(), classified: make(chan struct{}), watched: make(chan struct{}), streams: map[string]*Stream{}}
+func launchSidecar(ctx context.Context, spec *launchSpec, cfg *Host, rt *Runtime) (*sidecar, error) {
+	s := &sidecar{spec: spec, cfg: cfg, rt: rt, start: time.Now(), classified: make(chan struct{}), watched: make(chan struct{}), streams: map[string]*Stream{}}
 	s.content.opts = cfg.Content
 	s.redactor = cfg.Redactor.withValues(slices.Sorted(maps.Values(spec.Runtime.Env)))
 	s.tail = &tail{size: cfg.StderrTailBytes, redactor: s.redactor}
@@ -131,9 +132,13 @@ func (s *sidecar) abort() {
 }
 
 // HandleRequest answers the sidecar's requests: host/content/read from
-// its store (D22); any other is answered unknown_method, with data like
-// every protocol error (D7).
+// its store (D22), host/ui/publish and host/ui/request (PROTOCOL.md §7);
+// any other is answered unknown_method, with data like every protocol
+// error (D7).
 func (s *sidecar) HandleRequest(ctx context.Context, method string, params json.RawMessage) (any, error) {
+	if method == MethodUIPublish || method == MethodUIRequest {
+		return s.ui(ctx, method, params)
+	}
 	if method != MethodContentRead {
 		return nil, NewError(ReasonUnknownMethod, "method not found: "+method)
 	}
@@ -236,10 +241,10 @@ func (s *sidecar) handshake(ctx context.Context) error {
 		// D27: the declaration's free text reaches host callers.
 		res.Name, res.Version = TerminalSafe(res.Name), TerminalSafe(res.Version)
 		for i := range res.Providers {
-			res.Providers[i].DisplayName = TerminalSafe(res.Providers[i].DisplayName)
+			res.Providers[i].DisplayName = s.say(res.Providers[i].DisplayName)
 		}
 		for i := range res.UIActions {
-			res.UIActions[i].Label = TerminalSafe(res.UIActions[i].Label)
+			res.UIActions[i].Label = s.say(res.UIActions[i].Label) // PROTOCOL.md §7.4: redacted when registered
 		}
 	}
 	if err == nil {
@@ -428,6 +433,11 @@ func (s *sidecar) doStop() error {
 		return Errorf(ReasonShutdownTimeout, "extension sidecar %s: %w", s.spec.ID, reapErr)
 	case late != nil && errors.Is(late, context.DeadlineExceeded):
 		return Errorf(ReasonShutdownTimeout, "extension sidecar %s did not answer extension/shutdown within %v", s.spec.ID, s.cfg.ShutdownTimeout)
+	case late != nil && errors.Is(late, s.conn.Err()) && killed == killedNothing && s.proc.waitErr == nil:
+		// The connection ended under the call, not the sidecar's answer:
+		// it answered and exited while the host was still writing to it
+		// (an answer to its last request, say) and the write found the
+		// pipe closed. It exited cleanly, as asked (D11).
 	case late != nil:
 		return fmt.Errorf("extension sidecar %s: extension/shutdown: %w", s.spec.ID, s.redactErr(late))
 	case killed == killedChild:

@@ -194,10 +194,7 @@ func (s *server) rehydrate(ctx context.Context, payload json.RawMessage, ext []e
 // readPage asks the host for one page of a content object.
 func (s *server) readPage(ctx context.Context, p extension.ContentReadParams) (extension.ContentReadResult, error) {
 	var res extension.ContentReadResult
-	raw, err := s.connection().Call(ctx, extension.MethodContentRead, p)
-	if err == nil {
-		err = extension.DecodeResult(extension.MethodContentRead, raw, &res)
-	}
+	err := s.call(ctx, extension.MethodContentRead, p, &res)
 	return res, err
 }
 

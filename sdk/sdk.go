@@ -76,8 +76,12 @@ type Options struct {
 	// them, and Serve refuses to start with Providers but no Provider.
 	Providers []extension.ProviderDescriptor
 	Provider  Provider
-	// UIActions are the actions offered as /<plugin>:<action>.
+	// UIActions are the actions offered as /<plugin>:<action>; Action
+	// answers them, and Serve refuses to start with UIActions but no
+	// Action. Submit takes the values of submitted forms.
 	UIActions []extension.UIActionDecl
+	Action    ActionFunc
+	Submit    SubmitFunc
 	// StateSchemaVersion is declared in the handshake; it must be >= 0.
 	StateSchemaVersion int64
 
@@ -147,6 +151,7 @@ type server struct {
 
 	running atomic.Int64 // callbacks in progress, for close's report
 	cbCtx   atomic.Pointer[callbackCtx]
+	session atomic.Pointer[extension.SessionContext] // from extension/initialize
 
 	streamsMu sync.Mutex
 	streams   map[string]context.CancelFunc // the open streams, by id
@@ -192,6 +197,9 @@ func (s *server) connection() *extension.Conn {
 func Serve(ctx context.Context, opts Options) error {
 	if len(opts.Providers) > 0 && opts.Provider == nil {
 		return ErrProviderMissing
+	}
+	if len(opts.UIActions) > 0 && opts.Action == nil {
+		return ErrActionMissing
 	}
 	s := &server{opts: opts, logf: opts.Logf, streams: map[string]context.CancelFunc{}, connReady: make(chan struct{})}
 	if s.logf == nil {
@@ -267,6 +275,8 @@ func (s *server) HandleRequest(ctx context.Context, method string, params json.R
 		return s.intercept(ctx, params)
 	case extension.MethodProviderCatalog, extension.MethodStreamOpen, extension.MethodStreamCancel:
 		return s.provider(ctx, method, params)
+	case extension.MethodUIAction, extension.MethodUISubmit:
+		return s.uiCallback(ctx, method, params)
 	}
 	// D7: the unknown-method answer carries data.
 	return nil, extension.NewError(extension.ReasonUnknownMethod, "method not found: "+method)
@@ -301,6 +311,7 @@ func (s *server) initialize(ctx context.Context, raw json.RawMessage) (any, erro
 	if err := extension.DecodeParams(extension.MethodInitialize, raw, &p); err != nil {
 		return nil, err
 	}
+	s.session.Store(&p.Session)
 	res := extension.InitializeResult{
 		ProtocolVersion:    extension.ProtocolVersion,
 		Name:               s.opts.Name,
@@ -320,8 +331,8 @@ func (s *server) initialize(ctx context.Context, raw json.RawMessage) (any, erro
 		}
 	}
 	res.ProtocolVersion = extension.ProtocolVersion
-	if len(res.Providers) > 0 && s.opts.Provider == nil {
-		s.logf("refusing to start: %v", ErrProviderMissing)
+	if len(res.Providers) > 0 && s.opts.Provider == nil || len(res.UIActions) > 0 && s.opts.Action == nil {
+		s.logf("refusing to start: the declaration names providers or UI actions that nothing serves (%v, %v)", ErrProviderMissing, ErrActionMissing)
 		return nil, extension.NewError(extension.ReasonInternal, "")
 	}
 	if strings.TrimSpace(res.Name) == "" || strings.TrimSpace(res.Version) == "" || res.StateSchemaVersion < 0 {

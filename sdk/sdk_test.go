@@ -477,6 +477,9 @@ func TestServeHandshakeDeclaration(t *testing.T) {
 		{"the whole declaration",
 			sdk.Options{Name: "t", Version: "1", Replaces: []string{"system_prompt"}, StateSchemaVersion: 3,
 				Providers: []extension.ProviderDescriptor{{Ref: "plugin/t/fake/echo", Model: "echo"}}, Provider: yielding(),
+				Action: func(context.Context, *extension.UIActionParams) (extension.UIActionResult, error) {
+					return extension.UIActionResult{}, nil
+				},
 				UIActions: []extension.UIActionDecl{{ActionID: "demo", Label: "Demo"}}},
 			`{"protocolVersion":"1","name":"t","version":"1","replaces":["system_prompt"],"providers":[{"ref":"plugin/t/fake/echo","model":"echo"}],"uiActions":[{"actionId":"demo","label":"Demo"}],"stateSchemaVersion":3}`},
 		{"protocolVersion forced to 1 after Initialize",

@@ -11,6 +11,14 @@
 //     and wraps the base prompt in its demo strategy.
 //   - session.start is declared, and continues.
 //
+// With the ui capability it publishes, on session.start, the status
+// fullsidecar-status ("fullsidecar online") and the card fullsidecar-card
+// offering the demo action. The action asks the form fullsidecar-demo-form
+// (name, and loud) and greets with the notification fullsidecar-greeting
+// ("Hello, <name>!", upper case when loud; "world" when no name was given
+// or the form was dismissed). A submitted form is acknowledged with a
+// status naming it.
+//
 // It serves the provider plugin/<id>/fake/echo (model echo): every stream
 // is the text "fake-hello " and "fake-world", the tool call lookup
 // {"query":"reasonix"}, usage (5 prompt, 7 completion, 12 total, 2 cache
@@ -37,6 +45,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"iter"
 	"os"
@@ -96,6 +105,9 @@ func options(id string) sdk.Options {
 		}},
 		Provider:   echo{},
 		UIActions:  []extension.UIActionDecl{{ActionID: "demo", Label: "Run the fullsidecar demo"}},
+		Action:     demo,
+		Submit:     submitted,
+		Observe:    map[extension.Point]sdk.ObserveFunc{extension.SessionStart: online},
 		Initialize: granted,
 		Intercept: map[extension.Point]sdk.InterceptFunc{
 			extension.InputReceive:      input,
@@ -231,4 +243,54 @@ func (echo) Stream(ctx context.Context, open *extension.StreamOpenParams) (iter.
 			}
 		}
 	}, nil
+}
+
+// online publishes the status and the card when a session starts.
+func online(ctx context.Context, e *sdk.Event) {
+	ui := sdk.UI(ctx)
+	err := ui.Publish(ctx, "fullsidecar-status", extension.UIStatusPayload{Label: "fullsidecar online", Severity: extension.SeverityInfo})
+	if err == nil {
+		err = ui.Publish(ctx, "fullsidecar-card", extension.UICardPayload{
+			Title:    "fullsidecar",
+			Markdown: "The reference sidecar of the Go SDK.",
+			Actions:  []extension.UIActionRef{{ActionID: "demo", Label: "Run the fullsidecar demo"}},
+		})
+	}
+	// A host without a UI, a manifest without the ui capability, or a
+	// connection ending meanwhile is no fault of ours: nothing to show.
+	if err != nil && !errors.Is(err, extension.ReasonUnknownMethod) && !errors.Is(err, extension.ReasonCapabilityNotDeclared) && ctx.Err() == nil {
+		fmt.Fprintln(os.Stderr, "fullsidecar: publishing:", err)
+	}
+}
+
+// demo is the demo action: a form, then a greeting.
+func demo(ctx context.Context, a *extension.UIActionParams) (extension.UIActionResult, error) {
+	ui := sdk.UI(ctx)
+	values, err := ui.Ask(ctx, "fullsidecar-demo-form", extension.PromptInput, extension.UIFormPayload{
+		Title: "fullsidecar demo",
+		Fields: []extension.UIFormField{
+			{Key: "name", Label: "Your name", Kind: extension.PromptInput, Required: true},
+			{Key: "loud", Label: "Shout it?", Kind: extension.PromptConfirm},
+		},
+	})
+	if err != nil && !errors.Is(err, sdk.ErrDismissed) {
+		return extension.UIActionResult{}, err
+	}
+	var name string
+	var loud bool
+	json.Unmarshal(values["name"], &name)
+	json.Unmarshal(values["loud"], &loud)
+	greeting := "Hello, " + cmp.Or(strings.TrimSpace(name), "world") + "!"
+	if loud {
+		greeting = strings.ToUpper(greeting)
+	}
+	if err := ui.Publish(ctx, "fullsidecar-greeting", extension.UINotificationPayload{Title: greeting}); err != nil {
+		return extension.UIActionResult{}, err
+	}
+	return extension.UIActionResult{Accepted: true, Message: greeting}, nil
+}
+
+// submitted acknowledges a submitted form.
+func submitted(ctx context.Context, s *extension.UISubmitParams) error {
+	return sdk.UI(ctx).Publish(ctx, "fullsidecar-status", extension.UIStatusPayload{Label: "fullsidecar: form " + s.SurfaceID + " submitted"})
 }

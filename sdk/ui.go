@@ -1,0 +1,231 @@
+package sdk
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/reasonix-ext/extension"
+)
+
+// ActionFunc answers one extension/ui/action. An error is answered
+// {"accepted":false} with the error's text as the message.
+type ActionFunc func(ctx context.Context, a *extension.UIActionParams) (extension.UIActionResult, error)
+
+// SubmitFunc takes the values of one extension/ui/submit. An error is
+// answered {"accepted":false}.
+type SubmitFunc func(ctx context.Context, s *extension.UISubmitParams) error
+
+// ErrActionMissing is returned by Serve, before anything is read or
+// written, when Options declares UIActions but has no Action callback.
+var ErrActionMissing = errors.New("sdk: Options.UIActions declares actions but Options.Action is nil; set Action to answer them, or declare none")
+
+// ErrDismissed is the error of a prompt the user dismissed: distinct
+// from an answer, even an empty one.
+var ErrDismissed = errors.New("sdk: the user dismissed the prompt")
+
+// ErrStale is the error of a publish the host did not accept: it is
+// bound to another session or generation now (D24).
+var ErrStale = errors.New("sdk: the host did not accept the surface: it shows another session or generation now")
+
+// HostUI publishes surfaces and asks questions through the host's user
+// interface (PROTOCOL.md §7). Get it with [UI] from a callback's context.
+// Every payload is checked before it is sent, by the rules the host
+// applies (D23): a refused one is never sent.
+type HostUI struct{ s *server }
+
+// UI returns the host UI of the connection whose callback ctx belongs to,
+// or nil outside a callback.
+func UI(ctx context.Context) *HostUI {
+	s, ok := ctx.Value(serverKey{}).(*server)
+	if !ok {
+		return nil
+	}
+	return &HostUI{s}
+}
+
+// session is the session and generation of the handshake.
+func (u *HostUI) session() (extension.SessionContext, error) {
+	if u == nil {
+		return extension.SessionContext{}, errors.New("sdk: no connection: use UI with the context of a callback")
+	}
+	p := u.s.session.Load()
+	if p == nil {
+		return extension.SessionContext{}, errors.New("sdk: not ready: the handshake has not happened")
+	}
+	return *p, nil
+}
+
+// Publish shows payload as the surface surfaceID, replacing an earlier
+// one of that id. payload is an extension.UIStatusPayload,
+// UICardPayload, UIFormPayload or UINotificationPayload (or a pointer to
+// one), which sets the surface's kind. A payload the host would refuse
+// fails here with invalid_params; [ErrStale] when the host did not accept
+// it.
+func (u *HostUI) Publish(ctx context.Context, surfaceID string, payload any) error {
+	var kind extension.SurfaceKind
+	switch payload.(type) {
+	case extension.UIStatusPayload, *extension.UIStatusPayload:
+		kind = extension.SurfaceStatus
+	case extension.UICardPayload, *extension.UICardPayload:
+		kind = extension.SurfaceCard
+	case extension.UIFormPayload, *extension.UIFormPayload:
+		kind = extension.SurfaceForm
+	case extension.UINotificationPayload, *extension.UINotificationPayload:
+		kind = extension.SurfaceNotification
+	default:
+		return fmt.Errorf("sdk: Publish takes a UI payload document, not %T", payload)
+	}
+	session, raw, err := u.prepare(surfaceID, kind, payload)
+	if err != nil {
+		return err
+	}
+	var res extension.UIPublishResult
+	err = u.s.call(ctx, extension.MethodUIPublish, extension.UIPublishParams{SurfaceID: surfaceID, SessionID: session.SessionID, Generation: session.Generation, Kind: kind, Payload: raw}, &res)
+	if err == nil && !res.Accepted {
+		err = ErrStale
+	}
+	return err
+}
+
+// prepare checks a surface id and a payload the way the host will.
+func (u *HostUI) prepare(surfaceID string, kind extension.SurfaceKind, payload any) (extension.SessionContext, json.RawMessage, error) {
+	session, err := u.session()
+	if err != nil {
+		return session, nil, err
+	}
+	if surfaceID == "" {
+		return session, nil, extension.NewError(extension.ReasonInvalidParams, "a surface needs an id")
+	}
+	raw, err := json.Marshal(payload)
+	if err == nil {
+		var v any
+		if v, err = extension.DecodeSurface(kind, raw); err == nil {
+			err = needOptions(v)
+		}
+	}
+	return session, raw, err
+}
+
+// needOptions refuses a select or multiselect field without options,
+// which no user could answer.
+func needOptions(v any) error {
+	if form, ok := v.(*extension.UIFormPayload); ok {
+		for i, f := range form.Fields {
+			if (f.Kind == extension.PromptSelect || f.Kind == extension.PromptMultiselect) && len(f.Options) == 0 {
+				return extension.Errorf(extension.ReasonInvalidParams, "/fields/%d is a %s field without options", i, f.Kind)
+			}
+		}
+	}
+	return nil
+}
+
+// Ask puts the form to the user as a prompt of kind and returns the
+// answers by field key; [ErrDismissed] when the user dismissed it (or the
+// host dropped a stale prompt, D24).
+func (u *HostUI) Ask(ctx context.Context, surfaceID string, kind extension.PromptKind, form extension.UIFormPayload) (map[string]json.RawMessage, error) {
+	if form.Fields == nil {
+		form.Fields = []extension.UIFormField{}
+	}
+	session, raw, err := u.prepare(surfaceID, extension.SurfaceForm, form)
+	if err != nil {
+		return nil, err
+	}
+	var res extension.UIRequestResult
+	err = u.s.call(ctx, extension.MethodUIRequest, extension.UIRequestParams{SurfaceID: surfaceID, SessionID: session.SessionID, Generation: session.Generation, Kind: kind, Payload: raw}, &res)
+	switch {
+	case err != nil:
+		return nil, err
+	case res.Cancelled:
+		return nil, ErrDismissed
+	}
+	return res.Values, nil
+}
+
+// one asks a single question, field key "value", and decodes its answer
+// into v.
+func (u *HostUI) one(ctx context.Context, surfaceID string, kind extension.PromptKind, message string, options []string, v any) error {
+	values, err := u.Ask(ctx, surfaceID, kind, extension.UIFormPayload{Message: message, Fields: []extension.UIFormField{{Key: "value", Label: message, Kind: kind, Options: options, Required: true}}})
+	if err != nil {
+		return err
+	}
+	raw, ok := values["value"]
+	if !ok {
+		return ErrDismissed
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return fmt.Errorf("sdk: the host answered %s with %s: %w", kind, raw, err)
+	}
+	return nil
+}
+
+// Confirm asks a yes-or-no question.
+func (u *HostUI) Confirm(ctx context.Context, surfaceID, message string) (bool, error) {
+	var yes bool
+	err := u.one(ctx, surfaceID, extension.PromptConfirm, message, nil, &yes)
+	return yes, err
+}
+
+// Input asks for a line of text.
+func (u *HostUI) Input(ctx context.Context, surfaceID, message string) (string, error) {
+	var text string
+	err := u.one(ctx, surfaceID, extension.PromptInput, message, nil, &text)
+	return text, err
+}
+
+// Select asks for one of options.
+func (u *HostUI) Select(ctx context.Context, surfaceID, message string, options []string) (string, error) {
+	var choice string
+	err := u.one(ctx, surfaceID, extension.PromptSelect, message, options, &choice)
+	return choice, err
+}
+
+// Multiselect asks for any of options.
+func (u *HostUI) Multiselect(ctx context.Context, surfaceID, message string, options []string) ([]string, error) {
+	var choices []string
+	err := u.one(ctx, surfaceID, extension.PromptMultiselect, message, options, &choices)
+	return choices, err
+}
+
+// call sends one request to the host and strictly decodes its result.
+func (s *server) call(ctx context.Context, method string, params, result any) error {
+	raw, err := s.connection().Call(ctx, method, params)
+	if err == nil {
+		err = extension.DecodeResult(method, raw, result)
+	}
+	return err
+}
+
+// uiCallback answers extension/ui/action and extension/ui/submit
+// (PROTOCOL.md §7.4): unknown_method without a callback, invalid_params
+// for bad params, accepted:false for a callback's error.
+func (s *server) uiCallback(ctx context.Context, method string, raw json.RawMessage) (any, error) {
+	if method == extension.MethodUIAction {
+		var p extension.UIActionParams
+		if s.opts.Action == nil {
+			return nil, extension.NewError(extension.ReasonUnknownMethod, "method not found: "+method)
+		}
+		if err := extension.DecodeParams(method, raw, &p); err != nil {
+			return nil, err
+		}
+		res, err := s.opts.Action(ctx, &p)
+		if err != nil {
+			s.logf("Action %s: %v", p.ActionID, err)
+			return extension.UIActionResult{Accepted: false, Message: err.Error()}, nil
+		}
+		return res, nil
+	}
+	var p extension.UISubmitParams
+	if s.opts.Submit == nil {
+		return nil, extension.NewError(extension.ReasonUnknownMethod, "method not found: "+method)
+	}
+	if err := extension.DecodeParams(method, raw, &p); err != nil {
+		return nil, err
+	}
+	if err := s.opts.Submit(ctx, &p); err != nil {
+		s.logf("Submit %s: %v", p.SurfaceID, err)
+		return extension.UISubmitResult{Accepted: false}, nil
+	}
+	return extension.UISubmitResult{Accepted: true}, nil
+}
