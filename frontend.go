@@ -143,7 +143,7 @@ func (s *sidecar) ui(ctx context.Context, method string, params json.RawMessage)
 		defer s.rt.end()
 		values, cancelled, err := fe.Ask(ctx, Prompt{Plugin: s.spec.ID, SurfaceID: id, SessionID: p.SessionID, Generation: p.Generation, Kind: prompt, Form: *v.(*UIFormPayload)})
 		if err != nil {
-			return nil, causedError(err, ReasonInternal, "the host could not ask: %v", err)
+			return nil, causedError(err, ReasonInternal, "") // the host's own failure: its text stays here
 		}
 		if cancelled || values == nil {
 			return UIRequestResult{Cancelled: true}, nil
