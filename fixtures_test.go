@@ -679,12 +679,8 @@ func (streamer) Stream(ctx context.Context, open *extension.StreamOpenParams) (i
 // and shutdown are answered, and the catalog with the members of
 // $FIXTURE_CATALOG.
 func fixtureRawStream() {
-	in := bufio.NewReader(os.Stdin)
-	m := readFrame(in)
-	fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":%s}`+"\n", m["id"], os.Getenv("FIXTURE_RESULT"))
 	answer := cmp.Or(os.Getenv("FIXTURE_OPEN"), `"result":{"accepted":true}`)
-	for {
-		m := readFrame(in)
+	rawSidecar(func(in *bufio.Reader, m map[string]json.RawMessage) {
 		var params struct {
 			StreamID string `json:"streamId"`
 		}
@@ -701,10 +697,23 @@ func fixtureRawStream() {
 			fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":{"cancelled":true}}`+"\n", m["id"])
 		case `"extension/provider/catalog"`:
 			fmt.Printf(`{"jsonrpc":"2.0","id":%s,%s}`+"\n", m["id"], os.Getenv("FIXTURE_CATALOG"))
-		case `"extension/shutdown"`:
+		}
+	})
+}
+
+// rawSidecar answers initialize with $FIXTURE_RESULT and shutdown with
+// accepted (then exits 0), and hands every other frame to handle.
+func rawSidecar(handle func(in *bufio.Reader, m map[string]json.RawMessage)) {
+	in := bufio.NewReader(os.Stdin)
+	m := readFrame(in)
+	fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":%s}`+"\n", m["id"], os.Getenv("FIXTURE_RESULT"))
+	for {
+		m := readFrame(in)
+		if string(m["method"]) == `"extension/shutdown"` {
 			fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":{"accepted":true}}`+"\n", m["id"])
 			os.Exit(0)
 		}
+		handle(in, m)
 	}
 }
 
@@ -714,21 +723,14 @@ func fixtureRawStream() {
 // "length", "hash", "pointer", "two", "inline", "unknown" and "huge" get
 // it wrong in that one way.
 func fixtureRawReplace() {
-	in := bufio.NewReader(os.Stdin)
-	m := readFrame(in)
-	fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":%s}`+"\n", m["id"], os.Getenv("FIXTURE_RESULT"))
-	for {
-		m := readFrame(in)
+	rawSidecar(func(in *bufio.Reader, m map[string]json.RawMessage) {
 		switch string(m["method"]) {
-		case `"extension/shutdown"`:
-			fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":{"accepted":true}}`+"\n", m["id"])
-			os.Exit(0)
 		case `"extension/intercept"`:
 			var p extension.InterceptParams
 			json.Unmarshal(m["params"], &p)
 			if len(p.Externalized) != 1 {
 				fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":{"decision":"continue"}}`+"\n", m["id"])
-				continue
+				return
 			}
 			d := p.Externalized[0]
 			d.JSONPointer = "/replacement"
@@ -752,7 +754,7 @@ func fixtureRawReplace() {
 			b, _ := json.Marshal(res)
 			fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":%s}`+"\n", m["id"], b)
 		}
-	}
+	})
 }
 
 // fixturePager is an SDK sidecar whose input.receive interceptor, once
@@ -798,16 +800,9 @@ func fixturePager() {
 // the reason. extension/ui/action is answered accepted, its params as the
 // message; extension/ui/submit accepted.
 func fixtureRawUI() {
-	in := bufio.NewReader(os.Stdin)
-	m := readFrame(in)
-	fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":%s}`+"\n", m["id"], os.Getenv("FIXTURE_RESULT"))
 	next := 1000
-	for {
-		m := readFrame(in)
+	rawSidecar(func(in *bufio.Reader, m map[string]json.RawMessage) {
 		switch string(m["method"]) {
-		case `"extension/shutdown"`:
-			fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":{"accepted":true}}`+"\n", m["id"])
-			os.Exit(0)
 		case `"extension/ui/action"`:
 			msg, _ := json.Marshal(string(m["params"]))
 			fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":{"accepted":true,"message":%s}}`+"\n", m["id"], msg)
@@ -836,5 +831,5 @@ func fixtureRawUI() {
 			reason, _ := json.Marshal(string(answer))
 			fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":{"decision":"block","reason":%s}}`+"\n", m["id"], reason)
 		}
-	}
+	})
 }
