@@ -164,7 +164,9 @@ func (rt *Runtime) slotOwner(p Point) (string, *sidecar) {
 // then the point's slot owners, which have the final say (D17): the owner
 // of the point's slot, then, at tool.before and tool.after, the owner of
 // tool:<name> for the payload's tool (D28). payload is the point's payload
-// document, a JSON object (a json.RawMessage or []byte is used as is). A
+// document, a JSON object (a json.RawMessage or []byte is used as is;
+// one over 64 KiB becomes the content of a ref, D22, so it must not be
+// changed while sidecars may read it, until Intercept returns). A
 // block stops the operation and is reported in the outcome. A failure or
 // violation of a required-class plugin, anything but continue, replace or
 // a permission ruling from a slot owner, and a slot owner that is not
@@ -294,9 +296,6 @@ func (rt *Runtime) operation(p Point, payload any) (json.RawMessage, error) {
 		// json.Compact's time (an 8 MiB one, 3 ms against 49), so it is
 		// copied only when it has whitespace to drop (or nests deeper
 		// than the lexer's fast path goes).
-		// Either way the store gets a copy of its own: a sidecar may read
-		// it after the call returns (an event, an echoed ref), when the
-		// caller may have reused its buffer.
 		sc := scanner{data: raw}
 		if !sc.skipValue(nil) || sc.end() != nil || sc.spaced {
 			var b bytes.Buffer
@@ -304,8 +303,6 @@ func (rt *Runtime) operation(p Point, payload any) (json.RawMessage, error) {
 				return nil, errors.New("extension: a payload must be a JSON object")
 			}
 			raw = b.Bytes()
-		} else {
-			raw = bytes.Clone(raw)
 		}
 		if len(raw) > FrameBytes {
 			return nil, Errorf(ReasonFrameTooLarge, "the %s payload is %d bytes compacted, over the %d-byte limit of a content object", p, len(raw), FrameBytes)
@@ -436,6 +433,12 @@ func (rt *Runtime) Observe(p Point, payload any) error {
 	}
 	if !tooLarge {
 		defer rt.end()
+	}
+	if len(raw) > InlinePayloadBytes {
+		// The store gets a copy of its own: the sidecars page an event's
+		// payload after Observe returned, when the caller may have reused
+		// its buffer.
+		raw = bytes.Clone(raw)
 	}
 	owners, skip := rt.owners(p, raw, "")
 	send := func(id string, s *sidecar) {
