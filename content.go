@@ -287,8 +287,6 @@ func ReadContent(ctx context.Context, d ExternalizedField, read ContentReader) (
 			return nil, bad("the page at %d describes another object (%d bytes, sha256 %.12s...)", offset, page.TotalBytes, page.SHA256)
 		case page.NextOffset != 0 && page.NextOffset <= offset:
 			return nil, bad("nextOffset %d makes no progress from %d", page.NextOffset, offset)
-		case base64.StdEncoding.DecodedLen(len(page.DataBase64)) > ContentPageBytes+2: // at most; 2: a full page's padding
-			return nil, bad("the page at %d holds over %d bytes", offset, ContentPageBytes)
 		}
 		if page.NextOffset != 0 {
 			pending = fetch(page.NextOffset)

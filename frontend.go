@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // Frontend is what a host's user interface implements to receive the
@@ -52,21 +53,14 @@ type Prompt struct {
 // new generation when a reload swaps it in, so a retiring generation's
 // late publish is stale at once.
 type binding struct {
-	mu         sync.Mutex
-	session    string
-	generation uint64
+	now atomic.Pointer[SessionContext]
 }
 
-func (b *binding) set(s SessionContext) {
-	b.mu.Lock()
-	b.session, b.generation = s.SessionID, s.Generation
-	b.mu.Unlock()
-}
+func (b *binding) set(s SessionContext) { b.now.Store(&s) }
 
 func (b *binding) current(session string, generation uint64) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.session == session && b.generation == generation
+	s := b.now.Load()
+	return s != nil && s.SessionID == session && s.Generation == generation
 }
 
 // bindMu guards the making of a Host's binding.

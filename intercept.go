@@ -146,17 +146,10 @@ func (rt *Runtime) Chain(p Point) []string {
 	for _, s := range rt.chains[p] {
 		ids = append(ids, s.spec.ID)
 	}
-	if id, owner := rt.slotOwner(p); owner != nil {
+	if id := rt.slots[slotOf(p)]; rt.byID[id] != nil {
 		ids = append(ids, id)
 	}
 	return ids
-}
-
-// slotOwner returns the plugin that owns point p's slot, "" when none
-// does (D17), and its sidecar, nil when it is not running.
-func (rt *Runtime) slotOwner(p Point) (string, *sidecar) {
-	id := rt.slots[slotOf(p)]
-	return id, rt.byID[id]
 }
 
 // Intercept puts one operation at hook point p through the runtime: the

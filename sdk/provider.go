@@ -1,7 +1,6 @@
 package sdk
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -118,7 +117,7 @@ func (s *server) provider(ctx context.Context, method string, raw json.RawMessag
 	sctx, cancel := context.WithCancel(ctx) // ctx is the connection's: it ends with it
 	s.streamsMu.Lock()
 	_, dup := s.streams[p.StreamID]
-	busy := len(s.streams) >= cmp.Or(max(s.opts.MaxHandlers, 0), 32)
+	busy := len(s.streams) >= s.maxHandlers()
 	if !dup && !busy {
 		s.streams[p.StreamID] = cancel
 	}

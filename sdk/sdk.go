@@ -163,6 +163,10 @@ type server struct {
 // them: a sidecar never declares what it does not serve.
 var ErrProviderMissing = errors.New("sdk: Options.Providers declares models but Options.Provider is nil; set Provider to serve them, or declare none")
 
+// maxHandlers is Options.MaxHandlers with its default: zero or negative
+// means 32. It bounds the handlers and the open streams alike.
+func (s *server) maxHandlers() int { return cmp.Or(max(s.opts.MaxHandlers, 0), 32) }
+
 // callbackCtx is a handler context and the same context carrying the
 // server, for ReadContent.
 type callbackCtx struct{ base, ctx context.Context }
@@ -213,9 +217,9 @@ func Serve(ctx context.Context, opts Options) error {
 		out = pollable(os.Stdout)
 	}
 	s.conn = extension.NewConn(in, out, s, extension.ConnOptions{
-		Sidecar:                      true,                                 // D6, and the handshake's end (D11)
-		MaxHandlers:                  cmp.Or(max(opts.MaxHandlers, 0), 32), // zero or negative means 32
-		DropOverflowingNotifications: true,                                 // PROTOCOL.md §2.5: a slow observer loses events, not the sidecar
+		Sidecar:                      true, // D6, and the handshake's end (D11)
+		MaxHandlers:                  s.maxHandlers(),
+		DropOverflowingNotifications: true, // PROTOCOL.md §2.5: a slow observer loses events, not the sidecar
 		Logf:                         s.logf,
 	})
 	close(s.connReady)
