@@ -280,10 +280,7 @@ func pluginOfRef(ref string) (string, bool) {
 // catalogRef reports whether ref is plugin/<id>/<provider>/<model>, the
 // shape the host's model catalog takes (PROTOCOL.md §5.1).
 func catalogRef(id, ref string) bool {
-	rest, ok := strings.CutPrefix(ref, "plugin/"+id+"/")
-	provider, model, ok2 := strings.Cut(rest, "/")
-	return ok && ok2 && provider != "" && model != "" && !strings.Contains(model, "/") &&
-		TerminalSafe(ref) == ref && !strings.ContainsAny(ref, " \t\n")
+	return strings.HasPrefix(ref, "plugin/"+id+"/") && validPluginProviderRef(ref) && TerminalSafe(ref) == ref
 }
 
 // Catalog returns the model catalog of the generation: the host's
