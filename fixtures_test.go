@@ -58,6 +58,7 @@ var fixtures = map[string]func(){
 	"raw-replace":        fixtureRawReplace,
 	"pager":              fixturePager,
 	"raw-ui":             fixtureRawUI,
+	"proxy":              fixtureProxy,
 }
 
 // usedFixtures records which fixtures a test started, so that TestMain

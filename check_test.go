@@ -1,0 +1,212 @@
+package extension_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/reasonix-ext/extension"
+)
+
+// referencePluginDir writes a plugin directory for the reference plugin:
+// its own manifest, sdk/examples/fullsidecar/reasonix-plugin.json, with
+// the built binary as command. With fault set, the command is the proxy
+// fixture, which runs the reference plugin and injects that one fault.
+func referencePluginDir(t *testing.T, fault string) string {
+	t.Helper()
+	bin, err := referenceBinary()
+	if err != nil {
+		t.Fatalf("building the reference plugin: %v", err)
+	}
+	var manifest map[string]any
+	b, err := os.ReadFile(filepath.Join("sdk", "examples", "fullsidecar", extension.ManifestFile))
+	if err == nil {
+		err = json.Unmarshal(b, &manifest)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := manifest["runtime"].(map[string]any)
+	rt["command"] = bin
+	if fault != "" {
+		exe, err := os.Executable()
+		if err != nil {
+			t.Fatal(err)
+		}
+		usedFixtures["proxy"] = true
+		rt["command"] = exe
+		rt["env"] = map[string]string{fixtureEnv: "proxy", "PROXY_TARGET": bin, "PROXY_FAULT": fault, "GORACE": "atexit_sleep_ms=0"}
+	}
+	dir := filepath.Join(t.TempDir(), "fullsidecar")
+	b, _ = json.Marshal(manifest)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, extension.ManifestFile), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestCheckPassesTheReferencePlugin runs the conformance check on the
+// reference plugin, built on the SDK: every scenario that applies passes,
+// at least 30 of them, each naming a ruling that PROTOCOL.md defines
+// (D1-D28) and the section it checks.
+func TestCheckPassesTheReferencePlugin(t *testing.T) {
+	report, err := extension.Check(context.Background(), referencePluginDir(t, ""), extension.CheckOptions{})
+	if err != nil {
+		t.Fatalf("check failed: %v\n%s", err, reportText(report))
+	}
+	if report.Plugin != "fullsidecar" || report.Failed != 0 || report.Passed < 30 || report.Passed+report.Skipped != len(report.Results) {
+		t.Fatalf("plugin %q: %d passed, %d failed, %d skipped of %d; want fullsidecar, at least 30 passed and none failed\n%s",
+			report.Plugin, report.Passed, report.Failed, report.Skipped, len(report.Results), reportText(report))
+	}
+	classes := map[string]bool{}
+	for _, r := range report.Results {
+		if !strings.HasPrefix(r.Rule, "D") || !strings.HasPrefix(r.Detail, "PROTOCOL.md §") {
+			t.Errorf("%s: rule %q, detail %q; want a D-ID and a PROTOCOL.md section", r.Name, r.Rule, r.Detail)
+		}
+		if r.OK {
+			class, _, _ := strings.Cut(r.Name, "/")
+			classes[class] = true
+		}
+	}
+	for _, class := range []string{"handshake", "barrier", "envelope", "errors", "intercept", "events", "content", "ids", "provider", "ui", "shutdown", "framing"} {
+		if !classes[class] {
+			t.Errorf("no scenario of class %s passed\n%s", class, reportText(report))
+		}
+	}
+}
+
+func reportText(r *extension.CheckReport) string {
+	if r == nil {
+		return "(no report)"
+	}
+	var b strings.Builder
+	for _, res := range r.Results {
+		state := "ok  "
+		switch {
+		case res.Skipped:
+			state = "skip"
+		case !res.OK:
+			state = "FAIL"
+		}
+		b.WriteString(state + " " + res.Name + " (" + res.Rule + ") " + res.Detail + "\n")
+	}
+	return b.String()
+}
+
+// TestCheckNamesTheRuleAFaultBreaks runs the check on the reference
+// plugin behind a proxy that injects one fault each, and finds that fault
+// failed under the ruling it breaks.
+func TestCheckNamesTheRuleAFaultBreaks(t *testing.T) {
+	for _, tc := range []struct{ fault, scenario, rule string }{
+		{"early-traffic", "barrier/nothing-before-initialized", "D6"},
+		{"smuggled-key", "handshake/strict-result", "D3"},
+		{"over-declared", "handshake/declaration", "D9"},
+		{"ignore-shutdown", "shutdown/answered", "D11"},
+		{"wrong-unknown-method", "errors/unknown-method", "D7"},
+		{"illegal-verdict", "intercept/input.receive", "D16"},
+		{"string-ids", "ids/own-requests-are-integers", "D4"},
+		{"stream-gap", "provider/stream", "D21"},
+		{"bad-content-read", "content/large-payload-read-back", "D22"},
+		{"unstructured-ui", "ui/structured-only", "D23"},
+	} {
+		t.Run(tc.fault, func(t *testing.T) {
+			report, err := extension.Check(context.Background(), referencePluginDir(t, tc.fault), extension.CheckOptions{Timeout: 2 * time.Second})
+			if err == nil {
+				t.Fatalf("the check passed a sidecar with fault %s\n%s", tc.fault, reportText(report))
+			}
+			for _, r := range report.Results {
+				if r.Name == tc.scenario && !r.OK && !r.Skipped {
+					if r.Rule != tc.rule || !strings.Contains(err.Error(), tc.scenario+" ("+tc.rule+")") {
+						t.Fatalf("%s failed under %s (error %v); want %s", r.Name, r.Rule, err, tc.rule)
+					}
+					return
+				}
+			}
+			t.Fatalf("%s did not fail\n%s", tc.scenario, reportText(report))
+		})
+	}
+}
+
+// fixtureProxy runs $PROXY_TARGET (the reference plugin) behind a filter
+// that injects the fault $PROXY_FAULT into the frames between it and the
+// host, then exits with its status.
+func fixtureProxy() {
+	fault := os.Getenv("PROXY_FAULT")
+	child := exec.Command(os.Getenv("PROXY_TARGET"))
+	child.Stderr = os.Stderr
+	toChild, _ := child.StdinPipe()
+	fromChild, _ := child.StdoutPipe()
+	if err := child.Start(); err != nil {
+		os.Exit(3)
+	}
+	go func() { // host → sidecar
+		in := bufio.NewReaderSize(os.Stdin, 1<<20)
+		for {
+			line, err := in.ReadBytes('\n')
+			if len(line) > 0 && !(fault == "ignore-shutdown" && bytes.Contains(line, []byte(`"method":"extension/shutdown"`))) {
+				toChild.Write(line)
+			}
+			if err != nil {
+				toChild.Close()
+				return
+			}
+		}
+	}()
+	out := bufio.NewReader(fromChild)
+	requests := 0
+	for {
+		line, err := out.ReadBytes('\n')
+		if len(line) > 0 {
+			os.Stdout.Write(proxyFault(fault, line, &requests))
+		}
+		if err != nil {
+			break
+		}
+	}
+	if err := child.Wait(); err != nil {
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+// proxyFault rewrites one frame of the sidecar's as fault says.
+func proxyFault(fault string, line []byte, requests *int) []byte {
+	has := func(s string) bool { return bytes.Contains(line, []byte(s)) }
+	replace := func(old, new string) []byte { return bytes.Replace(line, []byte(old), []byte(new), 1) }
+	initAnswer := has(`"id":1,"result":{"protocolVersion"`)
+	switch {
+	case fault == "early-traffic" && initAnswer:
+		return append([]byte(`{"jsonrpc":"2.0","id":1,"method":"host/ui/publish","params":{}}`+"\n"), line...)
+	case fault == "smuggled-key" && initAnswer:
+		return replace(`"result":{`, `"result":{"smuggled":true,`)
+	case fault == "over-declared" && initAnswer:
+		return replace(`"subscriptions":[`, `"subscriptions":["session.end",`)
+	case fault == "wrong-unknown-method" && has(`"code":-32601`):
+		return replace(`"code":-32601`, `"code":-32603`)
+	case fault == "illegal-verdict" && has(`"result":{"decision":"continue"}`):
+		return replace(`"decision":"continue"`, `"decision":"allow"`)
+	case fault == "string-ids" && has(`"method":"host/`) && !has(`"result"`):
+		if *requests++; *requests == 1 {
+			i := bytes.Index(line, []byte(`"id":`)) + len(`"id":`)
+			j := i + bytes.IndexByte(line[i:], ',')
+			return append(append(append(append([]byte{}, line[:i]...), '"'), append(line[i:j:j], '"')...), line[j:]...)
+		}
+	case fault == "stream-gap" && has(`"method":"extension/provider/stream/chunk"`) && has(`"seq":2,`):
+		return nil
+	case fault == "bad-content-read" && has(`"method":"host/content/read"`):
+		return replace(`"offset":`, `"offset":9999999`)
+	case fault == "unstructured-ui" && has(`"method":"host/ui/publish"`):
+		return replace(`"label":"`, `"label":"<b>bold</b> `)
+	}
+	return line
+}
