@@ -8,6 +8,11 @@
 //
 //	demo     run one scripted agent turn against a plugin (default: the bundled reference plugin)
 //	trust    print the FULL TRUST block of a plugin directory
+//	install  install a plugin directory in the Reasonix home, printing its FULL TRUST block first
+//	list     list the plugins installed in the Reasonix home
+//	enable   enable an installed plugin
+//	disable  disable an installed plugin, so it never launches
+//	remove   remove an installed plugin, and its copy under the home
 //	redact   copy standard input to standard output with credentials removed
 //	bench    measure the host's hot paths, each beside a same-run baseline
 //	help     print this usage, or a command's with "exthost help <command>"
@@ -52,6 +57,11 @@ func commands() []command {
 	return []command{
 		{name: "demo", args: "[PLUGIN_DIR]", summary: "run one scripted agent turn against a plugin (default: the bundled reference plugin)", flags: demoCommand},
 		{name: "trust", args: "PLUGIN_DIR", summary: "print the FULL TRUST block of a plugin directory", flags: trustCommand},
+		{name: "install", args: "PLUGIN_DIR", summary: "install a plugin directory in the Reasonix home, printing its FULL TRUST block first", flags: installCommand},
+		{name: "list", summary: "list the plugins installed in the Reasonix home", flags: listCommand},
+		{name: "enable", args: "NAME", summary: "enable an installed plugin", flags: enableCommand},
+		{name: "disable", args: "NAME", summary: "disable an installed plugin, so it never launches", flags: disableCommand},
+		{name: "remove", args: "NAME", summary: "remove an installed plugin, and its copy under the home", flags: removeCommand},
 		{name: "redact", summary: "copy standard input to standard output with credentials removed", flags: redactCommand},
 		{name: "bench", args: "[PLUGIN_DIR]", summary: "measure the host's hot paths, each beside a same-run baseline", flags: benchCommand},
 		{name: "help", args: "[COMMAND]", summary: "print this usage, or a command's with \"exthost help <command>\"", flags: helpCommand},

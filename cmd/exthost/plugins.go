@@ -1,0 +1,291 @@
+package main
+
+// Plugin management: install, list, enable, disable and remove the
+// packages recorded in <home>/plugin-packages.json (PROTOCOL.md §3.2).
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/reasonix-ext/extension"
+)
+
+// homeFlag declares the -home flag on fs, for every command that works on
+// a Reasonix home directory. The returned function, called after the flags
+// are parsed, gives the directory: -home when set, else the default
+// ~/.reasonix (PROTOCOL.md §3.1), or an error saying to pass -home when
+// the user's home directory cannot be found.
+func homeFlag(fs *flag.FlagSet) func() (string, error) {
+	home := fs.String("home", "", "the Reasonix home directory (default: ~/.reasonix)")
+	return func() (string, error) {
+		if *home != "" {
+			return *home, nil
+		}
+		user, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("cannot find your home directory for the default Reasonix home ~/.reasonix (%v); pass -home DIR", err)
+		}
+		return filepath.Join(user, ".reasonix"), nil
+	}
+}
+
+// exitSafe is exit for an error whose text may carry a manifest's, the
+// record's or the command line's characters (a path, a name): they are
+// shown escaped, never acting on the terminal (D27).
+func (e *env) exitSafe(err error) int {
+	if err != nil {
+		err = errors.New(extension.TerminalSafe(err.Error()))
+	}
+	return e.exit(err)
+}
+
+// installCommand installs a plugin directory into a Reasonix home. It
+// first prints what running the plugin grants (its FULL TRUST block);
+// installing is the consent, so it asks nothing (PROTOCOL.md §3.2).
+func installCommand(fs *flag.FlagSet) func(*env) int {
+	home := homeFlag(fs)
+	link := fs.Bool("link", false, "record the directory in place instead of copying it under <home>/plugins/")
+	name := fs.String("name", "", "the plugin ID to install it as (default: the manifest's name)")
+	return func(e *env) int {
+		if len(e.args) != 1 {
+			e.usage()
+			return 2
+		}
+		dir, err := home()
+		if err != nil {
+			return e.exitSafe(err)
+		}
+		if err := previewInstall(e.stdout, e.args[0], *name, *link); err != nil {
+			return e.exitSafe(err)
+		}
+		entry, err := extension.Install(dir, e.args[0], extension.InstallOptions{Name: *name, Link: *link})
+		if err != nil {
+			return e.exitSafe(err)
+		}
+		fmt.Fprintln(e.stdout, installedLine(dir, entry))
+		return 0
+	}
+}
+
+// previewInstall prints to out the FULL TRUST block of the plugin in dir
+// as it would be installed as name (empty: the manifest's name), or that
+// it has no sidecar and so needs no trust. Any other failure (a manifest
+// or command the launch gate would refuse) is returned, and then nothing
+// may be installed.
+func previewInstall(out io.Writer, dir, name string, link bool) error {
+	t, err := extension.TrustPlugin(dir, name)
+	if errors.Is(err, extension.ErrNoRuntime) {
+		fmt.Fprintln(out, "The plugin has no sidecar (its manifest declares no runtime): nothing of it runs outside the sandbox, so there is no FULL TRUST block.")
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	t.Linked = link // a linked install runs in place from dir, which the block then says
+	fmt.Fprintf(out, "%s\n", t.Text())
+	return nil
+}
+
+// installedLine says what was installed where: the name, the version, and
+// whether the package was copied under home or is linked in place.
+func installedLine(home string, entry *extension.PackageEntry) string {
+	how := "copied to " + packageRoot(home, entry)
+	if entry.Linked {
+		how = "linked in place at " + packageRoot(home, entry)
+	}
+	return extension.TerminalSafe(fmt.Sprintf("installed plugin %s %s in %s, %s", entry.Name, versionText(entry.Version), home, how))
+}
+
+// versionText is a version for a line of output, or "unversioned".
+func versionText(v string) string {
+	if v == "" {
+		return "unversioned"
+	}
+	return "version " + v
+}
+
+// packageRoot returns the directory of an installed package: its root,
+// which the record holds relative to home with '/' separators, or
+// absolute.
+func packageRoot(home string, entry *extension.PackageEntry) string {
+	root := filepath.FromSlash(entry.Root)
+	if !filepath.IsAbs(root) {
+		root = filepath.Join(home, root)
+	}
+	return root
+}
+
+// listCommand prints one line per installed package, in installed order.
+func listCommand(fs *flag.FlagSet) func(*env) int {
+	home := homeFlag(fs)
+	return func(e *env) int {
+		if len(e.args) != 0 {
+			e.usage()
+			return 2
+		}
+		dir, err := home()
+		if err != nil {
+			return e.exitSafe(err)
+		}
+		pkgs, err := extension.LoadPackages(dir)
+		if err != nil {
+			return e.exitSafe(err)
+		}
+		if len(pkgs) == 0 { // a missing record is an empty one
+			fmt.Fprintf(e.stdout, "no plugins installed in %s\n", extension.TerminalSafe(dir))
+			return 0
+		}
+		w := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
+		for i := range pkgs {
+			fmt.Fprintln(w, listLine(dir, &pkgs[i]))
+		}
+		return e.exit(w.Flush())
+	}
+}
+
+// listLine is the line of list for one package, as tab-separated cells:
+// name, version (the installed one, else the manifest's), enabled or
+// disabled, linked or copied, then notes: the project scope, FULL TRUST
+// for a package whose manifest declares a runtime, or why its manifest
+// cannot be read. Every cell is terminal-safe.
+func listLine(home string, entry *extension.PackageEntry) string {
+	state, kind := "enabled", "copied"
+	if !entry.Enabled {
+		state = "disabled"
+	}
+	if entry.Linked {
+		kind = "linked"
+	}
+	var notes []string
+	if entry.Scope == extension.ScopeProject {
+		notes = append(notes, "project")
+	}
+	version := entry.Version
+	m, err := readManifest(packageRoot(home, entry))
+	switch {
+	case err != nil:
+		notes = append(notes, "error: "+err.Error())
+	case m.Runtime != nil && entry.Scope == extension.ScopeProject:
+		notes = append(notes, "FULL TRUST runtime, never launched at project scope")
+	case m.Runtime != nil:
+		notes = append(notes, "FULL TRUST")
+	}
+	if version == "" && m != nil {
+		version = m.Version
+	}
+	if version == "" {
+		version = "unversioned"
+	}
+	cells := []string{entry.Name, version, state, kind}
+	if len(notes) > 0 {
+		cells = append(cells, strings.Join(notes, ", "))
+	}
+	for i, c := range cells {
+		cells[i] = cellText(c)
+	}
+	return strings.Join(cells, "\t")
+}
+
+// cellEscapes shows the two characters TerminalSafe leaves raw, which
+// would start a cell or a line of list.
+var cellEscapes = strings.NewReplacer("\t", `\t`, "\n", `\n`)
+
+// cellText is s made safe for one cell of a list line: terminal-safe, and
+// with tab and newline shown escaped too.
+func cellText(s string) string {
+	return extension.TerminalSafe(cellEscapes.Replace(s))
+}
+
+// maxManifestRead is how much of a manifest readManifest reads: one byte
+// more than ParseManifest accepts (1 MiB), so a larger file is refused by
+// ParseManifest with its own message instead of being read whole.
+const maxManifestRead = 1<<20 + 1
+
+// readManifest reads and parses the manifest of the package in root. A
+// [*extension.ManifestError] is given the file's path, as the root package
+// does for the manifests it loads.
+func readManifest(root string) (*extension.Manifest, error) {
+	path := filepath.Join(root, extension.ManifestFile)
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if info, err := f.Stat(); err != nil {
+		return nil, err
+	} else if !info.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxManifestRead))
+	if err != nil {
+		return nil, err
+	}
+	m, err := extension.ParseManifest(data)
+	var me *extension.ManifestError
+	if errors.As(err, &me) {
+		me.Path = path
+	}
+	return m, err
+}
+
+// enableCommand marks an installed plugin enabled, so it launches again.
+func enableCommand(fs *flag.FlagSet) func(*env) int { return setEnabledCommand(fs, true) }
+
+// disableCommand marks an installed plugin disabled; a disabled plugin
+// never launches (D8).
+func disableCommand(fs *flag.FlagSet) func(*env) int { return setEnabledCommand(fs, false) }
+
+// setEnabledCommand is enable when enabled is set, else disable.
+func setEnabledCommand(fs *flag.FlagSet, enabled bool) func(*env) int {
+	return nameCommand(fs, func(home, name string) (string, error) {
+		if err := extension.SetEnabled(home, name, enabled); err != nil {
+			return "", err
+		}
+		if enabled {
+			return fmt.Sprintf("enabled plugin %s in %s", name, home), nil
+		}
+		return fmt.Sprintf("disabled plugin %s in %s: it will not launch until enabled", name, home), nil
+	})
+}
+
+// removeCommand deletes an installed plugin from the record, and its copy
+// under <home>/plugins/ (a linked directory is left alone).
+func removeCommand(fs *flag.FlagSet) func(*env) int {
+	return nameCommand(fs, func(home, name string) (string, error) {
+		if err := extension.Remove(home, name); err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("removed plugin %s from %s", name, home), nil
+	})
+}
+
+// nameCommand is a command that takes -home and one installed plugin name
+// and runs do on them, printing the line do returns on success.
+func nameCommand(fs *flag.FlagSet, do func(home, name string) (string, error)) func(*env) int {
+	home := homeFlag(fs)
+	return func(e *env) int {
+		if len(e.args) != 1 {
+			e.usage()
+			return 2
+		}
+		dir, err := home()
+		if err != nil {
+			return e.exitSafe(err)
+		}
+		line, err := do(dir, e.args[0])
+		if errors.Is(err, extension.ErrNotInstalled) {
+			err = fmt.Errorf("%w; \"exthost list -home %s\" shows the installed names", err, dir)
+		}
+		if err != nil {
+			return e.exitSafe(err)
+		}
+		fmt.Fprintln(e.stdout, extension.TerminalSafe(line))
+		return 0
+	}
+}
