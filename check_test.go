@@ -210,3 +210,16 @@ func proxyFault(fault string, line []byte, requests *int) []byte {
 	}
 	return line
 }
+
+// TestCheckPassesAPythonSidecarWithoutTheSDK runs the check on
+// testdata/plugins/pysidecar, written in Python from PROTOCOL.md alone:
+// a correct sidecar passes whatever its language.
+func TestCheckPassesAPythonSidecarWithoutTheSDK(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 is not installed:", err)
+	}
+	report, err := extension.Check(context.Background(), filepath.Join("testdata", "plugins", "pysidecar"), extension.CheckOptions{})
+	if err != nil || report.Failed != 0 || report.Passed < 20 {
+		t.Fatalf("check: %v; %d passed, %d failed\n%s", err, report.Passed, report.Failed, reportText(report))
+	}
+}

@@ -2,7 +2,7 @@
 """pysidecar: a Reasonix Extension Protocol v1 conformance fixture (Python 3 stdlib only).
 Written from PROTOCOL.md alone: JSON-RPC 2.0 over NDJSON on stdin/stdout (§2); diagnostics
 go to stderr only, which is not part of the protocol (§1.1, §2)."""
-import json, os, re, sys, traceback
+import base64, hashlib, json, os, re, sys, traceback
 
 NAME, VERSION, PROTOCOL_ID = "pysidecar", "0.1.0", "reasonix.extension.v1"  # §1.3
 FRAME_BYTES = 8388608  # §1.3 frameBytes, counting the terminating "\n"
@@ -13,6 +13,7 @@ SUBSCRIPTIONS = ["input.receive", "tool.before", "tool.after", "permission.decis
 RULED = {"input.receive", "tool.before", "tool.after", "permission.decision"}
 REASONS = {  # §8.2 frozen table (the reasons used here): code, retryable, frozen message
     "frame_too_large": (-32000, False, "The frame exceeds the frozen protocol size limit."),
+    "content_ref_expired": (-32000, True, "The referenced content has expired."),
     "internal": (-32603, True, "An internal extension protocol error occurred."),
     "invalid_params": (-32602, False, "The params do not match the registered method schema."),
     "protocol_error": (-32600, False, "The extension protocol frame or envelope is invalid."),
@@ -186,6 +187,46 @@ def resolve_payload(p, kind):
     if ext[0]["totalBytes"] > FRAME_BYTES: raise OverflowError("content object over 8388608 bytes")
     return None
 
+# --- content refs (§6.2 steps 6-9, §6.3) ------------------------------------------------
+PAGE_BYTES = 262144
+class Refused(Exception):  # a protocol error to answer with: (reason, message)
+    def __init__(self, reason, message): super().__init__(message); self.reason = reason
+state_calls = {"next": 0, "answers": {}}
+def call(method, params):
+    """Sends our own request (ids from 1, §2.3) and serves every other frame until its
+    answer arrives: a sidecar keeps reading and answering while it waits (§2.5, §6.3)."""
+    state_calls["next"] += 1; rid = state_calls["next"]
+    send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
+    while rid not in state_calls["answers"]: on_line(read_line())
+    answer = state_calls["answers"].pop(rid)
+    if "error" in answer:
+        err = answer["error"] if isinstance(answer["error"], dict) else {}
+        data = err.get("data") if isinstance(err.get("data"), dict) else {}
+        raise Refused(data.get("reason") if data.get("reason") in REASONS else "internal", str(err.get("message", "")))
+    return answer["result"]
+
+def read_content(d):
+    """The whole object of one descriptor, page by page from offset 0, every page checked."""
+    data, off, total = b"", 0, d["totalBytes"]
+    def bad(why): return Refused("protocol_error", f"content {d['contentRef']}: {why}")
+    while True:
+        r = call("host/content/read", {"contentRef": d["contentRef"], "offset": off})
+        if not isinstance(r, dict) or r.get("contentRef") != d["contentRef"] or r.get("offset") != off:
+            raise bad("the page does not echo the ref and offset asked for")
+        if r.get("encoding") != "utf8" or r.get("totalBytes") != total or r.get("sha256") != d["sha256"]:
+            raise bad("the page's encoding, totalBytes or sha256 is not the descriptor's")
+        try: page = base64.b64decode(r.get("dataBase64", ""), validate=True)
+        except (ValueError, TypeError): raise bad("dataBase64 does not decode") from None
+        if len(page) > PAGE_BYTES: raise bad("a page holds more than 262144 bytes")
+        data += page
+        if "nextOffset" not in r: break
+        if r["nextOffset"] != off + len(page) or not page: raise bad("nextOffset is not offset plus the page")
+        off = r["nextOffset"]
+    if len(data) != total or hashlib.sha256(data).hexdigest() != d["sha256"]:
+        raise bad("the bytes read do not match totalBytes and sha256")
+    try: return parse(data.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError, RecursionError): raise bad("the content is not JSON text") from None
+
 # --- dispatch --------------------------------------------------------------------------
 state = {"initialized": False, "barrier": False, "events": None}
 def fatal(rid, reason, message):  # §3.3: refuse the version, then exit non-zero
@@ -222,9 +263,12 @@ def on_request(rid, method, params):
     try: payload = resolve_payload(p, "InterceptParams")
     except ValueError as e: return fail(rid, "protocol_error", str(e))
     except OverflowError as e: return fail(rid, "frame_too_large", str(e))
-    if payload is None and p["event"] in RULED:  # host/content/read (§6.3) is not implemented
-        log("externalized payload at a ruled point; answering internal"); return fail(rid, "internal")
-    reply(rid, CONTINUE if payload is None else decide(p["event"], payload))
+    if payload is None:  # §6.2: read it back, then judge it like an inline one
+        try: payload = read_content(p["externalized"][0])
+        except Refused as e: return fail(rid, e.reason, str(e))
+        try: check(payload, PAYLOADS[p["event"]], "/payload")
+        except Invalid as e: raise Invalid(f"invalid InterceptParams: externalized payload {e}") from None
+    reply(rid, decide(p["event"], payload))
 
 def on_notification(method, params, raw):  # §2.6: never answered, not even with an error
     try:
@@ -258,7 +302,10 @@ def on_line(line):
     if msg.dup is not None: return fail(None, "protocol_error", f"invalid request: duplicate member {msg.dup!r}")
     if "method" not in msg:
         if {"result", "error", "id"} & msg.keys():  # response-shaped: never answered (D4)
-            return log("dropped a response: this sidecar has no pending requests")
+            rid = msg.get("id")
+            if type(rid) is Int and 0 < rid <= state_calls["next"] and ("result" in msg) != ("error" in msg):
+                state_calls["answers"][int(rid)] = msg; return
+            return log("dropped a response to no pending request of ours")
         return fail(None, "protocol_error", "invalid request: neither method nor id")
     has_id, rid = "id" in msg, msg.get("id")
     if has_id and not (type(rid) is Int and rid.raw != "-0" and -2**63 <= rid < 2**63):  # D4
@@ -276,15 +323,17 @@ def on_line(line):
     except Exception:  # §8.3: the frozen internal error; the detail stays in our log
         log(traceback.format_exc()); fail(rid, "internal")
 
+def read_line():
+    line = sys.stdin.buffer.readline(FRAME_BYTES)  # never hold more than one frame
+    if not line: os._exit(0)  # §3.6: end of file on stdin -> exit 0
+    if not line.endswith(b"\n") and len(line) >= FRAME_BYTES:  # D2: oversized, fatal
+        fail(None, "frame_too_large", f"inbound frame exceeds {FRAME_BYTES} bytes including its newline")
+        os._exit(1)  # §3.6: a fatal connection failure exits non-zero
+    return line
+
 def main():
     sys.setrecursionlimit(50000)  # json's decoder recurses; §2.2 allows 10000 levels
-    while True:
-        line = sys.stdin.buffer.readline(FRAME_BYTES)  # never hold more than one frame
-        if not line: sys.exit(0)  # §3.6: end of file on stdin -> exit 0
-        if not line.endswith(b"\n") and len(line) >= FRAME_BYTES:  # D2: oversized, fatal
-            fail(None, "frame_too_large", f"inbound frame exceeds {FRAME_BYTES} bytes including its newline")
-            sys.exit(1)  # §3.6: a fatal connection failure exits non-zero
-        on_line(line)
+    while True: on_line(read_line())
 
 if __name__ == "__main__":
     main()
