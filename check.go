@@ -367,24 +367,27 @@ func (c *checker) initParams(session string) InitializeParams {
 // answered a valid declaration.
 func (c *checker) handshake(p *rawPeer, judge bool) bool {
 	answer, frames, ok := p.call(MethodInitialize, c.initParams("check-raw"))
-	problem := ""
+	answered, problem := "", ""
 	var res InitializeResult
 	switch e, isErr := answer.wireError(); {
 	case !ok:
-		problem = fmt.Sprintf("no answer to extension/initialize within %v", c.opts.Timeout)
+		answered = fmt.Sprintf("no answer to extension/initialize within %v", c.opts.Timeout)
 	case isErr:
-		problem = fmt.Sprintf("extension/initialize was refused: %d %s", e.Code, e.Message)
+		answered = fmt.Sprintf("extension/initialize was refused: %d %s", e.Code, TerminalSafe(e.Message))
 	default:
 		if err := DecodeResult(MethodInitialize, answer.f.Result, &res); err != nil {
-			problem = "the result does not decode strictly: " + err.Error()
+			problem = "the result does not decode strictly: " + TerminalSafe(err.Error())
 		}
 	}
 	if !judge {
-		return problem == ""
+		return answered == "" && problem == ""
+	}
+	c.judge("handshake/answered", "D10", "§3.5", frames, answered)
+	if answered != "" {
+		return false
 	}
 	c.judge("handshake/strict-result", "D3", "§3.3", frames, problem)
 	if problem != "" {
-		c.skip("handshake/declaration", "D9", "§3.3", "no valid declaration")
 		return false
 	}
 	c.decl = res
@@ -411,7 +414,7 @@ type probe struct {
 func (c *checker) protocol() {
 	p, err := c.launch()
 	if err != nil {
-		c.judge("handshake/strict-result", "D3", "§3.3", nil, "the sidecar did not start: "+err.Error())
+		c.judge("handshake/answered", "D10", "§3.5", nil, "the sidecar did not start: "+TerminalSafe(err.Error()))
 		return
 	}
 	defer p.stop(0)
@@ -698,7 +701,7 @@ func (c *checker) hosted() {
 	log := newFrameLog()
 	fe := &checkFrontend{}
 	h := &Host{Home: c.home, Env: c.opts.Env, Frontend: fe, ShutdownTimeout: c.opts.Timeout,
-		FastInterceptTimeout: c.opts.Timeout, InterceptTimeout: c.opts.Timeout,
+		FastInterceptTimeout: c.opts.Timeout, InterceptTimeout: c.opts.Timeout, InitializeTimeout: c.opts.Timeout,
 		Session: SessionContext{SessionID: "check-session", WorkspaceRoot: c.work, Generation: 1}}
 	h.Conn.Tap = log.add
 	h.Streams.GapTimeout, h.Streams.EndGapTimeout = c.opts.Timeout, time.Second
@@ -747,10 +750,12 @@ func startRule(err error) string {
 	switch {
 	case errors.Is(err, errPreBarrier) || strings.Contains(err.Error(), "before extension/initialized"):
 		return "D6"
+	case errors.Is(err, ReasonCapabilityNotDeclared):
+		return "D9"
 	case errors.Is(err, ReasonProtocolError):
 		return "D3"
 	}
-	return "D9"
+	return "D10"
 }
 
 // intercept asks the sidecar one intercept as the owner of the point

@@ -89,6 +89,7 @@ func (p *process) reap() {
 func (p *process) drain() {
 	defer close(p.drained)
 	io.Copy(p.tail, p.stderr)
+	p.tail.flush() // a last line without its "\n"
 }
 
 // kill terminates the whole process group, unless the group is known to be

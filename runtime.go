@@ -60,6 +60,12 @@ type Host struct {
 	// StderrTailBytes is how much of a sidecar's stderr is kept for
 	// diagnostics (D10). Default 16 KiB.
 	StderrTailBytes int
+	// OnStderr, if set, receives each line a sidecar writes to its stderr,
+	// as it is written: redacted (D25, a PEM private key's lines
+	// replaced whole), escaped (D27), and cut at 4096 bytes. It runs on
+	// that sidecar's stderr goroutine, one line at a time in order, and
+	// must not block.
+	OnStderr func(plugin, line string)
 	// BaseCatalog is the host's own model catalog, which Runtime.Catalog
 	// starts from. A sidecar may declare a ref of it only when it owns
 	// slot provider:<ref>, and then its descriptor replaces the entry

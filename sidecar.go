@@ -99,6 +99,9 @@ func launchSidecar(ctx context.Context, spec *launchSpec, cfg *Host, rt *Runtime
 	s.content.opts = cfg.Content
 	s.redactor = cfg.Redactor.withValues(slices.Sorted(maps.Values(spec.Runtime.Env)))
 	s.tail = &tail{size: cfg.StderrTailBytes, redactor: s.redactor}
+	if cfg.OnStderr != nil {
+		s.tail.onLine = func(line string) { cfg.OnStderr(spec.ID, line) }
+	}
 	s.stop = sync.OnceValue(s.doStop)
 	proc, stage, err := startProcess(spec, spec.env(cfg.Env), s.tail)
 	if err != nil {

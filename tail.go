@@ -1,6 +1,7 @@
 package extension
 
 import (
+	"bytes"
 	"cmp"
 	"slices"
 	"strings"
@@ -21,14 +22,29 @@ type tail struct {
 	size     int       // bytes kept; zero means defaultTailSize
 	redactor *Redactor // nil means a default Redactor
 
+	// onLine, when set, receives each line as it is completed, redacted
+	// and escaped (Host.OnStderr); only the drain goroutine writes, so
+	// lines arrive in order.
+	onLine func(line string)
+	line   []byte // the line being written, at most stderrLineBytes
+	cut    bool   // the line being written is longer and was cut
+	inPEM  bool   // inside a PEM private key block: its lines are redacted whole
+
 	mu      sync.Mutex // protects the following
 	buf     []byte     // grows to size, then used as a ring
 	next    int        // once len(buf) == size: offset of the oldest byte, where the next byte goes
 	written int64      // bytes written in total
 }
 
-// Write keeps the last bytes of p. It always returns len(p), nil.
+// stderrLineBytes is where a stderr line passed to Host.OnStderr is cut.
+const stderrLineBytes = 4096
+
+// Write keeps the last bytes of p and passes each completed line to
+// onLine. It always returns len(p), nil.
 func (t *tail) Write(p []byte) (int, error) {
+	if t.onLine != nil {
+		t.lines(p)
+	}
 	n := len(p)
 	size := cmp.Or(max(t.size, 0), defaultTailSize) // zero or less means the default
 	t.mu.Lock()
@@ -112,3 +128,45 @@ func tailRun(text string, i int, blank bool) int {
 // follow them to the end of the line.
 var tailAuthSchemes = []string{"basic", "bearer", "digest", "token", "bot", "apikey", "negotiate",
 	"ntlm", "oauth", "hoba", "mutual", "vapid", "hawk", "aws4-hmac-sha256", "scram-sha-1", "scram-sha-256"}
+
+// lines splits p into lines for onLine, cutting each at stderrLineBytes.
+func (t *tail) lines(p []byte) {
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		chunk := p
+		if i >= 0 {
+			chunk = p[:i]
+		}
+		room := stderrLineBytes - len(t.line)
+		t.cut = t.cut || len(chunk) > room
+		t.line = append(t.line, chunk[:min(len(chunk), room)]...)
+		if i < 0 {
+			return
+		}
+		t.flush()
+		p = p[i+1:]
+	}
+}
+
+// flush passes the line being written, if any, to onLine: redacted (D25),
+// the lines of a PEM private key replaced whole since the redactor sees
+// one line at a time, then escaped (D27).
+func (t *tail) flush() {
+	if t.onLine == nil || (len(t.line) == 0 && !t.cut) {
+		return
+	}
+	text := strings.TrimSuffix(string(t.line), "\r")
+	begin := strings.Contains(text, "-----BEGIN ") && strings.Contains(text, "PRIVATE KEY")
+	switch {
+	case begin || t.inPEM:
+		t.inPEM = !strings.Contains(text, "-----END ")
+		text = RedactedMarker
+	default:
+		text = cmp.Or(t.redactor, defaultRedactor()).Redact(text)
+	}
+	if t.cut {
+		text += " …(cut)"
+	}
+	t.line, t.cut = t.line[:0], false
+	t.onLine(TerminalSafe(text))
+}

@@ -251,3 +251,26 @@ func Example_tail() {
 	// true
 	// error: handshake failed: password=[redacted] rejected
 }
+
+// TestTailLinesReachOnStderrRedactedAndEscapedD25D27 writes stderr in
+// pieces that split lines, and finds each line passed whole, in order:
+// a credential redacted, the lines of a PEM private key replaced whole
+// (the redactor sees one line at a time), escape bytes shown escaped, a
+// CRLF's "\r" dropped, a long line cut and marked, and a last line
+// without its "\n" passed at the end.
+func TestTailLinesReachOnStderrRedactedAndEscapedD25D27(t *testing.T) {
+	var got []string
+	tl := &tail{onLine: func(line string) { got = append(got, line) }}
+	input := "starting up\r\nAuthorization: Bearer abcdefghijklmnop0123456789\n" +
+		"-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n-----END PRIVATE KEY-----\n" +
+		"fake \x1b[32m[ok]\x1b[0m line\n" + strings.Repeat("x", stderrLineBytes+10) + "\nlast words"
+	for i := 0; i < len(input); i += 7 { // pieces that split lines anywhere
+		tl.Write([]byte(input[i:min(i+7, len(input))]))
+	}
+	tl.flush()
+	want := []string{"starting up", "Authorization: " + RedactedMarker, RedactedMarker, RedactedMarker, RedactedMarker,
+		`fake \x1b[32m[ok]\x1b[0m line`, strings.Repeat("x", stderrLineBytes) + " …(cut)", "last words"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("lines:\n%q\nwant:\n%q", got, want)
+	}
+}

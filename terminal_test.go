@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/reasonix-ext/extension"
@@ -62,7 +63,16 @@ func TestSidecarTextReachesCallersEscapedD27(t *testing.T) {
 			// error, so the error message comes from a raw sidecar.
 			r := extension.ReasonProviderFailed
 			message, _ := json.Marshal("error says " + seq.raw)
-			rt := startRuntime(t, nil,
+			var mu sync.Mutex
+			var stderr []string
+			onStderr := func(h *extension.Host) {
+				h.OnStderr = func(plugin, line string) {
+					mu.Lock()
+					stderr = append(stderr, plugin+": "+line)
+					mu.Unlock()
+				}
+			}
+			rt := startRuntime(t, onStderr,
 				plugin{name: "say", fixture: "say", env: env, required: true, runtime: map[string]any{"intercepts": []string{"tool.before"}}},
 				plugin{name: "fails", fixture: "raw", required: true, runtime: map[string]any{"intercepts": []string{"tool.after"}}, env: map[string]string{
 					"FIXTURE_RESULT": `{"protocolVersion":"1","name":"fails","version":"1","stateSchemaVersion":0,"subscriptions":["tool.after"]}`,
@@ -81,6 +91,10 @@ func TestSidecarTextReachesCallersEscapedD27(t *testing.T) {
 				t.Fatal("tool.after: the sidecar's error did not reach the caller")
 			}
 			shownSafely(t, "error message", err.Error(), "error says "+seq.shown)
+			rt.Close() // joins the stderr drains
+			mu.Lock()
+			shownSafely(t, "Host.OnStderr", strings.Join(stderr, "\n"), "say: stderr says "+seq.shown)
+			mu.Unlock()
 
 			env["FIXTURE_SAY_FAIL"] = "1"
 			_, err = startOne(t, plugin{name: "say", fixture: "say", env: env, required: true})

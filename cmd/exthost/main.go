@@ -7,6 +7,7 @@
 // The commands are:
 //
 //	demo     run one scripted agent turn against a plugin (default: the bundled reference plugin)
+//	check    run the conformance check on a plugin's sidecar (default: the bundled reference plugin)
 //	trust    print the FULL TRUST block of a plugin directory
 //	install  install a plugin directory in the Reasonix home, printing its FULL TRUST block first
 //	list     list the plugins installed in the Reasonix home
@@ -56,6 +57,7 @@ type env struct {
 func commands() []command {
 	return []command{
 		{name: "demo", args: "[PLUGIN_DIR]", summary: "run one scripted agent turn against a plugin (default: the bundled reference plugin)", flags: demoCommand},
+		{name: "check", args: "[PLUGIN_DIR]", summary: "run the conformance check on a plugin's sidecar (default: the bundled reference plugin)", flags: checkCommand},
 		{name: "trust", args: "PLUGIN_DIR", summary: "print the FULL TRUST block of a plugin directory", flags: trustCommand},
 		{name: "install", args: "PLUGIN_DIR", summary: "install a plugin directory in the Reasonix home, printing its FULL TRUST block first", flags: installCommand},
 		{name: "list", summary: "list the plugins installed in the Reasonix home", flags: listCommand},

@@ -35,16 +35,6 @@ func homeFlag(fs *flag.FlagSet) func() (string, error) {
 	}
 }
 
-// exitSafe is exit for an error whose text may carry a manifest's, the
-// record's or the command line's characters (a path, a name): they are
-// shown escaped, never acting on the terminal (D27).
-func (e *env) exitSafe(err error) int {
-	if err != nil {
-		err = errors.New(extension.TerminalSafe(err.Error()))
-	}
-	return e.exit(err)
-}
-
 // installCommand installs a plugin directory into a Reasonix home. It
 // first prints what running the plugin grants (its FULL TRUST block);
 // installing is the consent, so it asks nothing (PROTOCOL.md §3.2).
@@ -59,14 +49,14 @@ func installCommand(fs *flag.FlagSet) func(*env) int {
 		}
 		dir, err := home()
 		if err != nil {
-			return e.exitSafe(err)
+			return e.exit(err)
 		}
 		if err := previewInstall(e.stdout, e.args[0], *name, *link); err != nil {
-			return e.exitSafe(err)
+			return e.exit(err)
 		}
 		entry, err := extension.Install(dir, e.args[0], extension.InstallOptions{Name: *name, Link: *link})
 		if err != nil {
-			return e.exitSafe(err)
+			return e.exit(err)
 		}
 		fmt.Fprintln(e.stdout, installedLine(dir, entry))
 		return 0
@@ -131,11 +121,11 @@ func listCommand(fs *flag.FlagSet) func(*env) int {
 		}
 		dir, err := home()
 		if err != nil {
-			return e.exitSafe(err)
+			return e.exit(err)
 		}
 		pkgs, err := extension.LoadPackages(dir)
 		if err != nil {
-			return e.exitSafe(err)
+			return e.exit(err)
 		}
 		if len(pkgs) == 0 { // a missing record is an empty one
 			fmt.Fprintf(e.stdout, "no plugins installed in %s\n", extension.TerminalSafe(dir))
@@ -276,14 +266,14 @@ func nameCommand(fs *flag.FlagSet, do func(home, name string) (string, error)) f
 		}
 		dir, err := home()
 		if err != nil {
-			return e.exitSafe(err)
+			return e.exit(err)
 		}
 		line, err := do(dir, e.args[0])
 		if errors.Is(err, extension.ErrNotInstalled) {
 			err = fmt.Errorf("%w; \"exthost list -home %s\" shows the installed names", err, dir)
 		}
 		if err != nil {
-			return e.exitSafe(err)
+			return e.exit(err)
 		}
 		fmt.Fprintln(e.stdout, extension.TerminalSafe(line))
 		return 0

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestCheckJSONPassesTheReferencePlugin runs "exthost check -json" as the
+// README does: one object with exactly the documented members, at least
+// 30 scenarios passed and none failed, and exit status 0.
+func TestCheckJSONPassesTheReferencePlugin(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run([]string{"check", "-json"}, nil, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s\n%s", code, errb.String(), out.String())
+	}
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(out.Bytes(), &members); err != nil {
+		t.Fatalf("%v: %s", err, out.String())
+	}
+	for _, k := range []string{"plugin", "passed", "failed", "skipped", "results"} {
+		if members[k] == nil {
+			t.Errorf("the report lacks %q: %s", k, out.String())
+		}
+	}
+	var report struct {
+		Plugin                  string
+		Passed, Failed, Skipped int
+		Results                 []map[string]json.RawMessage
+	}
+	json.Unmarshal(out.Bytes(), &report)
+	if len(members) != 5 || report.Plugin != "fullsidecar" || report.Passed < 30 || report.Failed != 0 {
+		t.Fatalf("got %d members, plugin %q, %d passed, %d failed; want 5, fullsidecar, >= 30 and 0", len(members), report.Plugin, report.Passed, report.Failed)
+	}
+	for _, r := range report.Results {
+		if len(r) != 5 || r["name"] == nil || r["rule"] == nil || r["ok"] == nil || r["skipped"] == nil || r["detail"] == nil {
+			t.Fatalf("a result is not {name, rule, ok, skipped, detail}: %v", r)
+		}
+	}
+}
+
+// TestCheckExitsOneNamingTheRuleBroken checks a sidecar that never
+// answers extension/initialize: exit status 1, and the failed scenario
+// printed with its ruling.
+func TestCheckExitsOneNamingTheRuleBroken(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "mute.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\nexec cat >/dev/null\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	manifest := `{"apiVersion":"reasonix.io/plugin/v1","name":"mute","version":"0.1.0","runtime":{"command":"${REASONIX_PLUGIN_ROOT}/mute.sh","intercepts":["tool.before"]}}`
+	if err := os.WriteFile(filepath.Join(dir, "reasonix-plugin.json"), []byte(manifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	code := run([]string{"check", "-timeout", "300ms", dir}, nil, &out, &errb)
+	if code != 1 || !strings.Contains(out.String(), "FAIL  handshake/answered") || !strings.Contains(out.String(), "D10") {
+		t.Fatalf("exit %d; want 1 and the failed handshake named with D10:\n%s%s", code, out.String(), errb.String())
+	}
+}
+
+func TestCheckUsageErrorsExitTwo(t *testing.T) {
+	for _, args := range [][]string{{"check", "a", "b"}, {"check", "-home", "h", "dir"}, {"check", "-bogus"}} {
+		var out, errb bytes.Buffer
+		if code := run(args, nil, &out, &errb); code != 2 {
+			t.Errorf("%q: exit %d; want 2", args, code)
+		}
+	}
+}
