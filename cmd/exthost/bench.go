@@ -343,7 +343,7 @@ func (b *bench) intercepts(figure, baseline string, s sidecars) func() ([]result
 		chain := rt.Chain(extension.ToolBefore)
 		for _, id := range s.ids {
 			if !slices.Contains(chain, id) {
-				return nil, fmt.Errorf("%s: %s does not intercept tool.before (chain: %s), so there is nothing to measure: its runtime.intercepts and its subscriptions must name tool.before", figure, id, orNone(chain))
+				return nil, fmt.Errorf("%s: %s does not intercept tool.before (chain: %q), so there is nothing to measure: its runtime.intercepts and its subscriptions must name tool.before", figure, id, chain)
 			}
 		}
 		peers, err := b.peers(pingpongPeer, len(s.ids), "")

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -10,6 +12,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -20,154 +24,624 @@ import (
 // referencePackage is the bundled reference plugin, built on the fly.
 const referencePackage = "github.com/reasonix-ext/extension/sdk/examples/fullsidecar"
 
-// demoCommand runs one scripted agent turn against a plugin and prints a
-// transcript.
+// demoCommand runs one agent turn against a plugin and prints a transcript.
 func demoCommand(fs *flag.FlagSet) func(*env) int {
-	wire := fs.Bool("wire", false, "also print every frame on the wire (redacted)")
+	wire := fs.Bool("wire", false, "also print every frame on the wire, redacted and escaped, under the step that caused it")
+	script := fs.String("script", "", "run the turn in this JSON file instead of the default turn: an array of steps, each one of\n"+
+		`{"intercept": POINT, "payload": {...}}, {"event": POINT, "payload": {...}},`+"\n"+
+		`{"stream": REF or "*", "effort": E, "request": {...}, "cancelAfter": N}, {"action": "/plugin:action" or "*", "args": {...}},`+"\n"+
+		`{"answer": {...}} (the values the next prompt is answered with), {"submit": SURFACE or "*", "values": {...}},`+"\n"+
+		`{"resources": [PATH...]}; each may have a "title"`)
+	home := fs.String("home", "", "run the plugins installed in this Reasonix home instead of PLUGIN_DIR")
 	return func(e *env) int {
-		if len(e.args) > 1 {
+		if len(e.args) > 1 || (*home != "" && len(e.args) > 0) {
 			e.usage()
 			return 2
 		}
-		return e.exit(runDemo(e.stdout, *wire, e.args))
+		d := &demo{out: e.stdout, wire: *wire, quiet: demoQuiet}
+		return e.exit(d.run(e, *home, *script))
 	}
 }
 
-// runDemo installs the plugin in args (default: the reference plugin) in a
-// temporary home, runs the scripted turn against it and prints the
-// transcript to out, with every frame on the wire too when wire is set.
-func runDemo(out io.Writer, wire bool, args []string) error {
-	var mu sync.Mutex // serializes output from the tap and the script
-	printf := func(format string, a ...any) {
-		mu.Lock()
-		defer mu.Unlock()
-		fmt.Fprintf(out, format, a...)
+// demoQuiet is how long a step must go without news to be over: what a
+// sidecar does on its own after an answer (a publish, a stderr line)
+// comes within it. A variable for the tests.
+var demoQuiet = 50 * time.Millisecond
+
+// demo is one run of the scripted turn. Everything the sidecars do during
+// a step (frames, stderr, UI, warnings) is collected as it happens and
+// printed under that step once it has settled, so the transcript keeps
+// the order things crossed the pipe.
+type demo struct {
+	out   io.Writer
+	wire  bool
+	quiet time.Duration // a step has settled after this long without news
+	work  string
+	rt    *extension.Runtime
+	ids   []string // the running plugins
+
+	mu      sync.Mutex
+	news    []entry
+	grew    chan struct{}
+	pending map[string]bool // requests not answered yet, "in 7" or "out 7"
+	answer  map[string]json.RawMessage
+	forms   [][2]string // forms shown or asked: plugin and surface id
+	failed  int
+}
+
+// entry is one thing that happened during a step.
+type entry struct {
+	text  string
+	frame bool // shown only with -wire
+	w     looseFrame
+}
+
+// looseFrame is what the demo reads of a frame to pair requests with
+// answers; it judges nothing.
+type looseFrame struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+	Result json.RawMessage `json:"result"`
+	Error  json.RawMessage `json:"error"`
+}
+
+func (d *demo) add(e entry) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.news = append(d.news, e)
+	if d.grew != nil {
+		close(d.grew)
 	}
+	d.grew = make(chan struct{})
+}
+
+// frameWidth is where a frame is cut in the transcript; a handshake is
+// far shorter, a page of content far longer.
+const frameWidth = 4096
+
+// tap records one frame: the sidecar's redacted, every frame escaped
+// (D25, D27), and its request or answer noted for settle.
+func (d *demo) tap(redactor *extension.Redactor) func(bool, []byte) {
+	return func(inbound bool, frame []byte) {
+		var w looseFrame
+		json.Unmarshal(frame, &w)
+		arrow, text := "host → sidecar", string(frame)
+		if inbound {
+			arrow, text = "sidecar → host", redactor.Redact(text)
+		}
+		if len(text) > frameWidth {
+			text = fmt.Sprintf("%s… (%d more bytes)", text[:frameWidth], len(text)-frameWidth)
+		}
+		if _, err := strconv.ParseInt(string(w.ID), 10, 64); inbound && w.Method == "" && w.ID != nil && err != nil {
+			// The host drops it (PROTOCOL.md §2.4); its caller only sees a timeout.
+			d.add(entry{text: fmt.Sprintf("   the sidecar answered with id %s: request ids are integers (PROTOCOL.md D4), so the host drops that answer", extension.TerminalSafe(string(w.ID)))})
+		}
+		dir := map[bool]string{true: "in ", false: "out "}
+		d.mu.Lock()
+		switch {
+		case w.Method != "" && w.ID != nil:
+			d.pending[dir[inbound]+string(w.ID)] = true
+		case w.Method == "" && w.ID != nil:
+			delete(d.pending, dir[!inbound]+string(w.ID))
+		}
+		d.mu.Unlock()
+		d.add(entry{text: "      " + arrow + " " + extension.TerminalSafe(text), frame: true, w: w})
+	}
+}
+
+// settle waits, at most 2 s, until every request of the step has its
+// answer and nothing has happened for d.quiet, then prints what the
+// step caused.
+func (d *demo) settle() {
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		d.mu.Lock()
+		grew, open := d.grew, len(d.pending)
+		d.mu.Unlock()
+		wait := d.quiet
+		if open > 0 {
+			wait = time.Until(deadline)
+		}
+		t := time.NewTimer(min(wait, max(time.Until(deadline), 0)))
+		select {
+		case <-grew:
+			t.Stop()
+			if time.Now().Before(deadline) {
+				continue
+			}
+		case <-t.C:
+		}
+		break
+	}
+	d.mu.Lock()
+	news := d.news
+	d.news = nil
+	d.mu.Unlock()
+	for _, e := range news {
+		if !e.frame || d.wire {
+			fmt.Fprintln(d.out, e.text)
+		}
+	}
+}
+
+// waitFor waits, at most 2 s, until n frames of the step match.
+func (d *demo) waitFor(n int, match func(looseFrame) bool) {
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		d.mu.Lock()
+		seen, grew := 0, d.grew
+		for _, e := range d.news {
+			if e.frame && match(e.w) {
+				seen++
+			}
+		}
+		d.mu.Unlock()
+		if seen >= n || !time.Now().Before(deadline) {
+			return
+		}
+		t := time.NewTimer(time.Until(deadline))
+		select {
+		case <-grew:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+// Show prints a surface under the step that published it.
+func (d *demo) Show(s extension.Surface) {
+	if s.Form != nil {
+		d.mu.Lock()
+		d.forms = append(d.forms, [2]string{s.Plugin, s.SurfaceID})
+		d.mu.Unlock()
+	}
+	d.add(entry{text: indent("   ui: ", extension.TerminalSafe(strings.TrimSpace(s.Text())))})
+}
+
+// Ask answers a prompt as the script said, or as a user typing "Ada"
+// and saying yes.
+func (d *demo) Ask(ctx context.Context, p extension.Prompt) (map[string]json.RawMessage, bool, error) {
+	d.mu.Lock()
+	values := d.answer
+	d.answer = nil
+	d.forms = append(d.forms, [2]string{p.Plugin, p.SurfaceID})
+	d.mu.Unlock()
+	if values == nil {
+		values = map[string]json.RawMessage{}
+		for _, f := range p.Form.Fields {
+			switch f.Kind {
+			case extension.PromptConfirm:
+				values[f.Key] = json.RawMessage("true")
+			case extension.PromptMultiselect, extension.PromptSelect:
+				first, _ := json.Marshal(append(f.Options, "Ada")[0])
+				if f.Kind == extension.PromptMultiselect {
+					first = append(append([]byte("["), first...), ']')
+				}
+				values[f.Key] = first
+			default:
+				values[f.Key] = json.RawMessage(`"Ada"`)
+			}
+		}
+		if len(p.Form.Fields) == 0 {
+			values["value"] = json.RawMessage(`"Ada"`)
+		}
+	}
+	answers, _ := json.Marshal(values)
+	d.add(entry{text: fmt.Sprintf("   prompt %s from %s (%s) %q, answered by the demo: %s", extension.TerminalSafe(p.SurfaceID), p.Plugin, p.Kind, extension.TerminalSafe(p.Form.Title), answers)})
+	return values, false, nil
+}
+
+func indent(prefix, text string) string {
+	return prefix + strings.ReplaceAll(text, "\n", "\n"+strings.Repeat(" ", len(prefix)))
+}
+
+// say adds a line of the step's own outcome, in order with what the
+// sidecars did.
+func (d *demo) say(format string, args ...any) {
+	d.add(entry{text: strings.TrimSuffix(fmt.Sprintf(format, args...), "\n")})
+}
+
+// fail marks the turn failed: a step did not get a legal answer.
+func (d *demo) fail(format string, args ...any) {
+	d.mu.Lock()
+	d.failed++
+	d.mu.Unlock()
+	d.say("   FAILED: "+format, args...)
+}
+
+// run installs the plugins (or uses those of home), starts them, runs the
+// turn and shuts them down.
+func (d *demo) run(e *env, home, scriptFile string) error {
 	work, err := os.MkdirTemp("", "exthost-demo-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(work)
-	dir, id := "", ""
-	if len(args) == 1 {
-		dir = args[0]
-	} else if dir, err = buildReference(work); err != nil {
-		return err
-	} else {
-		id = "fullsidecar"
-	}
-	home := filepath.Join(work, "home")
-	entry, err := extension.Install(home, dir, extension.InstallOptions{Name: id, Link: true})
-	if err != nil {
-		return err
-	}
-	trust, err := extension.TrustPlugin(dir, entry.Name)
-	if err != nil {
-		return err
-	}
-	printf("%s\n", trust.Text())
-
-	h := &extension.Host{
-		Home:    home,
-		Session: extension.SessionContext{SessionID: "demo-session", WorkspaceRoot: work, Generation: 1},
-		OnWarning: func(w extension.Warning) {
-			printf("   warning: %s: %v\n", w.Plugin, w.Err)
-		},
-	}
-	if wire {
-		redactor := &extension.Redactor{}
-		h.Conn.Tap = func(inbound bool, frame []byte) {
-			arrow := "host → sidecar"
-			if inbound {
-				arrow = "sidecar → host"
-			}
-			// A frame may be anything the sidecar wrote: redacted, then
-			// its control characters escaped (D25, D27).
-			printf("      %s %s\n", arrow, clip(extension.TerminalSafe(redactor.Redact(string(frame))), 240))
+	d.work = work
+	turn := defaultTurn(work)
+	if scriptFile != "" {
+		if turn, err = loadScript(scriptFile); err != nil {
+			return err
 		}
 	}
+	if home == "" {
+		home = filepath.Join(work, "home")
+		targets, cleanup, err := pluginTargets(e, "", e.args)
+		defer cleanup()
+		if err != nil {
+			return err
+		}
+		for _, t := range targets {
+			if _, err := extension.Install(home, t.dir, extension.InstallOptions{Name: t.name, Link: true}); err != nil {
+				return err
+			}
+		}
+	}
+	entries, err := extension.LoadPackages(home)
+	if err != nil {
+		return err
+	}
+	for i := range entries {
+		if trust, err := extension.TrustPlugin(packageRoot(home, &entries[i]), entries[i].Name); err == nil && entries[i].Enabled {
+			fmt.Fprintf(d.out, "%s\n", trust.Text())
+		}
+	}
+	d.pending = map[string]bool{}
+	h := &extension.Host{
+		Home:      home,
+		Session:   extension.SessionContext{SessionID: "demo-session", WorkspaceRoot: work, Generation: 1},
+		Frontend:  d,
+		OnWarning: func(w extension.Warning) { d.warn(w.Plugin, w.Err) },
+		OnStderr: func(plugin, line string) {
+			d.add(entry{text: "      stderr " + plugin + ": " + line})
+		},
+	}
+	h.Conn.Tap = d.tap(&extension.Redactor{})
+	h.Conn.Logf = func(format string, args ...any) {
+		d.add(entry{text: "      log: " + extension.TerminalSafe(fmt.Sprintf(format, args...)), frame: true}) // wire-level: with -wire
+	}
 	ctx := context.Background()
-	printf("── start: handshake with %s\n", entry.Name)
+	fmt.Fprintf(d.out, "── start: handshake\n")
 	rt, err := h.Start(ctx)
 	if err != nil {
+		d.settle()
 		return err
 	}
 	defer rt.Close() // after the explicit Close below, a no-op
-	decl, ok := rt.Declaration(entry.Name)
-	if !ok {
-		return fmt.Errorf("%s did not start: %v", entry.Name, rt.Warnings())
-	}
-	printf("   %s %s subscribes to %s", decl.Name, decl.Version, strings.Join(decl.Subscriptions, ", "))
-	if len(decl.Replaces) > 0 {
-		printf("; owns %s", strings.Join(decl.Replaces, ", "))
-	}
-	for _, p := range decl.Providers {
-		printf("; serves %s", extension.TerminalSafe(p.Ref))
-	}
-	for _, a := range decl.UIActions {
-		printf("; offers /%s:%s", entry.Name, a.ActionID)
-	}
-	printf("\n")
-
-	printf("── session.start (observed)\n")
-	if err := rt.Observe(extension.SessionStart, extension.SessionPayload{SessionPath: filepath.Join(work, "session.jsonl"), Phase: "start"}); err != nil {
-		return err
-	}
-	steps := []struct {
-		title   string
-		point   extension.Point
-		payload any
-	}{
-		{`input.receive "/fs hello world"`, extension.InputReceive, extension.InputPayload{Text: "/fs hello world"}},
-		{`input.receive "what changed since yesterday?"`, extension.InputReceive, extension.InputPayload{Text: "what changed since yesterday?"}},
-		{"system_prompt.build", extension.SystemPromptBuild, extension.SystemPromptPayload{Prompt: "You are a coding agent.", WorkspaceRoot: work}},
-		{"tool.before read README.md", extension.ToolBefore, extension.ToolPayload{Name: "read", Arguments: `{"path":"README.md"}`}},
-		{"tool.before dangerous_exec", extension.ToolBefore, extension.ToolPayload{Name: "dangerous_exec", Arguments: `{"cmd":"rm -rf /"}`}},
-		{"tool.before write notes.txt", extension.ToolBefore, extension.ToolPayload{Name: "write", Arguments: `{"path":"notes.txt"}`}},
-		{"tool.after read", extension.ToolAfter, extension.ToolResultPayload{Name: "read", Arguments: `{"path":"README.md"}`, Result: "# README"}},
-		{"permission.decision rm (the host says deny)", extension.PermissionDecision, extension.PermissionPayload{Name: "rm", Arguments: `{}`, HostDecision: "deny"}},
-	}
-	for _, step := range steps {
-		printf("── %s\n", step.title)
-		out, err := rt.Intercept(ctx, step.point, step.payload)
-		switch {
-		case err != nil:
-			printf("   failed: %v\n", err)
-		case out.Blocked:
-			printf("   blocked by %s: %s\n", out.BlockedBy, out.Reason)
-		case out.Permission != "":
-			printf("   %s by %s\n", out.Permission, out.PermissionBy)
-		case len(out.Replaced) > 0:
-			printf("   replaced by %s: %s\n", strings.Join(out.Replaced, ", "), clip(string(out.Payload), 200))
-		case step.point == extension.PermissionDecision:
-			printf("   no extension ruled (chain: %s); the host's decision stands\n", orNone(rt.Chain(step.point)))
-		default:
-			printf("   continue (chain: %s)\n", orNone(rt.Chain(step.point)))
+	d.rt = rt
+	for i := range entries {
+		decl, ok := rt.Declaration(entries[i].Name)
+		if !ok {
+			continue
 		}
+		d.ids = append(d.ids, entries[i].Name)
+		line := fmt.Sprintf("   %s %s subscribes to %s", decl.Name, decl.Version, cmp.Or(strings.Join(decl.Subscriptions, ", "), "nothing"))
+		if len(decl.Replaces) > 0 {
+			line += "; owns " + strings.Join(decl.Replaces, ", ")
+		}
+		for _, p := range decl.Providers {
+			line += "; serves " + extension.TerminalSafe(p.Ref)
+		}
+		for _, a := range decl.UIActions {
+			line += fmt.Sprintf("; offers /%s:%s", entries[i].Name, a.ActionID)
+		}
+		d.say("%s", line)
 	}
-	printf("── session.end (observed)\n")
-	if err := rt.Observe(extension.SessionEnd, extension.SessionPayload{SessionPath: filepath.Join(work, "session.jsonl"), Phase: "end"}); err != nil {
-		return err
+	d.settle()
+	if len(d.ids) == 0 {
+		d.fail("no plugin started: %v", rt.Warnings())
 	}
-	printf("── shutdown\n")
+	for i, step := range turn {
+		fmt.Fprintf(d.out, "── %s\n", cmp.Or(step.Title, step.describe(i)))
+		d.step(ctx, step)
+		d.settle()
+	}
+	fmt.Fprintf(d.out, "── shutdown\n")
 	start := time.Now()
-	if err := rt.Close(); err != nil {
+	err = rt.Close()
+	if err == nil {
+		d.say("   every sidecar stopped cleanly in %v", time.Since(start).Round(time.Millisecond))
+	}
+	d.settle()
+	if err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}
-	printf("   every sidecar stopped cleanly in %v\n", time.Since(start).Round(time.Millisecond))
+	if d.failed > 0 {
+		return fmt.Errorf("%d steps did not get a legal answer", d.failed)
+	}
 	return nil
 }
 
-func orNone(ids []string) string {
-	return cmp.Or(strings.Join(ids, " → "), "no interceptor") // plugin IDs are never empty
+// warn prints a warning of the host's: an optional plugin skipped after
+// a failure or a violation is a step without a legal answer.
+func (d *demo) warn(plugin string, err error) {
+	d.mu.Lock()
+	d.failed++
+	d.mu.Unlock()
+	d.add(entry{text: "   warning: " + plugin + ": " + extension.TerminalSafe(err.Error())})
 }
 
-// clip cuts s to n bytes, marking the cut.
-func clip(s string, n int) string {
-	if len(s) > n {
-		return s[:n] + "…"
+// step runs one step of the turn.
+func (d *demo) step(ctx context.Context, s scriptStep) {
+	switch {
+	case s.Intercept != "":
+		d.intercept(ctx, s.Intercept, s.Payload)
+	case s.Event != "":
+		chain := d.rt.Chain(s.Event)
+		if len(chain) == 0 {
+			d.say("   skipped: no plugin subscribes to %s\n", s.Event)
+			return
+		}
+		if err := d.rt.Observe(s.Event, s.Payload); err != nil {
+			d.fail("%v", err)
+			return
+		}
+		// The event is written after Observe returns: its frame belongs here.
+		event, _ := json.Marshal(s.Event)
+		d.waitFor(len(chain), func(w looseFrame) bool {
+			return w.Method == "extension/event" && bytes.Contains(w.Params, append([]byte(`"event":`), event...))
+		})
+		d.say("   observed by %s\n", strings.Join(chain, ", "))
+	case s.Stream != "":
+		d.stream(ctx, s)
+	case s.Action != "":
+		names := []string{s.Action}
+		if s.Action == "*" {
+			names = d.rt.Actions()
+		}
+		if len(names) == 0 {
+			d.say("   skipped: no plugin declares a UI action\n")
+		}
+		for _, name := range names {
+			res, err := d.rt.Action(ctx, "demo-session", name, s.Args)
+			d.settle() // the prompt and the surfaces come before the answer
+			if err != nil {
+				d.fail("%s: %v", name, err)
+				continue
+			}
+			d.say("   %s: accepted %t %s\n", name, res.Accepted, extension.TerminalSafe(res.Message))
+		}
+	case s.Answer != nil:
+		d.mu.Lock()
+		d.answer = s.Answer
+		d.mu.Unlock()
+		answers, _ := json.Marshal(s.Answer)
+		d.say("   the next prompt will be answered %s\n", answers)
+	case s.Submit != "":
+		d.submit(ctx, s)
+	case s.Resources != nil:
+		if err := d.rt.ResourcesChanged(s.Resources); err != nil {
+			d.fail("%v", err)
+			return
+		}
+		d.waitFor(len(d.ids), func(w looseFrame) bool { return w.Method == "extension/resources/changed" })
+		d.say("   sent to %s\n", strings.Join(d.ids, ", "))
 	}
-	return s
+}
+
+func (d *demo) intercept(ctx context.Context, p extension.Point, payload json.RawMessage) {
+	chain := d.rt.Chain(p)
+	if len(chain) == 0 {
+		d.say("   skipped: no plugin subscribes to %s\n", p)
+		return
+	}
+	out, err := d.rt.Intercept(ctx, p, payload)
+	switch {
+	case err != nil:
+		d.fail("%v", err)
+	case out.Blocked:
+		d.say("   blocked by %s: %s\n", out.BlockedBy, out.Reason)
+	case out.Permission != "":
+		d.say("   %s by %s: %s\n", out.Permission, out.PermissionBy, out.Reason)
+	case len(out.Replaced) > 0:
+		shown := string(out.Payload)
+		if len(shown) > 200 {
+			shown = fmt.Sprintf("%s… (%d bytes)", shown[:200], len(out.Payload))
+		}
+		d.say("   replaced by %s: %s\n", strings.Join(out.Replaced, ", "), extension.TerminalSafe(shown))
+	case p == extension.PermissionDecision:
+		d.say("   no extension ruled (chain: %s); the host's decision stands\n", strings.Join(chain, " → "))
+	default:
+		d.say("   continue (chain: %s)\n", strings.Join(chain, " → "))
+	}
+}
+
+// stream opens a provider stream and prints its chunks; with CancelAfter
+// it gives the stream up after that many chunks.
+func (d *demo) stream(ctx context.Context, s scriptStep) {
+	ref := s.Stream
+	if ref == "*" {
+		models, err := d.rt.Catalog(ctx)
+		if err != nil {
+			d.fail("catalog: %v", err)
+			return
+		}
+		ref = ""
+		for _, m := range models {
+			if strings.HasPrefix(m.Ref, "plugin/") {
+				ref = m.Ref
+				break
+			}
+		}
+		if ref == "" {
+			d.say("   skipped: no plugin serves a model\n")
+			return
+		}
+	}
+	req := extension.ProviderRequest{Messages: []extension.ProviderMessage{{Role: extension.RoleUser, Content: "hello"}}, Tools: []extension.ProviderToolSchema{}, MaxTokens: 256}
+	if s.Request != nil {
+		req = *s.Request
+	}
+	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	st, err := d.rt.OpenStream(sctx, ref, s.Effort, req)
+	if err != nil {
+		d.fail("%s: %v", extension.TerminalSafe(ref), err)
+		return
+	}
+	d.say("   %s\n", extension.TerminalSafe(ref))
+	for n := 0; ; n++ {
+		if s.CancelAfter > 0 && n == s.CancelAfter {
+			st.Close()
+			id, _ := json.Marshal(st.ID())
+			d.waitFor(1, func(w looseFrame) bool {
+				return w.Method == "extension/provider/stream/end" && bytes.Contains(w.Params, id)
+			})
+		}
+		c, err := st.Recv()
+		switch {
+		case errors.Is(err, io.EOF):
+			d.say("   end\n")
+			return
+		case errors.Is(err, extension.ReasonStreamCancelled) && s.CancelAfter > 0:
+			d.say("   cancelled by the demo after %d chunk(s): %v\n", n, err)
+			return
+		case err != nil:
+			d.fail("%v", err)
+			return
+		}
+		d.say("   %s\n", chunkText(c))
+	}
+}
+
+// chunkText describes a chunk in one line; the host has escaped its
+// strings (D27).
+func chunkText(c extension.ProviderChunk) string {
+	switch {
+	case c.Type == extension.ChunkText:
+		return fmt.Sprintf("text %q", c.Text)
+	case c.ToolCall != nil:
+		return fmt.Sprintf("%s %s %s", c.Type, c.ToolCall.Name, c.ToolCall.Arguments)
+	case c.Usage != nil:
+		u := c.Usage
+		return fmt.Sprintf("usage: %d prompt + %d completion = %d tokens, finish %s", u.PromptTokens, u.CompletionTokens, u.TotalTokens, u.FinishReason)
+	}
+	if c.Type == extension.ChunkDone {
+		return "done"
+	}
+	b, _ := json.Marshal(c)
+	return string(c.Type) + " " + string(b)
+}
+
+// submit sends the values of a form: the one named, of the plugin that
+// showed or asked it, or with "*" the last one.
+func (d *demo) submit(ctx context.Context, s scriptStep) {
+	d.mu.Lock()
+	var form [2]string
+	for _, f := range d.forms {
+		if s.Submit == "*" || f[1] == s.Submit {
+			form = f
+		}
+	}
+	d.mu.Unlock()
+	if form[1] == "" {
+		d.say("   skipped: no form %s was shown or asked\n", strings.Trim(s.Submit, "*"))
+		return
+	}
+	accepted, err := d.rt.Submit(ctx, "demo-session", form[0], form[1], s.Values)
+	d.settle()
+	if err != nil {
+		d.fail("%s: %v", form[0], err)
+		return
+	}
+	d.say("   %s: submitted %s, accepted %t\n", form[0], form[1], accepted)
+}
+
+// scriptStep is one step of a turn: exactly one of Intercept, Event,
+// Stream, Action, Answer, Submit and Resources.
+type scriptStep struct {
+	Title       string                     `json:"title,omitempty"`
+	Intercept   extension.Point            `json:"intercept,omitempty"`
+	Event       extension.Point            `json:"event,omitempty"`
+	Payload     json.RawMessage            `json:"payload,omitempty"`
+	Stream      string                     `json:"stream,omitempty"`
+	Effort      string                     `json:"effort,omitempty"`
+	Request     *extension.ProviderRequest `json:"request,omitempty"`
+	CancelAfter int                        `json:"cancelAfter,omitempty"`
+	Action      string                     `json:"action,omitempty"`
+	Args        map[string]string          `json:"args,omitempty"`
+	Answer      map[string]json.RawMessage `json:"answer,omitempty"`
+	Submit      string                     `json:"submit,omitempty"`
+	Values      map[string]json.RawMessage `json:"values,omitempty"`
+	Resources   []string                   `json:"resources,omitempty"`
+}
+
+func (s scriptStep) describe(i int) string {
+	return fmt.Sprintf("step %d: %s", i+1, strings.Join(s.kinds(), " "))
+}
+
+// kinds lists what the step does; a valid step does one thing.
+func (s scriptStep) kinds() []string {
+	var k []string
+	for name, set := range map[string]bool{"intercept " + string(s.Intercept): s.Intercept != "", "event " + string(s.Event): s.Event != "",
+		"stream " + s.Stream: s.Stream != "", "action " + s.Action: s.Action != "", "answer": s.Answer != nil,
+		"submit " + s.Submit: s.Submit != "", "resources": s.Resources != nil} {
+		if set {
+			k = append(k, name)
+		}
+	}
+	slices.Sort(k)
+	return k
+}
+
+// loadScript reads a turn an author wrote (see demo -help).
+func loadScript(path string) ([]scriptStep, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var steps []scriptStep
+	if err := dec.Decode(&steps); err != nil {
+		return nil, fmt.Errorf("%s: %v (a script is a JSON array of steps; see exthost help demo)", path, err)
+	}
+	for i, s := range steps {
+		problem := ""
+		switch k := s.kinds(); {
+		case len(k) != 1:
+			problem = fmt.Sprintf("does %d things (%s); a step does exactly one of intercept, event, stream, action, answer, submit, resources", len(k), strings.Join(k, ", "))
+		case s.Intercept != "" && !s.Intercept.Valid(), s.Event != "" && !s.Event.Valid():
+			problem = fmt.Sprintf("%q is not a hook point (%v)", cmp.Or(s.Intercept, s.Event), extension.Points())
+		case (s.Intercept != "" || s.Event != "") && (len(s.Payload) == 0 || bytes.TrimSpace(s.Payload)[0] != '{'):
+			problem = "an intercept or event needs a \"payload\" object"
+		}
+		if problem != "" {
+			return nil, fmt.Errorf("%s: step %d %s", path, i+1, problem)
+		}
+	}
+	return steps, nil
+}
+
+// defaultTurn is the scripted turn of exthost demo: every step of an
+// agent turn that a sidecar can take part in, and with the reference
+// plugin every method of the protocol.
+func defaultTurn(work string) []scriptStep {
+	doc := func(v any) json.RawMessage { b, _ := json.Marshal(v); return b }
+	session := filepath.Join(work, "session.jsonl")
+	large := "/fs " + strings.Repeat("a long pasted log line ", 100<<10/23)
+	return []scriptStep{
+		{Title: "session.start (observed)", Event: extension.SessionStart, Payload: doc(extension.SessionPayload{SessionPath: session, Phase: "start"})},
+		{Title: `input.receive "/fs hello world"`, Intercept: extension.InputReceive, Payload: doc(extension.InputPayload{Text: "/fs hello world"})},
+		{Title: `input.receive "what changed since yesterday?"`, Intercept: extension.InputReceive, Payload: doc(extension.InputPayload{Text: "what changed since yesterday?"})},
+		{Title: "system_prompt.build", Intercept: extension.SystemPromptBuild, Payload: doc(extension.SystemPromptPayload{Prompt: "You are a coding agent.", WorkspaceRoot: work})},
+		{Title: "provider stream: the model answers", Stream: "*", Effort: "low"},
+		{Title: "provider stream: the user stops it after one chunk", Stream: "*", CancelAfter: 1},
+		{Title: "tool.before read README.md", Intercept: extension.ToolBefore, Payload: doc(extension.ToolPayload{Name: "read", Arguments: `{"path":"README.md"}`})},
+		{Title: "tool.before rm notes.txt", Intercept: extension.ToolBefore, Payload: doc(extension.ToolPayload{Name: "rm", Arguments: `{"path":"notes.txt"}`})},
+		{Title: "tool.before write notes.txt", Intercept: extension.ToolBefore, Payload: doc(extension.ToolPayload{Name: "write", Arguments: `{"path":"notes.txt"}`})},
+		{Title: "tool.before dangerous_exec", Intercept: extension.ToolBefore, Payload: doc(extension.ToolPayload{Name: "dangerous_exec", Arguments: `{"cmd":"rm -rf /"}`})},
+		{Title: "tool.after read (intercepted)", Intercept: extension.ToolAfter, Payload: doc(extension.ToolResultPayload{Name: "read", Arguments: `{"path":"README.md"}`, Result: "# README"})},
+		{Title: "tool.after read (observed)", Event: extension.ToolAfter, Payload: doc(extension.ToolResultPayload{Name: "read", Arguments: `{"path":"README.md"}`, Result: "# README"})},
+		{Title: "permission.decision rm (the host says deny)", Intercept: extension.PermissionDecision, Payload: doc(extension.PermissionPayload{Name: "rm", Arguments: `{"path":"notes.txt"}`, HostDecision: "deny"})},
+		{Title: "the user will answer the next prompt", Answer: map[string]json.RawMessage{"name": json.RawMessage(`"Ada"`), "loud": json.RawMessage("true")}},
+		{Title: "UI actions: the user runs each one", Action: "*"},
+		{Title: "UI submit: the user sends the last form", Submit: "*", Values: map[string]json.RawMessage{"name": json.RawMessage(`"Grace"`)}},
+		{Title: "input.receive of a 100 KiB paste (it travels by content ref)", Intercept: extension.InputReceive, Payload: doc(extension.InputPayload{Text: large})},
+		{Title: "resources changed", Resources: []string{"skills/review.md"}},
+		{Title: "session.end (observed)", Event: extension.SessionEnd, Payload: doc(extension.SessionPayload{SessionPath: session, Phase: "end"})},
+	}
 }
 
 // buildReference builds the reference plugin into a plugin directory
@@ -204,7 +678,7 @@ func goTool(args ...string) (string, error) {
 	if err != nil {
 		var ee *exec.ExitError
 		if errors.As(err, &ee) || errors.Is(err, exec.ErrNotFound) {
-			return "", fmt.Errorf("building the reference plugin (run exthost demo from the module, or pass a PLUGIN_DIR): go %s: %v\n%s", args[0], err, stderr.String())
+			return "", fmt.Errorf("building the reference plugin (run exthost from the module, or pass a PLUGIN_DIR): go %s: %v\n%s", args[0], err, stderr.String())
 		}
 		return "", err
 	}

@@ -2,41 +2,173 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/reasonix-ext/extension"
 )
 
 // TestDemoRunsTheReferencePlugin runs the README's main job for real: it
-// builds the reference plugin, starts it through the host and checks the
-// transcript shows each ruling.
+// builds the reference plugin, runs the default turn against it and finds
+// every step of the turn with its outcome, every one of the 16 methods on
+// the wire, whole frames, and the sidecar's stderr shown at the step that
+// made it write.
 func TestDemoRunsTheReferencePlugin(t *testing.T) {
 	var out, errb bytes.Buffer
 	if code := run([]string{"demo", "-wire"}, nil, &out, &errb); code != 0 {
 		t.Fatalf("exit %d: %s\n%s", code, errb.String(), out.String())
 	}
+	transcript := out.String()
+	outcome := outcomes(transcript)
+	for step, want := range map[string]string{
+		"start: handshake":                                             "fullsidecar 1.0.0 subscribes to input.receive, tool.before, system_prompt.build, session.start; owns system_prompt; serves plugin/fullsidecar/fake/echo; offers /fullsidecar:demo",
+		"session.start (observed)":                                     "ui: [fullsidecar] fullsidecar",
+		`input.receive "/fs hello world"`:                              `replaced by fullsidecar: {"text":"hello world [rewritten by fullsidecar]"}`,
+		`input.receive "what changed since yesterday?"`:                "continue (chain: fullsidecar)",
+		"system_prompt.build":                                          `replaced by fullsidecar: {"prompt":"You are Reasonix running under the fullsidecar demo strategy.`,
+		"provider stream: the model answers":                           "end",
+		"provider stream: the user stops it after one chunk":           "cancelled by the demo after 1 chunk(s): stream_cancelled",
+		"tool.before read README.md":                                   `replaced by fullsidecar: {"name":"read","arguments":"{\"path\":\"README.md\",\"sandbox\":true}"}`,
+		"tool.before rm notes.txt":                                     "continue (chain: fullsidecar)",
+		"tool.before dangerous_exec":                                   "blocked by fullsidecar: fullsidecar blocks the tool dangerous_exec",
+		"tool.after read (intercepted)":                                "skipped: no plugin subscribes to tool.after",
+		"tool.after read (observed)":                                   "skipped: no plugin subscribes to tool.after",
+		"permission.decision rm (the host says deny)":                  "skipped: no plugin subscribes to permission.decision",
+		"UI actions: the user runs each one":                           "/fullsidecar:demo: accepted true HELLO, ADA!",
+		"UI submit: the user sends the last form":                      "fullsidecar: submitted fullsidecar-demo-form, accepted true",
+		"input.receive of a 100 KiB paste (it travels by content ref)": `replaced by fullsidecar: {"text":"a long pasted log line`,
+		"resources changed":                                            "sent to fullsidecar",
+		"session.end (observed)":                                       "skipped: no plugin subscribes to session.end",
+		"shutdown":                                                     "every sidecar stopped cleanly",
+	} {
+		if got := outcome[step]; !strings.HasPrefix(got, want) {
+			t.Errorf("step %s: outcome %q, want %q", step, got, want)
+		}
+	}
 	for _, want := range []string{
 		`FULL TRUST: plugin "fullsidecar", version "1.0.0"`,
-		`providers:      "plugin/fullsidecar/fake/echo"`,
-		`replaced by fullsidecar: {"text":"hello world [rewritten by fullsidecar]"}`,
-		"blocked by fullsidecar",
-		`\"sandbox\":true`,
-		"demo strategy",
-		"the host's decision stands",
-		"every sidecar stopped cleanly",
-		`host → sidecar {"jsonrpc":"2.0","id":1,"method":"extension/initialize"`,
-		`sidecar → host {"jsonrpc":"2.0","id":1,"result":`,
+		`ui: [fullsidecar] INFO: fullsidecar online`,
+		`prompt fullsidecar-demo-form from fullsidecar (input) "fullsidecar demo", answered by the demo: {"loud":true,"name":"Ada"}`,
+		`ui: [fullsidecar] HELLO, ADA!`,
+		"text \"fake-hello \"", "tool_call lookup {\"query\":\"reasonix\"}", "usage: 5 prompt + 7 completion = 12 tokens, finish stop",
 	} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("transcript lacks %q:\n%s", want, out.String())
+		if !strings.Contains(transcript, want) {
+			t.Errorf("transcript lacks %q:\n%s", want, transcript)
+		}
+	}
+	for _, m := range extension.Methods() {
+		if !strings.Contains(transcript, `"method":"`+m.Name+`"`) {
+			t.Errorf("no frame of %s on the wire", m.Name)
+		}
+	}
+	// Frames are whole: the handshake's two frames are complete JSON.
+	for _, f := range frames(transcript) {
+		if strings.Contains(f.text, `"method":"extension/initialize"`) || strings.Contains(f.text, `"id":1,"result":{"protocolVersion"`) {
+			if !json.Valid([]byte(f.text)) {
+				t.Errorf("a handshake frame is not shown whole: %s", f.text)
+			}
+		}
+	}
+	// Stderr is the sidecar's own: shown, and never before the step that
+	// made the sidecar write it.
+	step, line, ok := strings.Cut(transcript, "── tool.before dangerous_exec")
+	if !ok || strings.Contains(step, "stderr fullsidecar:") || !strings.Contains(line, `stderr fullsidecar: fullsidecar: blocked dangerous_exec {"cmd":"rm -rf /"}`) {
+		t.Errorf("the sidecar's stderr line is not shown after its step:\n%s", transcript)
+	}
+}
+
+// outcomes maps each step of a transcript to its last outcome line.
+func outcomes(transcript string) map[string]string {
+	outcome := map[string]string{}
+	step := ""
+	for _, line := range strings.Split(transcript, "\n") {
+		if title, ok := strings.CutPrefix(line, "── "); ok {
+			step = title
+		} else if rest, ok := strings.CutPrefix(line, "   "); ok && !strings.HasPrefix(rest, " ") && step != "" {
+			outcome[step] = rest
+		}
+	}
+	return outcome
+}
+
+// wireLine is one frame of a -wire transcript, with its step.
+type wireLine struct {
+	step, text string
+	inbound    bool
+}
+
+func frames(transcript string) []wireLine {
+	var out []wireLine
+	step := ""
+	for _, line := range strings.Split(transcript, "\n") {
+		if title, ok := strings.CutPrefix(line, "── "); ok {
+			step = title
+		} else if f, ok := strings.CutPrefix(line, "      host → sidecar "); ok {
+			out = append(out, wireLine{step, f, false})
+		} else if f, ok := strings.CutPrefix(line, "      sidecar → host "); ok {
+			out = append(out, wireLine{step, f, true})
+		}
+	}
+	return out
+}
+
+// TestDemoWireShowsEachAnswerAfterItsRequestUnderItsStep runs the demo 50
+// times against the reference plugin, which answers at once, and finds
+// every answer printed after the request it answers, under the same step:
+// the frames are printed in the order they crossed the pipe.
+func TestDemoWireShowsEachAnswerAfterItsRequestUnderItsStep(t *testing.T) {
+	dir, err := buildReference(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func(q time.Duration) { demoQuiet = q }(demoQuiet)
+	demoQuiet = time.Millisecond // pairs are waited for; quiet only gathers a sidecar's own news
+	for run := range 50 {
+		var out, errb bytes.Buffer
+		if code := runArgs([]string{"demo", "-wire", dir}, &out, &errb); code != 0 {
+			t.Fatalf("run %d: exit %d: %s\n%s", run, code, errb.String(), out.String())
+		}
+		type key struct {
+			inbound bool
+			id      string
+		}
+		open := map[key]string{} // requests not yet answered: their step
+		for _, f := range frames(out.String()) {
+			// The host writes frames with jsonrpc, then id, then method
+			// first; a long frame is cut after its start.
+			m := envelopeStart.FindStringSubmatch(f.text)
+			if m == nil {
+				t.Fatalf("run %d: frame %s is not a JSON-RPC frame", run, f.text)
+			}
+			switch id, method := m[1], m[2]; {
+			case id == "":
+			case method != "":
+				open[key{f.inbound, id}] = f.step
+			default:
+				asked, ok := open[key{!f.inbound, id}]
+				if !ok || asked != f.step {
+					t.Fatalf("run %d: the answer %s under %q follows no request of id %s in its step (asked under %q)\n%s", run, f.text, f.step, id, asked, out.String())
+				}
+				delete(open, key{!f.inbound, id})
+			}
+		}
+		if len(open) != 0 {
+			t.Fatalf("run %d: requests never answered: %v", run, open)
 		}
 	}
 }
+
+// envelopeStart reads the id and method at the start of a frame.
+var envelopeStart = regexp.MustCompile(`^\{"jsonrpc":"2\.0",(?:"id":([0-9]+),)?(?:"method":"([^"]+)")?`)
+
+func runArgs(args []string, out, errb *bytes.Buffer) int { return run(args, nil, out, errb) }
 
 func TestDemoUsageNamesThePluginDir(t *testing.T) {
 	var out, errb bytes.Buffer
@@ -74,25 +206,15 @@ func TestDemoRunsAPythonSidecarWrittenFromTheSpec(t *testing.T) {
 		t.Errorf("the host warned about the sidecar:\n%s", transcript)
 	}
 
-	// Each step's outcome is its one line indented by three spaces; the
-	// frames on the wire are indented by six.
-	outcome := map[string]string{}
-	step := ""
-	for _, line := range strings.Split(transcript, "\n") {
-		if title, ok := strings.CutPrefix(line, "── "); ok {
-			step = title
-		} else if rest, ok := strings.CutPrefix(line, "   "); ok && !strings.HasPrefix(rest, " ") && step != "" {
-			outcome[step] = rest
-		}
-	}
+	outcome := outcomes(transcript)
 	for step, want := range map[string]string{
 		`input.receive "/fs hello world"`:               `replaced by pysidecar: {"text":"HELLO WORLD"}`,
 		`input.receive "what changed since yesterday?"`: "continue (chain: pysidecar)",
-		"system_prompt.build":                           "continue (chain: no interceptor)",
+		"system_prompt.build":                           "skipped: no plugin subscribes to system_prompt.build",
 		"tool.before read README.md":                    "continue (chain: pysidecar)",
 		"tool.before dangerous_exec":                    "blocked by pysidecar: pysidecar blocks dangerous_exec",
 		"tool.before write notes.txt":                   `replaced by pysidecar: {"name":"write","arguments":"{\"path\":\"notes.txt\",\"dryRun\":true}"}`,
-		"tool.after read":                               `replaced by pysidecar: {"name":"read","arguments":"{\"path\":\"README.md\"}","result":"# README\n[checked by pysidecar]"}`,
+		"tool.after read (intercepted)":                 `replaced by pysidecar: {"name":"read","arguments":"{\"path\":\"README.md\"}","result":"# README\n[checked by pysidecar]"}`,
 		"permission.decision rm (the host says deny)":   "deny by pysidecar",
 		"shutdown": "every sidecar stopped cleanly",
 	} {
@@ -104,14 +226,14 @@ func TestDemoRunsAPythonSidecarWrittenFromTheSpec(t *testing.T) {
 	var sent []string
 	for _, line := range strings.Split(transcript, "\n") {
 		if frame, ok := strings.CutPrefix(line, "      host → sidecar "); ok && strings.Contains(frame, `"method":"extension/event"`) {
-			if strings.HasSuffix(frame, "…") {
+			if strings.Contains(frame, "more bytes)") {
 				t.Fatalf("the transcript shortened an event frame: %s", frame)
 			}
 			sent = append(sent, frame)
 		}
 	}
-	if len(sent) != 2 || !strings.Contains(sent[0], `"event":"session.start"`) || !strings.Contains(sent[1], `"event":"session.end"`) {
-		t.Fatalf("the host sent the events %q, want session.start then session.end", sent)
+	if len(sent) != 3 || !strings.Contains(sent[0], `"event":"session.start"`) || !strings.Contains(sent[1], `"event":"tool.after"`) || !strings.Contains(sent[2], `"event":"session.end"`) {
+		t.Fatalf("the host sent the events %q, want session.start, tool.after and session.end", sent)
 	}
 	recorded, err := os.ReadFile(events)
 	if err != nil {

@@ -178,6 +178,9 @@ func tool(ctx context.Context, c *sdk.Call) (sdk.Verdict, error) {
 	}
 	switch call.Name {
 	case "dangerous_exec":
+		// stderr is the sidecar's own log: not part of the protocol, and
+		// shown by the host (exthost demo, under the step).
+		fmt.Fprintf(os.Stderr, "fullsidecar: blocked %s %s\n", call.Name, call.Arguments)
 		return sdk.Block("fullsidecar blocks the tool " + call.Name), nil
 	case "read":
 		var args map[string]any
