@@ -111,12 +111,13 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 }
 
 // exit returns the exit status of a command that ended with err: 0 when
-// err is nil, else 1, after printing err.
+// err is nil, else 1, after printing err with its control characters
+// escaped (D27: its text may carry a path, a manifest's or a sidecar's).
 func (e *env) exit(err error) int {
 	if err == nil {
 		return 0
 	}
-	fmt.Fprintf(e.stderr, "exthost %s: %v\n", e.name, err)
+	fmt.Fprintf(e.stderr, "exthost %s: %s\n", e.name, extension.TerminalSafe(err.Error()))
 	return 1
 }
 
