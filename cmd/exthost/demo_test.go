@@ -283,3 +283,64 @@ func writeScriptPlugin(t *testing.T, dir, script, manifest string) {
 		t.Fatal(err)
 	}
 }
+
+// TestDemoScriptRunsAnAuthorsOwnTurn runs a turn written as a script:
+// each kind of step reaches the reference plugin, the prompt is answered
+// with the script's values, and a step for a point nobody subscribes to
+// is shown skipped.
+func TestDemoScriptRunsAnAuthorsOwnTurn(t *testing.T) {
+	script := filepath.Join(t.TempDir(), "turn.json")
+	turn := `[
+	 {"title": "my tool.before", "intercept": "tool.before", "payload": {"name": "dangerous_exec", "arguments": "{}"}},
+	 {"event": "session.start", "payload": {"sessionPath": "/tmp/s.jsonl", "phase": "start"}},
+	 {"stream": "plugin/fullsidecar/fake/echo", "effort": "high"},
+	 {"answer": {"name": "Lin", "loud": false}},
+	 {"action": "/fullsidecar:demo"},
+	 {"title": "nobody", "intercept": "tool.after", "payload": {"name": "read"}}
+	]`
+	if err := os.WriteFile(script, []byte(turn), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	if code := run([]string{"demo", "-script", script}, nil, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s\n%s", code, errb.String(), out.String())
+	}
+	outcome := outcomes(out.String())
+	for step, want := range map[string]string{
+		"my tool.before":                              "blocked by fullsidecar: fullsidecar blocks the tool dangerous_exec",
+		"step 2: event session.start":                 "ui: [fullsidecar] fullsidecar",
+		"step 3: stream plugin/fullsidecar/fake/echo": "end",
+		"step 4: answer":                              `the next prompt will be answered {"loud":false,"name":"Lin"}`,
+		"step 5: action /fullsidecar:demo":            "/fullsidecar:demo: accepted true Hello, Lin!",
+		"nobody":                                      "skipped: no plugin subscribes to tool.after",
+	} {
+		if got := outcome[step]; !strings.HasPrefix(got, want) {
+			t.Errorf("step %s: outcome %q, want %q\n%s", step, got, want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "── input.receive") {
+		t.Errorf("the default turn ran too:\n%s", out.String())
+	}
+}
+
+// TestDemoScriptErrorsNameTheStep: a script that cannot run is refused
+// before anything starts, naming the step and what to fix.
+func TestDemoScriptErrorsNameTheStep(t *testing.T) {
+	for _, c := range []struct{ script, want string }{
+		{`[{"intercept": "tool.before", "action": "*", "payload": {}}]`, "step 1 does 2 things"},
+		{`[{"event": "tool.befor", "payload": {}}]`, `step 1 "tool.befor" is not a hook point`},
+		{`[{"stream": "*"}, {"intercept": "tool.before"}]`, `step 2 an intercept or event needs a "payload" object`},
+		{`[{"intercpt": "tool.before"}]`, `unknown field "intercpt"`},
+		{`{"steps": []}`, "a script is a JSON array of steps"},
+	} {
+		script := filepath.Join(t.TempDir(), "turn.json")
+		if err := os.WriteFile(script, []byte(c.script), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var out, errb bytes.Buffer
+		code := run([]string{"demo", "-script", script, "/nonexistent"}, nil, &out, &errb)
+		if code != 1 || !strings.Contains(errb.String(), c.want) || strings.Contains(out.String(), "── start") {
+			t.Errorf("script %s: exit %d, stderr %q, stdout %q; want 1, %q and nothing started", c.script, code, errb.String(), out.String(), c.want)
+		}
+	}
+}
