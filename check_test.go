@@ -68,8 +68,17 @@ func TestCheckPassesTheReferencePlugin(t *testing.T) {
 		t.Fatalf("plugin %q: %d passed, %d failed, %d skipped of %d; want fullsidecar, at least 30 passed and none failed\n%s",
 			report.Plugin, report.Passed, report.Failed, report.Skipped, len(report.Results), reportText(report))
 	}
+	protocol, err := os.ReadFile("PROTOCOL.md")
+	if err != nil {
+		t.Fatal(err)
+	}
 	classes := map[string]bool{}
 	for _, r := range report.Results {
+		section, _, _ := strings.Cut(strings.TrimPrefix(r.Detail, "PROTOCOL.md §"), ":")
+		section, _, _ = strings.Cut(section, "\n")
+		if !bytes.Contains(protocol, []byte("## "+section+" ")) && !bytes.Contains(protocol, []byte("## "+section+". ")) {
+			t.Errorf("%s names section §%s, which PROTOCOL.md does not have", r.Name, section)
+		}
 		if !strings.HasPrefix(r.Rule, "D") || !strings.HasPrefix(r.Detail, "PROTOCOL.md §") {
 			t.Errorf("%s: rule %q, detail %q; want a D-ID and a PROTOCOL.md section", r.Name, r.Rule, r.Detail)
 		}

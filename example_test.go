@@ -46,3 +46,19 @@ func ExampleHost() {
 	// warned about once (D20).
 	rt.Observe(extension.SessionEnd, extension.SessionPayload{Phase: "end"})
 }
+
+// Check runs a plugin's sidecar, in any language, through every
+// conformance scenario that applies to it; each failure names the
+// ruling it breaks. (Compiled, not run: it needs a plugin.)
+func ExampleCheck() {
+	report, err := extension.Check(context.Background(), "/path/to/plugin", extension.CheckOptions{})
+	if report == nil {
+		log.Fatal(err) // nothing could be checked
+	}
+	for _, r := range report.Results {
+		if !r.OK && !r.Skipped {
+			fmt.Printf("%s broke %s: %s\n", r.Name, r.Rule, r.Detail)
+		}
+	}
+	fmt.Printf("%d passed, %d failed, %d skipped\n", report.Passed, report.Failed, report.Skipped)
+}

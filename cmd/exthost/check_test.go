@@ -70,3 +70,25 @@ func TestCheckUsageErrorsExitTwo(t *testing.T) {
 		}
 	}
 }
+
+// TestDemoAndCheckRunWhatAHomeHasInstalled: with -home, demo and check
+// run the plugins installed there, as "exthost install" put them.
+func TestDemoAndCheckRunWhatAHomeHasInstalled(t *testing.T) {
+	dir, err := buildReference(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	home := filepath.Join(t.TempDir(), "home")
+	var out, errb bytes.Buffer
+	if code := run([]string{"install", "-home", home, "-link", dir}, nil, &out, &errb); code != 0 {
+		t.Fatalf("install: exit %d: %s", code, errb.String())
+	}
+	out.Reset()
+	if code := run([]string{"demo", "-home", home}, nil, &out, &errb); code != 0 || !strings.Contains(out.String(), "blocked by fullsidecar") {
+		t.Fatalf("demo -home: exit %d: %s\n%s", code, errb.String(), out.String())
+	}
+	out.Reset()
+	if code := run([]string{"check", "-home", home}, nil, &out, &errb); code != 0 || !strings.Contains(out.String(), "exthost check: plugin fullsidecar") {
+		t.Fatalf("check -home: exit %d: %s\n%s", code, errb.String(), out.String())
+	}
+}
