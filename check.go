@@ -125,7 +125,7 @@ func (c *checker) judge(name, rule, section string, frames []seenFrame, problem 
 	r := CheckResult{Name: name, Rule: rule, OK: problem == ""}
 	r.Detail = "PROTOCOL.md " + section
 	if problem != "" {
-		r.Detail += ": " + problem
+		r.Detail += ": " + TerminalSafe(problem) // D27: it may quote the sidecar
 		c.report.Failed++
 	} else {
 		c.report.Passed++

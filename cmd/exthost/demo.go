@@ -247,7 +247,7 @@ func (d *demo) fail(format string, args ...any) {
 	d.mu.Lock()
 	d.failed++
 	d.mu.Unlock()
-	d.say("   FAILED: "+format, args...)
+	d.say("   FAILED: %s", extension.TerminalSafe(fmt.Sprintf(format, args...)))
 }
 
 // run installs the plugins (or uses those of home), starts them, runs the
