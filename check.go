@@ -156,7 +156,7 @@ func showFrames(frames []seenFrame) string {
 		}
 		text := f.raw
 		if len(text) > width {
-			text = text[:width] + fmt.Sprintf("… (%d bytes)", len(f.raw))
+			text = text[:width] + fmt.Sprintf("… (%d bytes)", f.size)
 		}
 		b.WriteString("\n  " + arrow + " " + TerminalSafe(text))
 	}
@@ -166,11 +166,20 @@ func showFrames(frames []seenFrame) string {
 // seenFrame is one frame the checker saw, parsed leniently so that a
 // faulty one can still be described; in is true for the sidecar's.
 type seenFrame struct {
-	in   bool
-	raw  string
-	f    looseFrame
-	json bool // the frame is one JSON object
+	in     bool
+	raw    string // the frame, or its first frameKeep bytes
+	size   int    // the frame's length
+	f      looseFrame
+	json   bool   // the frame is one JSON object
+	envErr string // why the frame is not a valid envelope (PROTOCOL.md §2.4), or ""
 }
+
+// frameKeep bounds what a log keeps of one frame, and logFrames how many
+// frames it keeps: a hostile sidecar cannot fill the checker's memory.
+const (
+	frameKeep = 1 << 20
+	logFrames = 20000
+)
 
 type looseFrame struct {
 	ID     json.RawMessage `json:"id"`
@@ -216,9 +225,26 @@ func newFrameLog() *frameLog { return &frameLog{grew: make(chan struct{})} }
 
 // add records a frame; line is copied.
 func (l *frameLog) add(in bool, line []byte) {
-	w := seenFrame{in: in, raw: string(line)}
+	w := seenFrame{in: in, size: len(line)}
+	w.raw = string(line[:min(len(line), frameKeep)])
 	w.json = json.Unmarshal(line, &w.f) == nil && bytes.HasPrefix(bytes.TrimSpace(line), []byte("{"))
+	_, fe := decodeMessage(line)
+	if fe != nil && string(w.f.ID) == "null" {
+		// An answer to a frame whose id could not be read carries id null
+		// (PROTOCOL.md §2.4): the rest of it must still be a response.
+		_, fe = decodeMessage(bytes.Replace(line, []byte(`"id":null`), []byte(`"id":0`), 1))
+	}
+	if fe != nil {
+		w.envErr = fe.err.Message
+	}
+	if len(line) > frameKeep {
+		w.f.Params, w.f.Result = nil, nil // too large to keep; never needed whole
+	}
 	l.mu.Lock()
+	if len(l.frames) >= logFrames {
+		l.mu.Unlock()
+		return
+	}
 	l.frames = append(l.frames, w)
 	close(l.grew)
 	l.grew = make(chan struct{})
@@ -372,8 +398,10 @@ func (c *checker) handshake(p *rawPeer, judge bool) bool {
 	switch e, isErr := answer.wireError(); {
 	case !ok:
 		answered = fmt.Sprintf("no answer to extension/initialize within %v", c.opts.Timeout)
+	case answer.envErr != "":
+		answered = "the answer is not a valid JSON-RPC response: " + answer.envErr
 	case isErr:
-		answered = fmt.Sprintf("extension/initialize was refused: %d %s", e.Code, TerminalSafe(e.Message))
+		answered = fmt.Sprintf("extension/initialize was refused: %d %s", e.Code, e.Message)
 	default:
 		if err := DecodeResult(MethodInitialize, answer.f.Result, &res); err != nil {
 			problem = "the result does not decode strictly: " + TerminalSafe(err.Error())
@@ -495,13 +523,7 @@ func (c *checker) protocol() {
 	p.write(mustFrame(nil, MethodResourcesChanged, ResourcesChangedParams{Paths: []string{"skills/review.md"}}))
 	p.write([]byte(`{"jsonrpc":"2.0","method":"extension/no-such-notification","params":{}}`))
 	answer, _, ok = p.call(MethodShutdown, ShutdownParams{TimeoutMillis: c.opts.Timeout.Milliseconds()})
-	problem = ""
-	for _, w := range p.log.since(from) {
-		if w.in && w.response() && !w.answers(strconv.FormatInt(p.lastID, 10)) {
-			problem = "the sidecar answered a notification"
-		}
-	}
-	c.judge("events/no-reply", "D20", "§2.6", p.log.since(from), problem)
+	shutdownID := strconv.FormatInt(p.lastID, 10)
 
 	// D11: the shutdown is answered accepted, then stdin's end stops the
 	// sidecar with status 0.
@@ -510,6 +532,8 @@ func (c *checker) protocol() {
 	switch e, isErr := answer.wireError(); {
 	case !ok:
 		problem = fmt.Sprintf("no answer to extension/shutdown within %v", c.opts.Timeout)
+	case answer.envErr != "":
+		problem = "the answer is not a valid JSON-RPC response: " + answer.envErr
 	case isErr:
 		problem = fmt.Sprintf("extension/shutdown was refused: %d %s", e.Code, e.Message)
 	case DecodeResult(MethodShutdown, answer.f.Result, &res) != nil || !res.Accepted:
@@ -521,12 +545,18 @@ func (c *checker) protocol() {
 	switch {
 	case killed == killedChild:
 		problem = "the sidecar was still running 750ms after its stdin closed and was killed"
-	case killed == killedLeftovers:
-		problem = "the sidecar exited but left processes in its group, which were killed (D12)"
 	case exitErr != nil:
 		problem = fmt.Sprintf("the sidecar %v; a clean stop exits with status 0", exitErr)
 	}
 	c.judge("shutdown/exit-0", "D11", "§3.6", nil, problem)
+	// Judged once the log has ended: an answer to a notification may come late.
+	problem = ""
+	for _, w := range p.log.since(from) {
+		if w.in && w.response() && !w.answers(shutdownID) {
+			problem = "the sidecar answered a notification"
+		}
+	}
+	c.judge("events/no-reply", "D20", "§2.6", p.log.since(from), problem)
 }
 
 // judgeError records a scenario whose frame must be answered with an
@@ -545,6 +575,8 @@ func (c *checker) judgeErrorID(name, rule, section string, answer seenFrame, fra
 	switch {
 	case !ok:
 		problem = fmt.Sprintf("no answer within %v", c.opts.Timeout)
+	case answer.envErr != "":
+		problem = "the answer is not a valid JSON-RPC response: " + answer.envErr
 	case !isErr:
 		problem = fmt.Sprintf("answered with a result; want error %d with data reason %s", code, reason)
 	case e.Code != code || e.Reason != reason:
@@ -709,7 +741,7 @@ func (c *checker) hosted() {
 	var s *sidecar
 	if err == nil {
 		if s = rt.byID[c.report.Plugin]; s == nil {
-			err = errors.Join(mapErrs(rt.Warnings())...)
+			err = cmp.Or(errors.Join(mapErrs(rt.Warnings())...), fmt.Errorf("plugin %s did not start", c.report.Plugin))
 			rt.Close()
 		}
 	}
@@ -800,14 +832,14 @@ func (c *checker) content(ctx context.Context, rt *Runtime, s *sidecar, log *fra
 		from := log.mark()
 		c.intercept(ctx, rt, s, log, Point(sub), payload, "content/verdict-on-a-large-payload")
 		frames := log.since(from)
+		refused := hostRefusals(frames)
 		reads, problem := 0, ""
 		for _, w := range frames {
 			if w.in && w.request(MethodContentRead) {
 				reads++
-				for _, a := range frames {
-					if e, isErr := a.wireError(); !a.in && isErr && a.answers(string(w.f.ID)) {
-						problem = fmt.Sprintf("a read was refused: %s: %s", e.Reason, e.Message)
-					}
+				if a, ok := refused[string(w.f.ID)]; ok {
+					e, _ := a.wireError()
+					problem = fmt.Sprintf("a read was refused: %s: %s", e.Reason, e.Message)
 				}
 			}
 		}
@@ -850,6 +882,12 @@ func (c *checker) providers(ctx context.Context, rt *Runtime, s *sidecar, log *f
 	from = log.mark()
 	st, err := rt.OpenStream(sctx, ref, "", req)
 	problem = ""
+	if errors.Is(err, ReasonProviderFailed) {
+		// §5.2: a sidecar may decline a stream; then none is there to judge.
+		c.skip("provider/stream", "D21", "§5.4", "the sidecar declined the stream: "+TerminalSafe(err.Error()))
+		c.skip("provider/cancel", "D21", "§5.5", "the sidecar declined the stream")
+		return
+	}
 	if err != nil {
 		problem = TerminalSafe(err.Error())
 	} else {
@@ -865,8 +903,10 @@ func (c *checker) providers(ctx context.Context, rt *Runtime, s *sidecar, log *f
 	}
 	c.judge("provider/stream", "D21", "§5.4", log.since(from), problem)
 
+	cctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
+	defer cancel()
 	from = log.mark()
-	st, err = rt.OpenStream(sctx, ref, "", req)
+	st, err = rt.OpenStream(cctx, ref, "", req)
 	if err != nil {
 		c.judge("provider/cancel", "D21", "§5.5", log.since(from), TerminalSafe(err.Error()))
 		return
@@ -885,12 +925,18 @@ func (c *checker) providers(ctx context.Context, rt *Runtime, s *sidecar, log *f
 	frames := log.since(from)
 	cancelAt := slices.IndexFunc(frames, func(w seenFrame) bool { return !w.in && w.request(MethodStreamCancel) })
 	endAt := slices.IndexFunc(frames, isEnd)
+	late := false // the cancel found the stream already over: {"cancelled":false}
+	if cancelAt >= 0 {
+		answer, ok := log.wait(ctx, c.opts.Timeout, from, func(w seenFrame) bool { return w.in && w.answers(string(frames[cancelAt].f.ID)) })
+		var res StreamCancelResult
+		late = ok && json.Unmarshal(answer.f.Result, &res) == nil && !res.Cancelled
+	}
 	problem = ""
 	var end StreamEndParams
 	switch {
 	case !ended:
 		problem = fmt.Sprintf("no stream/end within %v of the cancel", c.opts.Timeout)
-	case cancelAt < 0 || endAt < cancelAt:
+	case cancelAt < 0 || endAt < cancelAt || late:
 		c.skip("provider/cancel", "D21", "§5.5", "the stream ended before the cancel reached it")
 		return
 	case DecodeParams(MethodStreamEnd, frames[endAt].f.Params, &end) != nil || !end.Interrupted:
@@ -946,14 +992,14 @@ func streamProblem(frames []seenFrame, id string) string {
 // ui invokes every declared action, submits the forms it saw, and judges
 // every publish and request the sidecar made (D23, D24).
 func (c *checker) ui(ctx context.Context, rt *Runtime, s *sidecar, log *frameLog, fe *checkFrontend) {
-	actx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
-	defer cancel()
 	for _, a := range s.result.UIActions {
+		actx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
 		from := log.mark()
 		problem := ""
 		if _, err := rt.Action(actx, "check-session", "/"+c.report.Plugin+":"+a.ActionID, nil); err != nil {
-			problem = TerminalSafe(err.Error())
+			problem = err.Error()
 		}
+		cancel()
 		c.judge("ui/action/"+a.ActionID, "D24", "§7.4", log.since(from), problem)
 	}
 	fe.mu.Lock()
@@ -962,25 +1008,28 @@ func (c *checker) ui(ctx context.Context, rt *Runtime, s *sidecar, log *frameLog
 	if len(forms) == 0 {
 		c.skip("ui/submit", "D24", "§7.4", "the sidecar published and asked no form")
 	} else {
+		sctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
 		from := log.mark()
-		problem := ""
-		if _, err := rt.Submit(actx, "check-session", c.report.Plugin, forms[0], map[string]json.RawMessage{"value": json.RawMessage(`"Ada"`)}); err != nil {
-			problem = TerminalSafe(err.Error())
+		_, err := rt.Submit(sctx, "check-session", c.report.Plugin, forms[0], map[string]json.RawMessage{"value": json.RawMessage(`"Ada"`)})
+		cancel()
+		if errors.Is(err, ReasonUnknownMethod) {
+			c.skip("ui/submit", "D24", "§7.4", "the sidecar takes no submits (it answered unknown_method)")
+		} else {
+			c.judge("ui/submit", "D24", "§7.4", log.since(from), errText(err))
 		}
-		c.judge("ui/submit", "D24", "§7.4", log.since(from), problem)
 	}
 	frames := log.since(0)
+	refused := hostRefusals(frames)
 	seen, problem := []seenFrame{}, ""
 	for _, w := range frames {
 		if !w.in || (!w.request(MethodUIPublish) && !w.request(MethodUIRequest)) {
 			continue
 		}
 		seen = append(seen, w)
-		for _, a := range frames {
-			if e, isErr := a.wireError(); !a.in && isErr && a.answers(string(w.f.ID)) {
-				seen = append(seen, a)
-				problem = fmt.Sprintf("the host refused a %s: %s: %s", w.f.Method, e.Reason, e.Message)
-			}
+		if a, ok := refused[string(w.f.ID)]; ok {
+			e, _ := a.wireError()
+			seen = append(seen, a)
+			problem = fmt.Sprintf("the host refused a %s: %s: %s", w.f.Method, e.Reason, e.Message)
 		}
 	}
 	if len(seen) == 0 {
@@ -996,7 +1045,7 @@ func (c *checker) ui(ctx context.Context, rt *Runtime, s *sidecar, log *frameLog
 func (c *checker) ids(log *frameLog) {
 	frames := log.since(0)
 	var mine []seenFrame
-	sent := map[string]bool{}
+	sent, answered := map[string]bool{}, map[string]bool{}
 	for _, w := range frames {
 		if !w.in && w.request("") {
 			sent[string(w.f.ID)] = true
@@ -1009,14 +1058,20 @@ func (c *checker) ids(log *frameLog) {
 		}
 		if w.json && w.f.Method != "" && w.f.ID != nil {
 			mine = append(mine, w)
-			if _, ok := parseID(w.f.ID); !ok && badRequest == "" {
-				badRequest = fmt.Sprintf("a %s request has id %s; ids are integers", TerminalSafe(w.f.Method), TerminalSafe(string(w.f.ID)))
+			if id, ok := parseID(w.f.ID); (!ok || id < 1) && badRequest == "" {
+				badRequest = fmt.Sprintf("a %s request has id %s; ids are integers numbered from 1", w.f.Method, w.f.ID)
 			}
 		}
 		if w.response() {
-			if _, ok := parseID(w.f.ID); (!ok || !sent[string(w.f.ID)]) && badAnswer == "" {
-				badAnswer = fmt.Sprintf("an answer has id %s, which is no request the host sent", TerminalSafe(string(w.f.ID)))
+			id := string(w.f.ID)
+			switch _, ok := parseID(w.f.ID); {
+			case badAnswer != "":
+			case !ok || !sent[id]:
+				badAnswer = fmt.Sprintf("an answer has id %s, which is no request the host sent", id)
+			case answered[id]:
+				badAnswer = fmt.Sprintf("request %s was answered twice", id)
 			}
+			answered[id] = true
 		}
 	}
 	if c.requests.Add(int64(len(mine))) == 0 {
@@ -1033,4 +1088,24 @@ func (c *checker) baseEnv() []string {
 		return c.opts.Env
 	}
 	return os.Environ()
+}
+
+// hostRefusals indexes the host's error answers to the sidecar's requests
+// by id.
+func hostRefusals(frames []seenFrame) map[string]seenFrame {
+	out := map[string]seenFrame{}
+	for _, a := range frames {
+		if _, isErr := a.wireError(); !a.in && isErr && a.response() {
+			out[string(a.f.ID)] = a
+		}
+	}
+	return out
+}
+
+// errText is err's text, or "" for nil.
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
 }

@@ -539,9 +539,10 @@ func TestStreamChunkStringsReachTheCallerEscapedD27(t *testing.T) {
 	rt := startRuntime(t, nil, rawStreamPlugin("$ANSWER",
 		`{"jsonrpc":"2.0","method":"extension/provider/stream/chunk","params":{"streamId":"$ID","seq":1,"chunk":{"type":"text","text":"ok\n\tthen \u001b]0;owned\u0007 \u009b31m"}}}`,
 		`{"jsonrpc":"2.0","method":"extension/provider/stream/chunk","params":{"streamId":"$ID","seq":2,"chunk":{"type":"tool_call","toolCall":{"id":"c\u001b[2J","name":"n","arguments":"{}"}}}}`,
-		endLine(`"lastSeq":2`)))
+		`{"jsonrpc":"2.0","method":"extension/provider/stream/chunk","params":{"streamId":"$ID","seq":3,"chunk":{"type":"usage","usage":{"promptTokens":1,"completionTokens":1,"totalTokens":2,"cacheHitTokens":0,"cacheMissTokens":0,"reasoningTokens":0,"finishReason":"stop\u001b[2J"}}}}`,
+		endLine(`"lastSeq":3`)))
 	chunks, err := drain(ask(t, rt, "plugin/raw/fx/m", ""))
-	if err != nil || len(chunks) != 2 {
+	if err != nil || len(chunks) != 3 {
 		t.Fatalf("chunks %+v, %v", chunks, err)
 	}
 	if got, want := chunks[0].Text, "ok\n\tthen \\x1b]0;owned\\x07 \\u009b31m"; got != want {
@@ -549,5 +550,8 @@ func TestStreamChunkStringsReachTheCallerEscapedD27(t *testing.T) {
 	}
 	if id := chunks[1].ToolCall.ID; id != `c\x1b[2J` {
 		t.Fatalf("tool call id %q, want it escaped", id)
+	}
+	if r := chunks[2].Usage.FinishReason; r != `stop\x1b[2J` {
+		t.Fatalf("finish reason %q, want it escaped", r)
 	}
 }

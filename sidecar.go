@@ -192,6 +192,9 @@ func (s *sidecar) safeChunk(c ProviderChunk) ProviderChunk {
 	if t := c.ToolCall; t != nil {
 		t.ID, t.Name, t.Arguments, t.ThoughtSignature = TerminalSafe(t.ID), TerminalSafe(t.Name), TerminalSafe(t.Arguments), TerminalSafe(t.ThoughtSignature)
 	}
+	if c.Usage != nil {
+		c.Usage.FinishReason = TerminalSafe(c.Usage.FinishReason)
+	}
 	if c.Error != nil {
 		c.Error.Message = s.say(c.Error.Message)
 	}

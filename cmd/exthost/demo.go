@@ -333,6 +333,9 @@ func (d *demo) run(e *env, home, scriptFile string) error {
 		d.fail("no plugin started: %v", rt.Warnings())
 	}
 	for i, step := range turn {
+		d.mu.Lock()
+		clear(d.pending) // a request a step gave up on does not hold up the next
+		d.mu.Unlock()
 		fmt.Fprintf(d.out, "── %s\n", cmp.Or(step.Title, step.describe(i)))
 		d.step(ctx, step)
 		d.settle()
@@ -368,7 +371,7 @@ func (d *demo) step(ctx context.Context, s scriptStep) {
 	case s.Intercept != "":
 		d.intercept(ctx, s.Intercept, s.Payload)
 	case s.Event != "":
-		chain := d.rt.Chain(s.Event)
+		chain := d.recipients(s.Event, s.Payload)
 		if len(chain) == 0 {
 			d.say("   skipped: no plugin subscribes to %s\n", s.Event)
 			return
@@ -420,8 +423,26 @@ func (d *demo) step(ctx context.Context, s scriptStep) {
 	}
 }
 
+// recipients are the plugins an operation at p reaches: its chain and
+// slot owner, and at tool.before and tool.after the owner of the tool's
+// tool:<name> slot (D28).
+func (d *demo) recipients(p extension.Point, payload json.RawMessage) []string {
+	ids := d.rt.Chain(p)
+	var tool struct {
+		Name string `json:"name"`
+	}
+	if (p == extension.ToolBefore || p == extension.ToolAfter) && json.Unmarshal(payload, &tool) == nil && tool.Name != "" {
+		for _, id := range d.ids {
+			if decl, _ := d.rt.Declaration(id); slices.Contains(decl.Replaces, "tool:"+tool.Name) && !slices.Contains(ids, id) {
+				ids = append(ids, id)
+			}
+		}
+	}
+	return ids
+}
+
 func (d *demo) intercept(ctx context.Context, p extension.Point, payload json.RawMessage) {
-	chain := d.rt.Chain(p)
+	chain := d.recipients(p, payload)
 	if len(chain) == 0 {
 		d.say("   skipped: no plugin subscribes to %s\n", p)
 		return
@@ -585,6 +606,21 @@ func (s scriptStep) kinds() []string {
 	return k
 }
 
+// stray names a member set that the step's kind does not take, or "".
+func (s scriptStep) stray() string {
+	intercept, stream := s.Intercept != "" || s.Event != "", s.Stream != ""
+	for name, set := range map[string]bool{
+		"payload": len(s.Payload) > 0 && !intercept, "effort": s.Effort != "" && !stream,
+		"request": s.Request != nil && !stream, "cancelAfter": s.CancelAfter != 0 && !stream || s.CancelAfter < 0,
+		"args": s.Args != nil && s.Action == "", "values": s.Values != nil && s.Submit == "",
+	} {
+		if set {
+			return name
+		}
+	}
+	return ""
+}
+
 // loadScript reads a turn an author wrote (see demo -help).
 func loadScript(path string) ([]scriptStep, error) {
 	data, err := os.ReadFile(path)
@@ -594,7 +630,11 @@ func loadScript(path string) ([]scriptStep, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	var steps []scriptStep
-	if err := dec.Decode(&steps); err != nil {
+	err = dec.Decode(&steps)
+	if err == nil && dec.Decode(&struct{}{}) != io.EOF {
+		err = errors.New("data after the array")
+	}
+	if err != nil {
 		return nil, fmt.Errorf("%s: %v (a script is a JSON array of steps; see exthost help demo)", path, err)
 	}
 	for i, s := range steps {
@@ -602,6 +642,8 @@ func loadScript(path string) ([]scriptStep, error) {
 		switch k := s.kinds(); {
 		case len(k) != 1:
 			problem = fmt.Sprintf("does %d things (%s); a step does exactly one of intercept, event, stream, action, answer, submit, resources", len(k), strings.Join(k, ", "))
+		case s.stray() != "":
+			problem = fmt.Sprintf("has %q, which %s steps do not take", s.stray(), strings.Fields(k[0])[0])
 		case s.Intercept != "" && !s.Intercept.Valid(), s.Event != "" && !s.Event.Valid():
 			problem = fmt.Sprintf("%q is not a hook point (%v)", cmp.Or(s.Intercept, s.Event), extension.Points())
 		case (s.Intercept != "" || s.Event != "") && (len(s.Payload) == 0 || bytes.TrimSpace(s.Payload)[0] != '{'):

@@ -332,6 +332,9 @@ func TestDemoScriptErrorsNameTheStep(t *testing.T) {
 		{`[{"stream": "*"}, {"intercept": "tool.before"}]`, `step 2 an intercept or event needs a "payload" object`},
 		{`[{"intercpt": "tool.before"}]`, `unknown field "intercpt"`},
 		{`{"steps": []}`, "a script is a JSON array of steps"},
+		{`[] []`, "data after the array"},
+		{`[{"action": "*", "payload": {}}]`, `step 1 has "payload", which action steps do not take`},
+		{`[{"stream": "*", "cancelAfter": -1}]`, `step 1 has "cancelAfter"`},
 	} {
 		script := filepath.Join(t.TempDir(), "turn.json")
 		if err := os.WriteFile(script, []byte(c.script), 0o644); err != nil {
