@@ -26,7 +26,9 @@
 // An implementer in another language reads PROTOCOL.md, checks documents
 // with [Validate] against the canonical schema ([CanonicalSchema],
 // [GeneratedSchemaHash]), and finds the vocabulary here: [Methods],
-// [Points], [Reasons] and the DTOs, one per $def.
+// [Points], [Reasons] and the DTOs, one per $def. [Check] runs a sidecar
+// in any language through every conformance scenario that applies to it
+// and names the ruling each failure breaks (exthost check).
 //
 // # Schema
 //
@@ -108,6 +110,9 @@
 // person or a log sees it ([Redactor]). D27: control characters and
 // escape sequences from a sidecar are shown escaped ([TerminalSafe])
 // (PROTOCOL.md §8, §9).
+//
+// A host sees a sidecar's stderr as it is written with [Host.OnStderr],
+// redacted and escaped like everything else a sidecar says.
 //
 // # Differences from plain JSON-RPC 2.0
 //

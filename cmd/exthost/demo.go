@@ -351,7 +351,7 @@ func (d *demo) run(e *env, home, scriptFile string) error {
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	if d.failed > 0 {
-		return fmt.Errorf("%d steps did not get a legal answer", d.failed)
+		return fmt.Errorf("%d step(s) did not get a legal answer", d.failed)
 	}
 	return nil
 }

@@ -347,3 +347,31 @@ func TestDemoScriptErrorsNameTheStep(t *testing.T) {
 		}
 	}
 }
+
+// TestDemoNamesAnAnswerWithAStringID: a sidecar that answers with a
+// string id has its answer dropped by the host (PROTOCOL.md §2.4); the
+// step fails with the timeout, and the transcript says why, under it.
+func TestDemoNamesAnAnswerWithAStringID(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("the sidecar is a shell script")
+	}
+	dir := t.TempDir()
+	script := "#!/bin/sh\nread -r line\n" +
+		`printf '{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"1","name":"strid","version":"1.0.0","subscriptions":["tool.before"],"stateSchemaVersion":0}}\n'` + "\n" +
+		"while read -r line; do\n" +
+		`  id=$(printf '%s' "$line" | sed -n 's/^{"jsonrpc":"2.0","id":\([0-9]*\),.*/\1/p')` + "\n" +
+		`  case "$line" in *'"method":"extension/intercept"'*) printf '{"jsonrpc":"2.0","id":"%s","result":{"decision":"continue"}}\n' "$id";;` + "\n" +
+		`  *'"method":"extension/shutdown"'*) printf '{"jsonrpc":"2.0","id":%s,"result":{"accepted":true}}\n' "$id"; exit 0;; esac` + "\n" +
+		"done\n"
+	writeScriptPlugin(t, dir, script, `{"apiVersion":"reasonix.io/plugin/v1","name":"strid","version":"1.0.0","runtime":{"command":"${REASONIX_PLUGIN_ROOT}/sidecar.sh","intercepts":["tool.before"]}}`)
+	turn := filepath.Join(t.TempDir(), "turn.json")
+	if err := os.WriteFile(turn, []byte(`[{"title":"one tool","intercept":"tool.before","payload":{"name":"rm"}}]`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runExthost("", "demo", "-script", turn, dir)
+	_, step, _ := strings.Cut(stdout, "── one tool\n")
+	step, _, _ = strings.Cut(step, "── ")
+	if code != 1 || !strings.Contains(step, `the sidecar answered with id "2": request ids are integers`) || !strings.Contains(step, "intercept_timeout") {
+		t.Fatalf("exit %d; want 1 and the string id named under the step, which failed with the timeout:\n%s%s", code, stdout, stderr)
+	}
+}
