@@ -393,19 +393,10 @@ func (c *checker) initParams(session string) InitializeParams {
 // answered a valid declaration.
 func (c *checker) handshake(p *rawPeer, judge bool) bool {
 	answer, frames, ok := p.call(MethodInitialize, c.initParams("check-raw"))
-	answered, problem := "", ""
 	var res InitializeResult
-	switch e, isErr := answer.wireError(); {
-	case !ok:
-		answered = fmt.Sprintf("no answer to extension/initialize within %v", c.opts.Timeout)
-	case answer.envErr != "":
-		answered = "the answer is not a valid JSON-RPC response: " + answer.envErr
-	case isErr:
-		answered = fmt.Sprintf("extension/initialize was refused: %d %s", e.Code, e.Message)
-	default:
-		if err := DecodeResult(MethodInitialize, answer.f.Result, &res); err != nil {
-			problem = "the result does not decode strictly: " + TerminalSafe(err.Error())
-		}
+	answered, problem := c.answerProblem(answer, ok, MethodInitialize, &res), ""
+	if strings.HasPrefix(answered, strictProblem) {
+		answered, problem = "", answered
 	}
 	if !judge {
 		return answered == "" && problem == ""
@@ -425,6 +416,27 @@ func (c *checker) handshake(p *rawPeer, judge bool) bool {
 	}
 	c.judge("handshake/declaration", "D9", "§3.3", frames, problem)
 	return problem == ""
+}
+
+// strictProblem starts the problem of a result that is not decoded.
+const strictProblem = "the result does not decode strictly: "
+
+// answerProblem says what is wrong with the answer to a call of method,
+// decoding its result into result; "" for a valid result.
+func (c *checker) answerProblem(answer seenFrame, ok bool, method string, result any) string {
+	e, isErr := answer.wireError()
+	switch {
+	case !ok:
+		return fmt.Sprintf("no answer to %s within %v", method, c.opts.Timeout)
+	case answer.envErr != "":
+		return "the answer is not a valid JSON-RPC response: " + answer.envErr
+	case isErr:
+		return fmt.Sprintf("%s was refused: %d %s", method, e.Code, e.Message)
+	}
+	if err := DecodeResult(method, answer.f.Result, result); err != nil {
+		return strictProblem + err.Error()
+	}
+	return ""
 }
 
 // probe is one hand-written frame and the answer it must get.
@@ -527,16 +539,8 @@ func (c *checker) protocol() {
 
 	// D11: the shutdown is answered accepted, then stdin's end stops the
 	// sidecar with status 0.
-	problem = ""
 	var res ShutdownResult
-	switch e, isErr := answer.wireError(); {
-	case !ok:
-		problem = fmt.Sprintf("no answer to extension/shutdown within %v", c.opts.Timeout)
-	case answer.envErr != "":
-		problem = "the answer is not a valid JSON-RPC response: " + answer.envErr
-	case isErr:
-		problem = fmt.Sprintf("extension/shutdown was refused: %d %s", e.Code, e.Message)
-	case DecodeResult(MethodShutdown, answer.f.Result, &res) != nil || !res.Accepted:
+	if problem = c.answerProblem(answer, ok, MethodShutdown, &res); problem == "" && !res.Accepted {
 		problem = `the answer is not {"accepted":true}`
 	}
 	c.judge("shutdown/answered", "D11", "§3.6", p.log.since(from), problem)

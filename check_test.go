@@ -25,14 +25,7 @@ func referencePluginDir(t *testing.T, fault string) string {
 	if err != nil {
 		t.Fatalf("building the reference plugin: %v", err)
 	}
-	var manifest map[string]any
-	b, err := os.ReadFile(filepath.Join("sdk", "examples", "fullsidecar", extension.ManifestFile))
-	if err == nil {
-		err = json.Unmarshal(b, &manifest)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	manifest := referenceManifest(t)
 	rt := manifest["runtime"].(map[string]any)
 	rt["command"] = bin
 	if fault != "" {
@@ -45,7 +38,7 @@ func referencePluginDir(t *testing.T, fault string) string {
 		rt["env"] = map[string]string{fixtureEnv: "proxy", "PROXY_TARGET": bin, "PROXY_FAULT": fault, "GORACE": "atexit_sleep_ms=0"}
 	}
 	dir := filepath.Join(t.TempDir(), "fullsidecar")
-	b, _ = json.Marshal(manifest)
+	b, _ := json.Marshal(manifest)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -29,6 +29,21 @@ var referenceBinary = sync.OnceValues(func() (string, error) {
 	return bin, nil
 })
 
+// referenceManifest reads the reference plugin's own manifest,
+// sdk/examples/fullsidecar/reasonix-plugin.json.
+func referenceManifest(t *testing.T) map[string]any {
+	t.Helper()
+	var manifest map[string]any
+	b, err := os.ReadFile(filepath.Join("sdk", "examples", "fullsidecar", extension.ManifestFile))
+	if err == nil {
+		err = json.Unmarshal(b, &manifest)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return manifest
+}
+
 // conformanceRuntime installs the reference plugin as conformance-ext with
 // the reference manifest, sdk/examples/fullsidecar/reasonix-plugin.json
 // (its command the built binary, its provider list dropped since the
@@ -48,21 +63,14 @@ func conformanceRuntimeWith(t *testing.T, extra map[string]any, tweak func(*exte
 		t.Fatalf("building the reference plugin: %v", err)
 	}
 	dir := t.TempDir()
-	var manifest map[string]any
-	b, err := os.ReadFile(filepath.Join("sdk", "examples", "fullsidecar", extension.ManifestFile))
-	if err == nil {
-		err = json.Unmarshal(b, &manifest)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	manifest := referenceManifest(t)
 	rt := manifest["runtime"].(map[string]any)
 	delete(rt, "providers")
 	rt["command"], rt["env"] = bin, map[string]string{"GORACE": "atexit_sleep_ms=0"}
 	for k, v := range extra {
 		rt[k] = v
 	}
-	b, _ = json.Marshal(manifest)
+	b, _ := json.Marshal(manifest)
 	if err := os.WriteFile(filepath.Join(dir, extension.ManifestFile), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
