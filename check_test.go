@@ -53,6 +53,7 @@ func referencePluginDir(t *testing.T, fault string) string {
 // at least 30 of them, each naming a ruling that PROTOCOL.md defines
 // (D1-D28) and the section it checks.
 func TestCheckPassesTheReferencePlugin(t *testing.T) {
+	checkLeaks(t)
 	report, err := extension.Check(context.Background(), referencePluginDir(t, ""), extension.CheckOptions{})
 	if err != nil {
 		t.Fatalf("check failed: %v\n%s", err, reportText(report))
@@ -122,6 +123,7 @@ func TestCheckNamesTheRuleAFaultBreaks(t *testing.T) {
 		{"unstructured-ui", "ui/structured-only", "D23"},
 	} {
 		t.Run(tc.fault, func(t *testing.T) {
+			checkLeaks(t)
 			report, err := extension.Check(context.Background(), referencePluginDir(t, tc.fault), extension.CheckOptions{Timeout: 2 * time.Second})
 			if err == nil {
 				t.Fatalf("the check passed a sidecar with fault %s\n%s", tc.fault, reportText(report))

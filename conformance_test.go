@@ -58,6 +58,7 @@ func conformanceRuntime(t *testing.T, extra map[string]any, env ...string) (*ext
 // applied to the Host before it starts.
 func conformanceRuntimeWith(t *testing.T, extra map[string]any, tweak func(*extension.Host), env ...string) (*extension.Runtime, *int32) {
 	t.Helper()
+	checkLeaks(t)
 	bin, err := referenceBinary()
 	if err != nil {
 		t.Fatalf("building the reference plugin: %v", err)

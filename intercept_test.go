@@ -52,6 +52,7 @@ func verdictPlugin(name, verdict string, required bool, runtime map[string]any, 
 // of the test.
 func startRuntime(t *testing.T, h func(*extension.Host), plugins ...plugin) *extension.Runtime {
 	t.Helper()
+	checkLeaks(t) // after the runtime's Close, which a cleanup below does
 	host := testHost(installPlugins(t, plugins...))
 	if h != nil {
 		h(host)

@@ -57,6 +57,7 @@ func TestStartAndCloseCooperativeSidecarD11(t *testing.T) {
 // error.
 func startOne(t *testing.T, p plugin) (string, error) {
 	t.Helper()
+	checkLeaks(t)
 	p.required = true
 	home := installPlugins(t, p)
 	rt, err := testHost(home).Start(bg)
