@@ -31,7 +31,8 @@ type CheckOptions struct {
 	// Env is the sidecar's base environment; nil means os.Environ().
 	Env []string
 	// Timeout bounds each wait for the sidecar: an answer, the end of a
-	// stream, a shutdown. Default 5 s.
+	// stream, a shutdown; the exit after an oversized frame may take three
+	// times as long. Default 5 s.
 	Timeout time.Duration
 }
 
@@ -624,8 +625,8 @@ func (c *checker) oversized() {
 	p.proc.stdin.SetWriteDeadline(time.Now().Add(c.opts.Timeout))
 	p.proc.stdin.Write(append(line, '\n')) // fails once the sidecar stops reading
 	problem := ""
-	if !waitClosed(p.proc.exited, 15*time.Second) {
-		problem = "the sidecar was still running 15s after an inbound line of 8 MiB + 1 KiB"
+	if bound := 3 * c.opts.Timeout; !waitClosed(p.proc.exited, bound) {
+		problem = fmt.Sprintf("the sidecar was still running %v after an inbound line of 8 MiB + 1 KiB", bound)
 	} else if p.proc.waitErr == nil {
 		problem = "the sidecar exited with status 0; a fatal connection failure exits non-zero (§3.6)"
 	}

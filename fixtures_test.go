@@ -58,6 +58,8 @@ var fixtures = map[string]func(){
 	"raw-replace":        fixtureRawReplace,
 	"pager":              fixturePager,
 	"raw-ui":             fixtureRawUI,
+	"chaos":              fixtureChaos,
+	"hostile":            fixtureHostile,
 	"proxy":              fixtureProxy,
 }
 

@@ -13,19 +13,21 @@ import (
 // running this module's code, its open file descriptors and its child
 // processes (the last two from /proc, leak_linux_test.go).
 type resources struct {
-	goroutines []string // the first function of ours on each stack
-	fds        []string // what each is open on
-	children   []string // "pid state command"
+	goroutines []string          // the first function of ours on each stack
+	stacks     map[string]string // a stack of each, to show
+	fds        []string          // what each is open on
+	children   []string          // "pid state command"
 }
 
 // snapshot reads the resources held now.
 func snapshot() resources {
-	return resources{goroutines: ourGoroutines(), fds: openFDs(), children: childProcesses()}
+	g, stacks := ourGoroutines()
+	return resources{goroutines: g, stacks: stacks, fds: openFDs(), children: childProcesses()}
 }
 
 // ourGoroutines lists the goroutines with a frame of this module, other
-// than the caller's own, by the first such frame.
-func ourGoroutines() []string {
+// than the caller's own, by the first such frame, with a stack of each.
+func ourGoroutines() ([]string, map[string]string) {
 	buf := make([]byte, 1<<20)
 	for {
 		n := runtime.Stack(buf, true)
@@ -36,20 +38,36 @@ func ourGoroutines() []string {
 		buf = make([]byte, 2*len(buf))
 	}
 	var out []string
+	stacks := map[string]string{}
 	for i, g := range strings.Split(string(buf), "\n\n") {
 		if i == 0 {
 			continue // this goroutine: the one taking the snapshot
 		}
-		for _, line := range strings.Split(g, "\n") {
-			if strings.HasPrefix(line, "github.com/reasonix-ext/extension") && !strings.Contains(line, "testing.") {
-				fn, _, _ := strings.Cut(line, "(")
-				out = append(out, fn)
-				break
-			}
+		if id := goroutineID(g); id != "" {
+			out, stacks[id] = append(out, id), g
 		}
 	}
 	slices.Sort(out)
-	return out
+	return out, stacks
+}
+
+// goroutineID names a goroutine of ours by the function of ours that
+// created it, which it has from its creation on (one not yet scheduled
+// shows no frame of the function it will run), else by the first frame
+// of ours on its stack; "" for a goroutine that is not ours.
+func goroutineID(stack string) string {
+	const ours = "github.com/reasonix-ext/extension"
+	first := ""
+	for _, line := range strings.Split(stack, "\n") {
+		if creator, ok := strings.CutPrefix(line, "created by "); ok && strings.HasPrefix(creator, ours) {
+			creator, _, _ = strings.Cut(creator, " in goroutine")
+			return "created by " + creator
+		}
+		if first == "" && strings.HasPrefix(line, ours) {
+			first = line[:max(strings.LastIndexByte(line, '('), 0)] // without the arguments
+		}
+	}
+	return first
 }
 
 // excess lists what now holds beyond base: counts per goroutine function,
@@ -57,7 +75,7 @@ func ourGoroutines() []string {
 func (now resources) excess(base resources) []string {
 	var out []string
 	for _, g := range multisetExcess(now.goroutines, base.goroutines) {
-		out = append(out, "goroutine "+g)
+		out = append(out, "goroutine "+g+" ["+now.stacks[g]+"]")
 	}
 	for _, f := range multisetExcess(now.fds, base.fds) {
 		out = append(out, "descriptor "+f)

@@ -465,13 +465,14 @@ func (s *sidecar) say(text string) string {
 }
 
 // redactErr returns err with the text of a peer's *Error redacted and
-// escaped (say), keeping its reason (whatever the sidecar says is
-// untrusted).
+// escaped (say), its raw data escaped, keeping its reason (whatever the
+// sidecar says is untrusted).
 func (s *sidecar) redactErr(err error) error {
 	var e *Error
 	if errors.As(err, &e) {
 		c := *e
 		c.Message = s.say(e.Message)
+		c.Data = jsonSafe(e.Data) // D27; a raw member, kept valid JSON
 		return &c
 	}
 	return err

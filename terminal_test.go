@@ -1,41 +1,40 @@
 package extension_test
 
 import (
+	"bufio"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/reasonix-ext/extension"
 )
 
 // terminalSequences are 20 control and escape sequences a hostile sidecar
-// might send, each with the escaped form a person must see instead (D27).
-var terminalSequences = []struct{ raw, shown string }{
-	{"\x1b[2J", `\x1b[2J`},                       // clear the screen
-	{"\x1b[31mred\x1b[0m", `\x1b[31mred\x1b[0m`}, // colour
-	{"\x1b]0;pwned\x07", `\x1b]0;pwned\x07`},     // OSC: set the title
-	{"\x1b]8;;http://evil.example/\x1b\\ok\x1b]8;;\x1b\\", `\x1b]8;;http://evil.example/\x1b\ok\x1b]8;;\x1b\`}, // OSC 8 link
-	{"\x07", `\x07`}, // bell
-	{"\r[ok] all checks passed", `\x0d[ok] all checks passed`},   // a faked line
-	{"\b\b\bok", `\x08\x08\x08ok`},                               // backspaces
-	{"\x1b[1A\x1b[2K", `\x1b[1A\x1b[2K`},                         // up a line, erase it
-	{"\x1bP1$r\x1b\\", `\x1bP1$r\x1b\`},                          // DCS
-	{"\x1b[?1049h", `\x1b[?1049h`},                               // the alternate screen
-	{"\u009b2J", `\u009b2J`},                                     // C1 CSI
-	{"\u009d0;t\u009c", `\u009d0;t\u009c`},                       // C1 OSC and ST
-	{"\u0085", `\u0085`},                                         // C1 NEL
-	{"\x7f", `\x7f`},                                             // DEL
-	{"\x00\x0b\x0c", `\x00\x0b\x0c`},                             // NUL, VT, FF
-	{"\x1bc", `\x1bc`},                                           // reset the terminal
-	{"\x1b7\x1b8", `\x1b7\x1b8`},                                 // save and restore the cursor
-	{"\x1b[6n", `\x1b[6n`},                                       // make the terminal answer
-	{"\x1b]52;c;cGF5bG9hZA==\x07", `\x1b]52;c;cGF5bG9hZA==\x07`}, // OSC 52: the clipboard
-	{"\x1b[8mhidden", `\x1b[8mhidden`},                           // concealed text
-}
+// might send, each with the escaped form a person must see instead (D27):
+// testdata/terminal/sequences.json, which the CLI's tests read too.
+// It is read on first use: a fixture process runs elsewhere.
+var terminalSequences = sync.OnceValue(func() []struct{ raw, shown string } {
+	b, err := os.ReadFile(filepath.Join("testdata", "terminal", "sequences.json"))
+	var seqs []struct{ Raw, Shown string }
+	if err == nil {
+		err = json.Unmarshal(b, &seqs)
+	}
+	if err != nil || len(seqs) != 20 {
+		panic(fmt.Sprintf("testdata/terminal/sequences.json: %v (%d sequences)", err, len(seqs)))
+	}
+	var out []struct{ raw, shown string }
+	for _, q := range seqs {
+		out = append(out, struct{ raw, shown string }{q.Raw, q.Shown})
+	}
+	return out
+})
 
 // shownSafely fails unless text holds want and no control character but
 // tab and newline.
@@ -56,12 +55,11 @@ func shownSafely(t *testing.T, sink, text, want string) {
 // block reason, an error message or its stderr, the host's caller sees
 // them escaped, never raw and never dropped.
 func TestSidecarTextReachesCallersEscapedD27(t *testing.T) {
-	for _, seq := range terminalSequences {
+	for _, seq := range terminalSequences() {
 		t.Run(seq.shown, func(t *testing.T) {
 			env := map[string]string{"FIXTURE_SAY_HEX": hex.EncodeToString([]byte(seq.raw))}
 			// The SDK answers a failing callback with the frozen internal
 			// error, so the error message comes from a raw sidecar.
-			r := extension.ReasonProviderFailed
 			message, _ := json.Marshal("error says " + seq.raw)
 			var mu sync.Mutex
 			var stderr []string
@@ -76,7 +74,9 @@ func TestSidecarTextReachesCallersEscapedD27(t *testing.T) {
 				plugin{name: "say", fixture: "say", env: env, required: true, runtime: map[string]any{"intercepts": []string{"tool.before"}}},
 				plugin{name: "fails", fixture: "raw", required: true, runtime: map[string]any{"intercepts": []string{"tool.after"}}, env: map[string]string{
 					"FIXTURE_RESULT": `{"protocolVersion":"1","name":"fails","version":"1","stateSchemaVersion":0,"subscriptions":["tool.after"]}`,
-					"FIXTURE_ANSWER": fmt.Sprintf(`"error":{"code":%d,"message":%s,"data":{"reason":%q,"retryable":%t}}`, r.Code(), message, r, r.Retryable()),
+					// The data is not the protocol's {reason, retryable}: the
+					// caller gets it raw, in Error.Data.
+					"FIXTURE_ANSWER": fmt.Sprintf(`"error":{"code":-32000,"message":%s,"data":{"note":%s}}`, message, message),
 				}})
 			decl, _ := rt.Declaration("say")
 			shownSafely(t, "name", decl.Name, "say"+seq.shown)
@@ -91,6 +91,16 @@ func TestSidecarTextReachesCallersEscapedD27(t *testing.T) {
 				t.Fatal("tool.after: the sidecar's error did not reach the caller")
 			}
 			shownSafely(t, "error message", err.Error(), "error says "+seq.shown)
+			var e *extension.Error
+			if !errors.As(err, &e) || !json.Valid(e.Data) {
+				t.Fatalf("tool.after: %v; want an *Error with its raw data", err)
+			}
+			var note struct{ Note string }
+			json.Unmarshal(e.Data, &note)
+			shownSafely(t, "error data", string(e.Data), "error says ")
+			if note.Note != "error says "+seq.raw {
+				t.Errorf("the error data, %s, is not the same JSON value", e.Data)
+			}
 			rt.Close() // joins the stderr drains
 			mu.Lock()
 			shownSafely(t, "Host.OnStderr", strings.Join(stderr, "\n"), "say: stderr says "+seq.shown)
@@ -132,5 +142,61 @@ func TestTerminalSafeKeepsTextAndEscapesControlsD27(t *testing.T) {
 		if got := extension.TerminalSafe(c.in); got != c.want {
 			t.Errorf("TerminalSafe(%q) = %q, want %q", c.in, got, c.want)
 		}
+	}
+}
+
+// fixtureHostile writes, before its initialize answer, a line holding
+// $FIXTURE_SAY_HEX raw, writes it to stderr too, and answers every
+// other request an error whose message holds it.
+func fixtureHostile() {
+	raw, _ := hex.DecodeString(os.Getenv("FIXTURE_SAY_HEX"))
+	message, _ := json.Marshal("error says " + string(raw))
+	in := bufio.NewReader(os.Stdin)
+	m := readFrame(in)
+	os.Stdout.Write(append([]byte("early "), append(raw, '\n')...))
+	fmt.Fprintf(os.Stderr, "stderr says %s\n", raw)
+	fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"1","name":"hostile","version":"1","stateSchemaVersion":0}}`+"\n", m["id"])
+	for {
+		m := readFrame(in)
+		switch {
+		case string(m["method"]) == `"extension/shutdown"`:
+			fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":{"accepted":true}}`+"\n", m["id"])
+			os.Exit(0)
+		case m["id"] != nil:
+			fmt.Printf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32000,"message":%s,"data":{"reason":"internal","retryable":true}}}`+"\n", m["id"], message)
+		}
+	}
+}
+
+// TestCheckShowsASidecarsControlBytesEscapedD27: the conformance check of
+// a sidecar that writes all 20 sequences raw, in a frame and in its
+// errors, reports them escaped, every one, and carries none raw.
+func TestCheckShowsASidecarsControlBytesEscapedD27(t *testing.T) {
+	var all strings.Builder
+	for _, seq := range terminalSequences() {
+		all.WriteString(seq.raw)
+	}
+	usedFixtures["hostile"] = true
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	manifest, _ := json.Marshal(map[string]any{"apiVersion": "reasonix.io/plugin/v1", "name": "hostile", "version": "1",
+		"runtime": map[string]any{"command": exe, "intercepts": []string{"tool.before"},
+			"env": map[string]string{fixtureEnv: "hostile", "FIXTURE_SAY_HEX": hex.EncodeToString([]byte(all.String()))}}})
+	if err := os.WriteFile(filepath.Join(dir, extension.ManifestFile), manifest, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	report, err := extension.Check(bg, dir, extension.CheckOptions{Timeout: 300 * time.Millisecond})
+	if report == nil || err == nil {
+		t.Fatalf("the check passed a sidecar that speaks before the barrier: %v", err)
+	}
+	var details strings.Builder
+	for _, r := range report.Results {
+		details.WriteString(r.Name + " " + r.Detail + "\n")
+	}
+	for _, seq := range terminalSequences() {
+		shownSafely(t, "check detail", details.String(), seq.shown)
 	}
 }

@@ -61,6 +61,24 @@ func TerminalSafe(s string) string {
 	return string(b)
 }
 
+// jsonSafe returns the JSON text doc with DEL and every C1 control, the
+// only terminal controls valid JSON may carry raw (inside its strings),
+// written as \u escapes: the same JSON value, safe on a terminal (D27).
+func jsonSafe(doc []byte) []byte {
+	if !strings.ContainsFunc(string(doc), func(r rune) bool { return r >= 0x7f && isControl(r) }) {
+		return doc
+	}
+	var b []byte
+	for _, r := range string(doc) {
+		if r >= 0x7f && isControl(r) {
+			b = fmt.Appendf(b, `\u%04x`, r)
+		} else {
+			b = utf8.AppendRune(b, r)
+		}
+	}
+	return b
+}
+
 // checkText rejects a value a person will read that holds a control
 // character (D8: the FULL TRUST summary must show what runs).
 func checkText(s, field string) error {

@@ -244,29 +244,46 @@ func TestDemoRunsAPythonSidecarWrittenFromTheSpec(t *testing.T) {
 	}
 }
 
-// TestDemoShowsASidecarsControlBytesEscapedD27: a sidecar that writes a
-// frame holding raw escape sequences (an OSC title change, a clear
-// screen) cannot act on the terminal of exthost demo -wire: the tapped
-// frame is printed with them escaped, and nothing the command prints
-// carries a raw control character.
+// TestDemoShowsASidecarsControlBytesEscapedD27: a sidecar that writes all
+// 20 sequences of testdata/terminal/sequences.json raw, in a frame and on
+// its stderr, cannot act on the terminal of exthost demo -wire: each is
+// printed escaped, and nothing the command prints carries a raw control
+// character.
 func TestDemoShowsASidecarsControlBytesEscapedD27(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("the hostile sidecar is a shell script")
 	}
+	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "terminal", "sequences.json"))
+	var seqs []struct{ Raw, Shown string }
+	if err == nil {
+		err = json.Unmarshal(b, &seqs)
+	}
+	if err != nil || len(seqs) != 20 {
+		t.Fatalf("sequences: %v (%d)", err, len(seqs))
+	}
+	var raw strings.Builder
+	for _, q := range seqs {
+		raw.WriteString(q.Raw)
+	}
 	dir := t.TempDir()
-	// It answers initialize, then writes a line of raw escapes before it
-	// could have seen extension/initialized, and reads until EOF.
+	if err := os.WriteFile(filepath.Join(dir, "hostile.line"), []byte(raw.String()+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// It answers initialize, then writes the raw line before it could
+	// have seen extension/initialized, and on stderr, and reads until EOF.
 	script := "#!/bin/sh\nread -r line\n" +
 		`printf '{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"1","name":"hostile","version":"1.0.0","stateSchemaVersion":0}}\n'` + "\n" +
-		`printf '\033]0;pwned\007\033[2J{"jsonrpc":"2.0","method":"x"}\n'` + "\n" +
+		`cat "$REASONIX_PLUGIN_ROOT/hostile.line"; cat "$REASONIX_PLUGIN_ROOT/hostile.line" >&2` + "\n" +
 		"cat >/dev/null\n"
 	writeScriptPlugin(t, dir, script, `{"apiVersion":"reasonix.io/plugin/v1","name":"hostile","version":"1.0.0","runtime":{"command":"${REASONIX_PLUGIN_ROOT}/sidecar.sh"}}`)
 	_, stdout, stderr := runExthost("", "demo", "-wire", dir)
-	if !strings.Contains(stdout, `\x1b]0;pwned\x07\x1b[2J`) {
-		t.Errorf("the tapped frame is not shown escaped:\n%s", stdout)
+	for _, q := range seqs {
+		if !strings.Contains(stdout+stderr, q.Shown) {
+			t.Errorf("%s is not shown escaped:\n%s\n%s", q.Shown, stdout, stderr)
+		}
 	}
 	for name, out := range map[string]string{"stdout": stdout, "stderr": stderr} {
-		if i := strings.IndexFunc(out, func(r rune) bool { return r < 0x20 && r != '\t' && r != '\n' || r == 0x7f }); i >= 0 {
+		if i := strings.IndexFunc(out, func(r rune) bool { return r < 0x20 && r != '\t' && r != '\n' || r == 0x7f || 0x80 <= r && r <= 0x9f }); i >= 0 {
 			t.Errorf("%s carries a raw control character at byte %d:\n%q", name, i, out)
 		}
 	}
