@@ -297,9 +297,9 @@ var chaosOps = []string{opIntercept, opEvent, opStream, opContent, opUI}
 // fails once, at a random operation, in one of ten ways. After every
 // operation: a correct result, or, exactly for the faulted one, the typed
 // error its fault must give; never a silent loss, never a fallback to the
-// decoy plugin that serves another provider; and, once the generation is
-// reloaded, nothing of the old one left (goroutines, descriptors,
-// processes). The seed is logged; -chaos.seed replays it.
+// decoy plugin that serves another provider; nothing left of the
+// operation, and once the generation is reloaded nothing left of the old
+// one (goroutines, descriptors, processes). The seed is logged; -chaos.seed replays it.
 func TestChaosEveryFaultEndsInATypedErrorD13D18D19D21D22(t *testing.T) {
 	seed := *chaosSeed
 	if seed == 0 {
@@ -368,6 +368,9 @@ func TestChaosEveryFaultEndsInATypedErrorD13D18D19D21D22(t *testing.T) {
 			t.Fatalf("%s: want the fault's typed error, got %v", where, err)
 		}
 		if !last {
+			if extra := leftSince(steady); len(extra) > 0 {
+				t.Fatalf("%s: after the operation %s is left", where, strings.Join(extra, "; "))
+			}
 			continue
 		}
 		counts[fault]++

@@ -370,3 +370,25 @@ func TestUIPayloadsAreStructuredOnlyD23(t *testing.T) {
 		t.Errorf("a string default: %v", err)
 	}
 }
+
+// TestUIStringsRefuseEveryTerminalSequenceD23D27: each of the 20 control
+// and escape sequences, in each kind of surface, is refused as invalid
+// params, and the refusal carries none of it raw.
+func TestUIStringsRefuseEveryTerminalSequenceD23D27(t *testing.T) {
+	for _, seq := range terminalSequences() {
+		quoted, _ := json.Marshal("ok " + seq.raw)
+		for kind, doc := range map[extension.SurfaceKind]string{
+			extension.SurfaceStatus:       `{"label":` + string(quoted) + `}`,
+			extension.SurfaceCard:         `{"title":` + string(quoted) + `}`,
+			extension.SurfaceNotification: `{"title":"t","body":` + string(quoted) + `}`,
+			extension.SurfaceForm:         `{"fields":[{"key":"k","label":` + string(quoted) + `,"kind":"input"}]}`,
+		} {
+			_, err := extension.DecodeSurface(kind, json.RawMessage(doc))
+			if !errors.Is(err, extension.ReasonInvalidParams) {
+				t.Errorf("%s %s: %v, want invalid_params", seq.shown, kind, err)
+				continue
+			}
+			shownSafely(t, "UI refusal", err.Error(), "")
+		}
+	}
+}
