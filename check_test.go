@@ -48,6 +48,28 @@ func referencePluginDir(t *testing.T, fault string) string {
 	return dir
 }
 
+// fixturePluginDir writes a plugin directory whose sidecar is the fixture
+// of that name, subscribed to tool.before.
+func fixturePluginDir(t *testing.T, fixture string) string {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	usedFixtures[fixture] = true
+	dir := filepath.Join(t.TempDir(), fixture)
+	manifest, _ := json.Marshal(map[string]any{"apiVersion": "reasonix.io/plugin/v1", "name": fixture, "version": "1",
+		"runtime": map[string]any{"command": exe, "intercepts": []string{"tool.before"},
+			"env": map[string]string{fixtureEnv: fixture, "GORACE": "atexit_sleep_ms=0"}}})
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, extension.ManifestFile), manifest, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
 // TestCheckPassesTheReferencePlugin runs the conformance check on the
 // reference plugin, built on the SDK: every scenario that applies passes,
 // at least 30 of them, each naming a ruling that PROTOCOL.md defines
@@ -121,10 +143,18 @@ func TestCheckNamesTheRuleAFaultBreaks(t *testing.T) {
 		{"stream-gap", "provider/stream", "D21"},
 		{"bad-content-read", "content/large-payload-read-back", "D22"},
 		{"unstructured-ui", "ui/structured-only", "D23"},
+		// The raw fixtures of the earlier issues, which answer nothing
+		// after the handshake.
+		{"fixture:early-request", "barrier/nothing-before-initialized", "D6"},
+		{"fixture:ignore-shutdown", "shutdown/answered", "D11"},
 	} {
 		t.Run(tc.fault, func(t *testing.T) {
 			checkLeaks(t)
-			report, err := extension.Check(context.Background(), referencePluginDir(t, tc.fault), extension.CheckOptions{Timeout: 2 * time.Second})
+			dir, timeout := referencePluginDir(t, tc.fault), 2*time.Second
+			if fixture, ok := strings.CutPrefix(tc.fault, "fixture:"); ok {
+				dir, timeout = fixturePluginDir(t, fixture), 300*time.Millisecond
+			}
+			report, err := extension.Check(context.Background(), dir, extension.CheckOptions{Timeout: timeout})
 			if err == nil {
 				t.Fatalf("the check passed a sidecar with fault %s\n%s", tc.fault, reportText(report))
 			}
