@@ -355,7 +355,7 @@ func TestChaosEveryFaultEndsInATypedErrorD13D18D19D21D22(t *testing.T) {
 			requests++
 		}
 		start := time.Now()
-		err, wrong := chaosOp(rt, fe, op, rng, i)
+		wrong, err := chaosOp(rt, fe, op, rng, i)
 		took := time.Since(start)
 		want := chaosExpect(fault, op, faulted)
 		where := fmt.Sprintf("seed %d, operation %d (%s), life %d with fault %s at %d", seed, i, op, life, fault, at)
@@ -434,7 +434,7 @@ func chaosExpect(fault, op string, faulted bool) func(error) bool {
 
 // chaosOp runs one operation; wrong describes a result that is not the
 // correct one (never acceptable), err a failure.
-func chaosOp(rt *extension.Runtime, fe *chaosFrontend, op string, rng *rand.Rand, i int) (err error, wrong string) {
+func chaosOp(rt *extension.Runtime, fe *chaosFrontend, op string, rng *rand.Rand, i int) (wrong string, err error) {
 	// The host's own bounds come first, but a UI call has none but its
 	// caller's (PROTOCOL.md §7.4).
 	limit := 5 * chaosBudget
@@ -448,57 +448,57 @@ func chaosOp(rt *extension.Runtime, fe *chaosFrontend, op string, rng *rand.Rand
 		args := fmt.Sprintf(`{"n":%d}`, i)
 		out, err := rt.Intercept(ctx, extension.ToolBefore, extension.ToolPayload{Name: "echo", Arguments: args})
 		if err != nil {
-			return err, ""
+			return "", err
 		}
 		want, _ := json.Marshal(extension.ToolPayload{Name: "echo", Arguments: fmt.Sprintf(`{"n":%d,"seen":true}`, i)})
 		if string(out.Payload) != string(want) {
-			return nil, fmt.Sprintf("payload %s, want %s", out.Payload, want)
+			return fmt.Sprintf("payload %s, want %s", out.Payload, want), nil
 		}
 	case opContent:
 		text := strings.Repeat(fmt.Sprintf("%04d", rng.IntN(10000)), 20000) // 80 KB, over 64 KiB: by content ref (D22)
 		out, err := rt.Intercept(ctx, extension.InputReceive, extension.InputPayload{Text: text})
 		if err != nil {
-			return err, ""
+			return "", err
 		}
 		sum := sha256.Sum256([]byte(text))
 		want, _ := json.Marshal(extension.InputPayload{Text: "sha256:" + hex.EncodeToString(sum[:])})
 		if string(out.Payload) != string(want) {
-			return nil, fmt.Sprintf("payload %.100s, want %s", out.Payload, want)
+			return fmt.Sprintf("payload %.100s, want %s", out.Payload, want), nil
 		}
 	case opEvent:
-		return rt.Observe(extension.ToolBefore, extension.ToolPayload{Name: "echo"}), ""
+		return "", rt.Observe(extension.ToolBefore, extension.ToolPayload{Name: "echo"})
 	case opStream:
 		n := 2 + rng.IntN(4) // a chunk 2 for the dup and drop faults
 		st, err := rt.OpenStream(ctx, "plugin/chaos/fx/m", "", extension.ProviderRequest{
 			Messages: []extension.ProviderMessage{{Role: extension.RoleUser, Content: strconv.Itoa(n)}}, Tools: []extension.ProviderToolSchema{}})
 		if err != nil {
-			return err, ""
+			return "", err
 		}
 		defer st.Close()
 		for k := 1; ; k++ {
 			c, err := st.Recv()
 			if errors.Is(err, io.EOF) {
 				if k != n+1 {
-					return nil, fmt.Sprintf("the stream ended after %d of %d chunks", k-1, n)
+					return fmt.Sprintf("the stream ended after %d of %d chunks", k-1, n), nil
 				}
-				return nil, ""
+				return "", nil
 			}
 			if err != nil {
-				return err, ""
+				return "", err
 			}
 			if c.Text != strconv.Itoa(k) {
-				return nil, fmt.Sprintf("chunk %d is %q", k, c.Text)
+				return fmt.Sprintf("chunk %d is %q", k, c.Text), nil
 			}
 		}
 	case opUI:
 		n := strconv.Itoa(i)
 		res, err := rt.Action(ctx, "sess-test", "/chaos:ping", map[string]string{"n": n})
 		if err != nil {
-			return err, ""
+			return "", err
 		}
 		if res.Message != "pong "+n || !fe.saw("ping "+n) {
-			return nil, fmt.Sprintf("action answered %q (status shown: %t), want pong %s", res.Message, fe.saw("ping "+n), n)
+			return fmt.Sprintf("action answered %q (status shown: %t), want pong %s", res.Message, fe.saw("ping "+n), n), nil
 		}
 	}
-	return nil, ""
+	return "", nil
 }
