@@ -19,7 +19,7 @@ func TestLeakCheckNoticesWhatATestLeaves(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"goroutine created by github.com/reasonix-ext/extension_test.TestLeakCheckNoticesWhatATestLeaves"}
+	want := []string{"goroutine github.com/reasonix-ext/extension_test.leakyGoroutine"}
 	var child *exec.Cmd
 	if runtime.GOOS == "linux" {
 		child = exec.Command("sleep", "30")

@@ -51,31 +51,42 @@ func ourGoroutines() ([]string, map[string]string) {
 	return out, stacks
 }
 
-// goroutineID names a goroutine of ours by the function of ours that
-// created it, which it has from its creation on (one not yet scheduled
-// shows no frame of the function it will run), else by the first frame
-// of ours on its stack; "" for a goroutine that is not ours.
+// goroutineID names a goroutine of ours by its entry, the deepest frame
+// of ours on its stack, which a goroutine keeps all its life, or, before
+// it first runs, by the function of ours that created it; "" for a
+// goroutine that is not ours. This module starts goroutines with
+// WaitGroup.Go too, so one that sync created counts as ours.
 func goroutineID(stack string) string {
 	const ours = "github.com/reasonix-ext/extension"
-	first := ""
+	entry, creator := "", ""
 	for _, line := range strings.Split(stack, "\n") {
-		if creator, ok := strings.CutPrefix(line, "created by "); ok && strings.HasPrefix(creator, ours) {
-			creator, _, _ = strings.Cut(creator, " in goroutine")
-			return "created by " + creator
-		}
-		if first == "" && strings.HasPrefix(line, ours) {
-			first = line[:max(strings.LastIndexByte(line, '('), 0)] // without the arguments
+		if c, ok := strings.CutPrefix(line, "created by "); ok {
+			creator, _, _ = strings.Cut(c, " in goroutine")
+		} else if strings.HasPrefix(line, ours) {
+			entry = line[:max(strings.LastIndexByte(line, '('), 0)] // without the arguments
 		}
 	}
-	return first
+	switch {
+	case entry != "":
+		return entry
+	case strings.HasPrefix(creator, ours) || creator == "sync.(*WaitGroup).Go":
+		return "created by " + creator
+	}
+	return ""
 }
 
 // excess lists what now holds beyond base: counts per goroutine function,
 // descriptors and children that base did not have.
 func (now resources) excess(base resources) []string {
 	var out []string
-	for _, g := range multisetExcess(now.goroutines, base.goroutines) {
-		out = append(out, "goroutine "+g+" ["+now.stacks[g]+"]")
+	// Goroutines are compared by number: one that has not run yet is
+	// named by its creator, later by its entry.
+	if len(now.goroutines) > len(base.goroutines) {
+		extra := multisetExcess(now.goroutines, base.goroutines)
+		out = append(out, fmt.Sprintf("%d goroutines of ours where there were %d", len(now.goroutines), len(base.goroutines)))
+		for _, g := range extra {
+			out = append(out, "goroutine "+g+" ["+now.stacks[g]+"]")
+		}
 	}
 	for _, f := range multisetExcess(now.fds, base.fds) {
 		out = append(out, "descriptor "+f)
