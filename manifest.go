@@ -164,7 +164,14 @@ func loadManifest(pluginDir string) (*Manifest, error) {
 }
 
 // readBounded reads a whole regular file that must not exceed limit bytes.
+// Anything else is refused before it is opened: opening a FIFO would wait
+// for a writer forever.
 func readBounded(path string, limit int64) ([]byte, error) {
+	if fi, err := os.Stat(path); err != nil {
+		return nil, err
+	} else if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err

@@ -202,6 +202,9 @@ const maxManifestRead = 1<<20 + 1
 // does for the manifests it loads.
 func readManifest(root string) (*extension.Manifest, error) {
 	path := filepath.Join(root, extension.ManifestFile)
+	if info, err := os.Stat(path); err == nil && !info.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path) // before the open: a FIFO would block it
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
