@@ -51,7 +51,7 @@ func installCommand(fs *flag.FlagSet) func(*env) int {
 		if err != nil {
 			return e.exit(err)
 		}
-		if err := previewInstall(e.stdout, e.args[0], *name, *link); err != nil {
+		if err := previewInstall(e.stdout, dir, e.args[0], *name, *link); err != nil {
 			return e.exit(err)
 		}
 		entry, err := extension.Install(dir, e.args[0], extension.InstallOptions{Name: *name, Link: *link})
@@ -65,10 +65,11 @@ func installCommand(fs *flag.FlagSet) func(*env) int {
 
 // previewInstall prints to out the FULL TRUST block of the plugin in dir
 // as it would be installed as name (empty: the manifest's name), or that
-// it has no sidecar and so needs no trust. Any other failure (a manifest
-// or command the launch gate would refuse) is returned, and then nothing
-// may be installed.
-func previewInstall(out io.Writer, dir, name string, link bool) error {
+// it has no sidecar and so needs no trust. A copy is shown where it will
+// run, under <home>/plugins/<name>. Any other failure (a manifest or
+// command the launch gate would refuse) is returned, and then nothing may
+// be installed.
+func previewInstall(out io.Writer, home, dir, name string, link bool) error {
 	t, err := extension.TrustPlugin(dir, name)
 	if errors.Is(err, extension.ErrNoRuntime) {
 		fmt.Fprintln(out, "The plugin has no sidecar (its manifest declares no runtime): nothing of it runs outside the sandbox, so there is no FULL TRUST block.")
@@ -78,6 +79,16 @@ func previewInstall(out io.Writer, dir, name string, link bool) error {
 		return err
 	}
 	t.Linked = link // a linked install runs in place from dir, which the block then says
+	if !link {
+		dest, err := filepath.Abs(filepath.Join(home, "plugins", t.Plugin))
+		if err != nil {
+			return err
+		}
+		if rest, ok := strings.CutPrefix(t.Command, t.Root+string(filepath.Separator)); ok {
+			t.Command = filepath.Join(dest, rest) // a command inside the package is copied with it
+		}
+		t.Root = dest
+	}
 	fmt.Fprintf(out, "%s\n", t.Text())
 	return nil
 }

@@ -86,12 +86,14 @@ func TestInstallPrintsTheFullTrustBlockThenInstallsACopy(t *testing.T) {
 	dir := makePluginDir(t, filepath.Join(t.TempDir(), "acme"), sidecarManifest("acme", "1.0.0"))
 	out := mustRun(t, "install", "-home", home, dir)
 
-	trust, err := extension.TrustPlugin(dir, "")
+	// The preview, printed before the copy existed, is the block of the
+	// copy: where it runs from, and its command there.
+	trust, err := extension.TrustPlugin(filepath.Join(home, "plugins", "acme"), "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.HasPrefix(out, trust.Text()) {
-		t.Errorf("install does not open with the FULL TRUST block:\n%s", out)
+		t.Errorf("install does not open with the FULL TRUST block of the copy:\n%s\nwant:\n%s", out, trust.Text())
 	}
 	installed := "installed plugin acme version 1.0.0 in " + home + ", copied to " + filepath.Join(home, "plugins", "acme") + "\n"
 	if !strings.HasSuffix(out, installed) {
@@ -316,12 +318,12 @@ func TestListMarksAProjectRuntimeAsNeverLaunched(t *testing.T) {
 }
 
 // TestInstallShowsAnEscapeInThePluginPathEscapedD27: the FULL TRUST block
-// shows a path holding ESC escaped, and the install that then refuses it
-// says so escaped too.
+// of a linked install (which runs in place) shows a path holding ESC
+// escaped, and the install that then refuses it says so escaped too.
 func TestInstallShowsAnEscapeInThePluginPathEscapedD27(t *testing.T) {
 	home := t.TempDir()
 	dir := makePluginDir(t, filepath.Join(t.TempDir(), "evil\x1b[2J"), sidecarManifest("acme", "1.0.0"))
-	code, out, errs := runExthost("", "install", "-home", home, dir)
+	code, out, errs := runExthost("", "install", "-home", home, "-link", dir)
 	if code != 1 || !strings.Contains(errs, "control character in its path") {
 		t.Fatalf("exit %d, stderr %q; want 1 refusing the path", code, errs)
 	}
