@@ -114,6 +114,21 @@ func multisetExcess(a, b []string) []string {
 	return out
 }
 
+// settledSnapshot is a snapshot once two in a row agree, within leakWait:
+// what a start leaves running is there, what it used is gone.
+func settledSnapshot() resources {
+	deadline := time.Now().Add(leakWait)
+	prev := snapshot()
+	for {
+		time.Sleep(10 * time.Millisecond) // polling the kernel's view, not synchronizing
+		now := snapshot()
+		if len(now.excess(prev)) == 0 && len(prev.excess(now)) == 0 || time.Now().After(deadline) {
+			return now
+		}
+		prev = now
+	}
+}
+
 // leakWait is how long what is shutting down may take to be gone.
 const leakWait = 5 * time.Second
 
