@@ -73,13 +73,18 @@ func Check(ctx context.Context, pluginDir string, opts CheckOptions) (*CheckRepo
 	if opts.Timeout <= 0 {
 		opts.Timeout = 5 * time.Second
 	}
-	c := &checker{ctx: ctx, opts: opts}
 	work, err := os.MkdirTemp("", "reasonix-check-")
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(work)
-	c.work, c.home = work, filepath.Join(work, "home")
+	// One configuration for the raw sessions and the generation: the
+	// host's defaults (D10, D11, D13), every wait for an answer bounded by
+	// Timeout.
+	c := &checker{ctx: ctx, opts: opts, work: work, home: filepath.Join(work, "home")}
+	c.host = *Host{Home: c.home, Env: opts.Env, ShutdownTimeout: opts.Timeout, InitializeTimeout: opts.Timeout,
+		FastInterceptTimeout: opts.Timeout, InterceptTimeout: opts.Timeout,
+		Session: SessionContext{SessionID: "check-session", WorkspaceRoot: work, Generation: 1}}.withDefaults()
 	if c.setUp(pluginDir) {
 		c.protocol()
 		c.oversized()
@@ -87,7 +92,13 @@ func Check(ctx context.Context, pluginDir string, opts CheckOptions) (*CheckRepo
 	}
 	var errs []error
 	for _, r := range c.report.Results {
-		if !r.OK && !r.Skipped {
+		switch {
+		case r.Skipped:
+			c.report.Skipped++
+		case r.OK:
+			c.report.Passed++
+		default:
+			c.report.Failed++
 			first, _, _ := strings.Cut(r.Detail, "\n")
 			errs = append(errs, fmt.Errorf("%s (%s): %s", r.Name, r.Rule, first))
 		}
@@ -99,6 +110,7 @@ func Check(ctx context.Context, pluginDir string, opts CheckOptions) (*CheckRepo
 type checker struct {
 	ctx        context.Context
 	opts       CheckOptions
+	host       Host // the configuration, its defaults filled in
 	work, home string
 	spec       *launchSpec
 	decl       InitializeResult // the declaration of the first raw session
@@ -116,7 +128,7 @@ func (c *checker) setUp(dir string) bool {
 	}
 	if err != nil {
 		c.report.Plugin = cmp.Or(c.opts.Name, filepath.Base(dir))
-		c.judge("install/launch-gate", "D8", "§3.1", nil, TerminalSafe(err.Error()))
+		c.judge("install/launch-gate", "D8", "§3.1", nil, err.Error())
 		return false
 	}
 	c.judge("install/launch-gate", "D8", "§3.1", nil, "")
@@ -129,9 +141,6 @@ func (c *checker) judge(name, rule, section string, frames []seenFrame, problem 
 	r.Detail = "PROTOCOL.md " + section
 	if problem != "" {
 		r.Detail += ": " + TerminalSafe(problem) // D27: it may quote the sidecar
-		c.report.Failed++
-	} else {
-		c.report.Passed++
 	}
 	r.Detail += showFrames(frames)
 	c.report.Results = append(c.report.Results, r)
@@ -139,7 +148,6 @@ func (c *checker) judge(name, rule, section string, frames []seenFrame, problem 
 
 // skip records a scenario the sidecar gave no occasion to check.
 func (c *checker) skip(name, rule, section, why string) {
-	c.report.Skipped++
 	c.report.Results = append(c.report.Results, CheckResult{Name: name, Rule: rule, Skipped: true, Detail: "PROTOCOL.md " + section + ": skipped: " + why})
 }
 
@@ -317,7 +325,7 @@ type rawPeer struct {
 
 // launch starts a sidecar for a raw session.
 func (c *checker) launch() (*rawPeer, error) {
-	proc, _, err := startProcess(c.spec, c.spec.env(c.baseEnv()), &tail{})
+	proc, _, err := startProcess(c.spec, c.spec.env(c.host.Env), &tail{})
 	if err != nil {
 		return nil, err
 	}
@@ -375,27 +383,20 @@ func (p *rawPeer) call(method string, params any) (answer seenFrame, frames []se
 	return answer, p.log.since(from), ok
 }
 
-// stop ends the session as D11 prescribes: stdin closed, 750 ms to exit,
+// stop ends the session as D11 prescribes: stdin closed, grace to exit,
 // then the group is killed. It reports what had to be killed and the
 // exit error.
 func (p *rawPeer) stop(grace time.Duration) (killedWhat, error) {
-	killed, _ := p.proc.stop(grace, 5*time.Second, 250*time.Millisecond)
+	killed, _ := p.proc.stop(grace, p.c.host.ReapTimeout, p.c.host.ExitDrain)
 	<-p.read
 	return killed, p.proc.waitErr
-}
-
-// initParams is what the host sends to this plugin (PROTOCOL.md §3.3).
-func (c *checker) initParams(session string) InitializeParams {
-	return InitializeParams{ProtocolVersion: ProtocolVersion, ProtocolID: ProtocolID, Manifest: c.spec.Runtime.expectation(),
-		Session:      SessionContext{SessionID: session, WorkspaceRoot: c.work, Generation: 1},
-		Capabilities: HostCapabilities{ContentRefs: true, UIHost: UIHostHeadless, ProtocolVersion: ProtocolVersion}}
 }
 
 // handshake runs extension/initialize on a raw session; with judge set it
 // records the handshake scenarios. It reports whether the sidecar
 // answered a valid declaration.
 func (c *checker) handshake(p *rawPeer, judge bool) bool {
-	answer, frames, ok := p.call(MethodInitialize, c.initParams("check-raw"))
+	answer, frames, ok := p.call(MethodInitialize, c.host.initializeParams(c.spec.Runtime))
 	var res InitializeResult
 	answered, problem := c.answerProblem(answer, ok, MethodInitialize, &res), ""
 	if strings.HasPrefix(answered, strictProblem) {
@@ -415,7 +416,7 @@ func (c *checker) handshake(p *rawPeer, judge bool) bool {
 	c.decl = res
 	problem = ""
 	if err := checkDeclaration(c.report.Plugin, c.spec.Runtime, &res); err != nil {
-		problem = TerminalSafe(err.Error())
+		problem = err.Error()
 	}
 	c.judge("handshake/declaration", "D9", "§3.3", frames, problem)
 	return problem == ""
@@ -457,7 +458,7 @@ type probe struct {
 func (c *checker) protocol() {
 	p, err := c.launch()
 	if err != nil {
-		c.judge("handshake/answered", "D10", "§3.5", nil, "the sidecar did not start: "+TerminalSafe(err.Error()))
+		c.judge("handshake/answered", "D10", "§3.5", nil, "the sidecar did not start: "+err.Error())
 		return
 	}
 	defer p.stop(0)
@@ -471,7 +472,7 @@ func (c *checker) protocol() {
 	payload, _ := json.Marshal(samplePayload(point, c.work))
 	early := InterceptParams{Event: point, Seq: 1, Payload: payload, TimeoutMillis: 1000}
 	answer, frames, ok := p.call(MethodIntercept, early)
-	c.judgeError("barrier/request-before-initialized", "D6", "§3.4", answer, frames, ok, codeInvalidRequest, ReasonProtocolError, true)
+	c.judgeErrorID("barrier/request-before-initialized", "D6", "§3.4", answer, frames, ok, codeInvalidRequest, ReasonProtocolError, "2")
 	problem := ""
 	for _, w := range p.log.since(0) {
 		if w.in && !w.answers("1") && !w.answers("2") {
@@ -542,11 +543,11 @@ func (c *checker) protocol() {
 		problem = `the answer is not {"accepted":true}`
 	}
 	c.judge("shutdown/answered", "D11", "§3.6", p.log.since(from), problem)
-	killed, exitErr := p.stop(750 * time.Millisecond)
+	killed, exitErr := p.stop(c.host.StdinGrace)
 	problem = ""
 	switch {
 	case killed == killedChild:
-		problem = "the sidecar was still running 750ms after its stdin closed and was killed"
+		problem = fmt.Sprintf("the sidecar was still running %v after its stdin closed and was killed", c.host.StdinGrace)
 	case exitErr != nil:
 		problem = fmt.Sprintf("the sidecar %v; a clean stop exits with status 0", exitErr)
 	}
@@ -561,16 +562,8 @@ func (c *checker) protocol() {
 	c.judge("events/no-reply", "D20", "§2.6", p.log.since(from), problem)
 }
 
-// judgeError records a scenario whose frame must be answered with an
-// error of code and reason, echoing its id.
-func (c *checker) judgeError(name, rule, section string, answer seenFrame, frames []seenFrame, ok bool, code int, reason Reason, echo bool) {
-	want := "null"
-	if echo && len(frames) > 0 {
-		want = string(frames[0].f.ID)
-	}
-	c.judgeErrorID(name, rule, section, answer, frames, ok, code, reason, want)
-}
-
+// judgeErrorID records a scenario whose frame must be answered with an
+// error of code and reason, carrying id (or null).
 func (c *checker) judgeErrorID(name, rule, section string, answer seenFrame, frames []seenFrame, ok bool, code int, reason Reason, id string) {
 	e, isErr := answer.wireError()
 	problem := ""
@@ -738,21 +731,21 @@ func (f *checkFrontend) Ask(ctx context.Context, p Prompt) (map[string]json.RawM
 func (c *checker) hosted() {
 	log := newFrameLog()
 	fe := &checkFrontend{}
-	h := &Host{Home: c.home, Env: c.opts.Env, Frontend: fe, ShutdownTimeout: c.opts.Timeout,
-		FastInterceptTimeout: c.opts.Timeout, InterceptTimeout: c.opts.Timeout, InitializeTimeout: c.opts.Timeout,
-		Session: SessionContext{SessionID: "check-session", WorkspaceRoot: c.work, Generation: 1}}
-	h.Conn.Tap = log.add
-	h.Streams.GapTimeout, h.Streams.EndGapTimeout = c.opts.Timeout, time.Second
+	h := c.host
+	h.Frontend, h.Conn.Tap = fe, log.add
 	rt, err := h.Start(c.ctx)
 	var s *sidecar
 	if err == nil {
 		if s = rt.byID[c.report.Plugin]; s == nil {
-			err = cmp.Or(errors.Join(mapErrs(rt.Warnings())...), fmt.Errorf("plugin %s did not start", c.report.Plugin))
+			err = fmt.Errorf("plugin %s did not start", c.report.Plugin)
+			for _, w := range rt.Warnings() {
+				err = w.Err // the optional plugin's start error
+			}
 			rt.Close()
 		}
 	}
 	if err != nil {
-		c.judge("host/start", startRule(err), "§3.5", log.since(0), TerminalSafe(err.Error()))
+		c.judge("host/start", startRule(err), "§3.5", log.since(0), err.Error())
 		return
 	}
 	ctx, cancel := context.WithCancel(c.ctx)
@@ -770,23 +763,15 @@ func (c *checker) hosted() {
 	from := log.mark()
 	problem := ""
 	if err := rt.Close(); err != nil {
-		problem = TerminalSafe(err.Error())
+		problem = err.Error()
 	}
 	c.judge("shutdown/through-the-host", "D11", "§3.6", log.since(from), problem)
-}
-
-func mapErrs(ws []Warning) []error {
-	var errs []error
-	for _, w := range ws {
-		errs = append(errs, w.Err)
-	}
-	return errs
 }
 
 // startRule names the ruling a failed start broke.
 func startRule(err error) string {
 	switch {
-	case errors.Is(err, errPreBarrier) || strings.Contains(err.Error(), "before extension/initialized"):
+	case errors.Is(err, errPreBarrier):
 		return "D6"
 	case errors.Is(err, ReasonCapabilityNotDeclared):
 		return "D9"
@@ -813,9 +798,9 @@ func (c *checker) intercept(ctx context.Context, rt *Runtime, s *sidecar, log *f
 	switch {
 	case err == nil || errors.Is(err, ErrSlotOwnerBlocked):
 	case errors.Is(err, ReasonInterceptTimeout):
-		rule, problem = "D18", TerminalSafe(err.Error())
+		rule, problem = "D18", err.Error()
 	default:
-		problem = TerminalSafe(err.Error())
+		problem = err.Error()
 		for _, w := range frames {
 			if w.in && w.response() && w.f.Result != nil && DecodeResult(MethodIntercept, w.f.Result, &InterceptResult{}) != nil {
 				rule = "D3" // the verdict itself does not decode strictly
@@ -872,11 +857,11 @@ func (c *checker) providers(ctx context.Context, rt *Runtime, s *sidecar, log *f
 	var res ProviderCatalogResult
 	problem := ""
 	if err := s.call(ctx, c.opts.Timeout, MethodProviderCatalog, ProviderCatalogParams{}, &res); err != nil {
-		problem = TerminalSafe(err.Error())
+		problem = err.Error()
 	}
 	for _, d := range res.Providers {
 		if !slices.ContainsFunc(s.result.Providers, func(p ProviderDescriptor) bool { return p.Ref == d.Ref }) {
-			problem = fmt.Sprintf("the catalog lists %q, which the handshake did not declare", TerminalSafe(d.Ref))
+			problem = fmt.Sprintf("the catalog lists %q, which the handshake did not declare", d.Ref)
 		}
 	}
 	c.judge("provider/catalog", "D21", "§5.1", log.since(from), problem)
@@ -890,18 +875,18 @@ func (c *checker) providers(ctx context.Context, rt *Runtime, s *sidecar, log *f
 	problem = ""
 	if errors.Is(err, ReasonProviderFailed) {
 		// §5.2: a sidecar may decline a stream; then none is there to judge.
-		c.skip("provider/stream", "D21", "§5.4", "the sidecar declined the stream: "+TerminalSafe(err.Error()))
+		c.skip("provider/stream", "D21", "§5.4", "the sidecar declined the stream: "+err.Error())
 		c.skip("provider/cancel", "D21", "§5.5", "the sidecar declined the stream")
 		return
 	}
 	if err != nil {
-		problem = TerminalSafe(err.Error())
+		problem = err.Error()
 	} else {
 		for err == nil {
 			_, err = st.Recv()
 		}
 		if !errors.Is(err, io.EOF) && !errors.Is(err, ReasonProviderFailed) {
-			problem = TerminalSafe(err.Error())
+			problem = err.Error()
 		}
 		if p := streamProblem(log.since(from), st.ID()); p != "" {
 			problem = p
@@ -914,7 +899,7 @@ func (c *checker) providers(ctx context.Context, rt *Runtime, s *sidecar, log *f
 	from = log.mark()
 	st, err = rt.OpenStream(cctx, ref, "", req)
 	if err != nil {
-		c.judge("provider/cancel", "D21", "§5.5", log.since(from), TerminalSafe(err.Error()))
+		c.judge("provider/cancel", "D21", "§5.5", log.since(from), err.Error())
 		return
 	}
 	if _, err := st.Recv(); err != nil {
@@ -1086,14 +1071,6 @@ func (c *checker) ids(log *frameLog) {
 		c.judge("ids/own-requests-are-integers", "D4", "§2.3", mine, badRequest)
 	}
 	c.judge("ids/answers-match-requests", "D4", "§2.3", nil, badAnswer)
-}
-
-// baseEnv is the sidecar's inherited environment.
-func (c *checker) baseEnv() []string {
-	if c.opts.Env != nil {
-		return c.opts.Env
-	}
-	return os.Environ()
 }
 
 // hostRefusals indexes the host's error answers to the sidecar's requests

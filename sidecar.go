@@ -233,15 +233,8 @@ func (s *sidecar) handshake(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.InitializeTimeout)
 	defer cancel()
 	rt := s.spec.Runtime
-	params := InitializeParams{
-		ProtocolVersion: ProtocolVersion,
-		ProtocolID:      ProtocolID,
-		Manifest:        rt.expectation(),
-		Session:         s.cfg.Session,
-		Capabilities:    HostCapabilities{ContentRefs: true, UIHost: s.cfg.UIHost, ProtocolVersion: ProtocolVersion},
-	}
 	var res InitializeResult
-	err := s.conn.callResult(ctx, MethodInitialize, params, &res)
+	err := s.conn.callResult(ctx, MethodInitialize, s.cfg.initializeParams(rt), &res)
 	if err == nil {
 		err = checkDeclaration(s.spec.ID, rt, &res)
 		// D27: the declaration's free text reaches host callers.
@@ -278,6 +271,18 @@ func (s *sidecar) handshake(ctx context.Context) error {
 		return causedError(e, ReasonProtocolError, "extension sidecar %s %s", s.spec.ID, e.Message)
 	}
 	return s.redactErr(err)
+}
+
+// initializeParams are what the host sends to a sidecar of runtime rt
+// (PROTOCOL.md §3.3, D9).
+func (cfg *Host) initializeParams(rt *RuntimeSpec) InitializeParams {
+	return InitializeParams{
+		ProtocolVersion: ProtocolVersion,
+		ProtocolID:      ProtocolID,
+		Manifest:        rt.expectation(),
+		Session:         cfg.Session,
+		Capabilities:    HostCapabilities{ContentRefs: true, UIHost: cfg.UIHost, ProtocolVersion: ProtocolVersion},
+	}
 }
 
 // checkDeclaration applies the host's checks of PROTOCOL.md §3.3 (D9).
