@@ -16,41 +16,13 @@ import (
 	"github.com/reasonix-ext/extension"
 )
 
-// homeFlag declares the -home flag on fs, for every command that works on
-// a Reasonix home directory. The returned function, called after the flags
-// are parsed, gives the directory: -home when set, else the default
-// ~/.reasonix (PROTOCOL.md §3.1), or an error saying to pass -home when
-// the user's home directory cannot be found.
-func homeFlag(fs *flag.FlagSet) func() (string, error) {
-	home := fs.String("home", "", "the Reasonix home directory (default: ~/.reasonix)")
-	return func() (string, error) {
-		if *home != "" {
-			return *home, nil
-		}
-		user, err := os.UserHomeDir()
-		if err != nil {
-			return "", fmt.Errorf("cannot find your home directory for the default Reasonix home ~/.reasonix (%v); pass -home DIR", err)
-		}
-		return filepath.Join(user, ".reasonix"), nil
-	}
-}
-
 // installCommand installs a plugin directory into a Reasonix home. It
 // first prints what running the plugin grants (its FULL TRUST block);
 // installing is the consent, so it asks nothing (PROTOCOL.md §3.2).
 func installCommand(fs *flag.FlagSet) func(*env) int {
-	home := homeFlag(fs)
 	link := fs.Bool("link", false, "record the directory in place instead of copying it under <home>/plugins/")
 	name := fs.String("name", "", "the plugin ID to install it as (default: the manifest's name)")
-	return func(e *env) int {
-		if len(e.args) != 1 {
-			e.usage()
-			return 2
-		}
-		dir, err := home()
-		if err != nil {
-			return e.exit(err)
-		}
+	return homeCommand(fs, 1, func(e *env, dir string) int {
 		if err := previewInstall(e.stdout, dir, e.args[0], *name, *link); err != nil {
 			return e.exit(err)
 		}
@@ -60,6 +32,28 @@ func installCommand(fs *flag.FlagSet) func(*env) int {
 		}
 		fmt.Fprintln(e.stdout, installedLine(dir, entry))
 		return 0
+	})
+}
+
+// homeCommand is a command on a Reasonix home: it declares -home (default
+// ~/.reasonix, PROTOCOL.md §3.1), takes exactly nargs arguments (else the
+// usage, exit 2) and runs do with the home directory.
+func homeCommand(fs *flag.FlagSet, nargs int, do func(e *env, home string) int) func(*env) int {
+	home := fs.String("home", "", "the Reasonix home directory (default: ~/.reasonix)")
+	return func(e *env) int {
+		if len(e.args) != nargs {
+			e.usage()
+			return 2
+		}
+		dir := *home
+		if dir == "" {
+			user, err := os.UserHomeDir()
+			if err != nil {
+				return e.exit(fmt.Errorf("cannot find your home directory for the default Reasonix home ~/.reasonix (%v); pass -home DIR", err))
+			}
+			dir = filepath.Join(user, ".reasonix")
+		}
+		return do(e, dir)
 	}
 }
 
@@ -124,16 +118,7 @@ func packageRoot(home string, entry *extension.PackageEntry) string {
 
 // listCommand prints one line per installed package, in installed order.
 func listCommand(fs *flag.FlagSet) func(*env) int {
-	home := homeFlag(fs)
-	return func(e *env) int {
-		if len(e.args) != 0 {
-			e.usage()
-			return 2
-		}
-		dir, err := home()
-		if err != nil {
-			return e.exit(err)
-		}
+	return homeCommand(fs, 0, func(e *env, dir string) int {
 		pkgs, err := extension.LoadPackages(dir)
 		if err != nil {
 			return e.exit(err)
@@ -147,7 +132,7 @@ func listCommand(fs *flag.FlagSet) func(*env) int {
 			fmt.Fprintln(w, listLine(dir, &pkgs[i]))
 		}
 		return e.exit(w.Flush())
-	}
+	})
 }
 
 // listLine is the line of list for one package, as tab-separated cells:
@@ -272,16 +257,7 @@ func removeCommand(fs *flag.FlagSet) func(*env) int {
 // nameCommand is a command that takes -home and one installed plugin name
 // and runs do on them, printing the line do returns on success.
 func nameCommand(fs *flag.FlagSet, do func(home, name string) (string, error)) func(*env) int {
-	home := homeFlag(fs)
-	return func(e *env) int {
-		if len(e.args) != 1 {
-			e.usage()
-			return 2
-		}
-		dir, err := home()
-		if err != nil {
-			return e.exit(err)
-		}
+	return homeCommand(fs, 1, func(e *env, dir string) int {
 		line, err := do(dir, e.args[0])
 		if errors.Is(err, extension.ErrNotInstalled) {
 			err = fmt.Errorf("%w; \"exthost list -home %s\" shows the installed names", err, dir)
@@ -291,5 +267,5 @@ func nameCommand(fs *flag.FlagSet, do func(home, name string) (string, error)) f
 		}
 		fmt.Fprintln(e.stdout, extension.TerminalSafe(line))
 		return 0
-	}
+	})
 }
