@@ -71,24 +71,40 @@ type demo struct {
 
 // entry is one thing that happened during a step.
 type entry struct {
-	text  string
-	frame bool // shown only with -wire
-	w     looseFrame
+	text    string
+	frame   bool // shown only with -wire
+	inbound bool // a frame the sidecar wrote
+	w       looseFrame
 }
 
 // looseFrame is what the demo reads of a frame to pair requests with
-// answers; it judges nothing.
+// answers and find a step's own frames; it judges nothing.
 type looseFrame struct {
 	ID     json.RawMessage `json:"id"`
 	Method string          `json:"method"`
 	Params json.RawMessage `json:"params"`
-	Result json.RawMessage `json:"result"`
-	Error  json.RawMessage `json:"error"`
 }
 
+// Demo bounds: how long a step may take to settle (its requests answered,
+// its frames seen) and a stream to end.
+const (
+	stepBound   = 2 * time.Second
+	streamBound = 30 * time.Second
+)
+
+// add records what happened; a frame's request is pending until the frame
+// that answers it.
 func (d *demo) add(e entry) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if e.frame && e.w.ID != nil {
+		dir := map[bool]string{true: "in ", false: "out "}
+		if e.w.Method != "" {
+			d.pending[dir[e.inbound]+string(e.w.ID)] = true
+		} else {
+			delete(d.pending, dir[!e.inbound]+string(e.w.ID))
+		}
+	}
 	d.news = append(d.news, e)
 	if d.grew != nil {
 		close(d.grew)
@@ -117,24 +133,15 @@ func (d *demo) tap(redactor *extension.Redactor) func(bool, []byte) {
 			// The host drops it (PROTOCOL.md §2.4); its caller only sees a timeout.
 			d.add(entry{text: fmt.Sprintf("   the sidecar answered with id %s: request ids are integers (PROTOCOL.md D4), so the host drops that answer", extension.TerminalSafe(string(w.ID)))})
 		}
-		dir := map[bool]string{true: "in ", false: "out "}
-		d.mu.Lock()
-		switch {
-		case w.Method != "" && w.ID != nil:
-			d.pending[dir[inbound]+string(w.ID)] = true
-		case w.Method == "" && w.ID != nil:
-			delete(d.pending, dir[!inbound]+string(w.ID))
-		}
-		d.mu.Unlock()
-		d.add(entry{text: "      " + arrow + " " + extension.TerminalSafe(text), frame: true, w: w})
+		d.add(entry{text: "      " + arrow + " " + extension.TerminalSafe(text), frame: true, inbound: inbound, w: w})
 	}
 }
 
-// settle waits, at most 2 s, until every request of the step has its
+// settle waits, at most stepBound, until every request of the step has its
 // answer and nothing has happened for d.quiet, then prints what the
 // step caused.
 func (d *demo) settle() {
-	deadline := time.Now().Add(2 * time.Second)
+	deadline := time.Now().Add(stepBound)
 	for {
 		d.mu.Lock()
 		grew, open := d.grew, len(d.pending)
@@ -165,9 +172,9 @@ func (d *demo) settle() {
 	}
 }
 
-// waitFor waits, at most 2 s, until n frames of the step match.
+// waitFor waits, at most stepBound, until n frames of the step match.
 func (d *demo) waitFor(n int, match func(looseFrame) bool) {
-	deadline := time.Now().Add(2 * time.Second)
+	deadline := time.Now().Add(stepBound)
 	for {
 		d.mu.Lock()
 		seen, grew := 0, d.grew
@@ -494,7 +501,7 @@ func (d *demo) stream(ctx context.Context, s scriptStep) {
 	if s.Request != nil {
 		req = *s.Request
 	}
-	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	sctx, cancel := context.WithTimeout(ctx, streamBound)
 	defer cancel()
 	st, err := d.rt.OpenStream(sctx, ref, s.Effort, req)
 	if err != nil {
