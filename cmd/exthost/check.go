@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/reasonix-ext/extension"
 )
@@ -19,7 +18,7 @@ import (
 func checkCommand(fs *flag.FlagSet) func(*env) int {
 	asJSON := fs.Bool("json", false, `print the report as one JSON object {"plugin","passed","failed","skipped","results":[...]} (one line per plugin with -home)`)
 	home := fs.String("home", "", "check every enabled runtime plugin installed in this Reasonix home instead of PLUGIN_DIR")
-	timeout := fs.Duration("timeout", 5*time.Second, "how long to wait for each answer, stream end or shutdown of the sidecar")
+	timeout := fs.Duration("timeout", 0, "how long to wait for each answer, stream end or shutdown of the sidecar (0: the checker's default, 5s)")
 	return func(e *env) int {
 		if len(e.args) > 1 || (*home != "" && len(e.args) > 0) {
 			e.usage()
