@@ -69,7 +69,7 @@ func pluginTargets(e *env, home string, args []string) ([]target, func(), error)
 		var out []target
 		for i := range entries {
 			root := packageRoot(home, &entries[i])
-			if m, err := readManifest(root); entries[i].Enabled && err == nil && m.Runtime != nil {
+			if _, err := extension.TrustPlugin(root, entries[i].Name); entries[i].Enabled && err == nil { // a runtime the gate takes
 				out = append(out, target{root, entries[i].Name})
 			}
 		}

@@ -4,6 +4,7 @@ package main
 // packages recorded in <home>/plugin-packages.json (PROTOCOL.md §3.2).
 
 import (
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
@@ -152,22 +153,19 @@ func listLine(home string, entry *extension.PackageEntry) string {
 	if entry.Scope == extension.ScopeProject {
 		notes = append(notes, "project")
 	}
-	version := entry.Version
-	m, err := readManifest(packageRoot(home, entry))
+	// The launch gate's view (FULL TRUST reads the manifest as the gate
+	// does): a runtime plugin, one without a runtime, or the refusal.
+	t, err := extension.TrustPlugin(packageRoot(home, entry), entry.Name)
 	switch {
+	case errors.Is(err, extension.ErrNoRuntime):
 	case err != nil:
 		notes = append(notes, "error: "+err.Error())
-	case m.Runtime != nil && entry.Scope == extension.ScopeProject:
+	case entry.Scope == extension.ScopeProject:
 		notes = append(notes, "FULL TRUST runtime, never launched at project scope")
-	case m.Runtime != nil:
+	default:
 		notes = append(notes, "FULL TRUST")
 	}
-	if version == "" && m != nil {
-		version = m.Version
-	}
-	if version == "" {
-		version = "unversioned"
-	}
+	version := cmp.Or(entry.Version, t.Version, "unversioned")
 	cells := []string{entry.Name, version, state, kind}
 	if len(notes) > 0 {
 		cells = append(cells, strings.Join(notes, ", "))
@@ -186,41 +184,6 @@ var cellEscapes = strings.NewReplacer("\t", `\t`, "\n", `\n`)
 // with tab and newline shown escaped too.
 func cellText(s string) string {
 	return extension.TerminalSafe(cellEscapes.Replace(s))
-}
-
-// maxManifestRead is how much of a manifest readManifest reads: one byte
-// more than ParseManifest accepts (1 MiB), so a larger file is refused by
-// ParseManifest with its own message instead of being read whole.
-const maxManifestRead = 1<<20 + 1
-
-// readManifest reads and parses the manifest of the package in root. A
-// [*extension.ManifestError] is given the file's path, as the root package
-// does for the manifests it loads.
-func readManifest(root string) (*extension.Manifest, error) {
-	path := filepath.Join(root, extension.ManifestFile)
-	if info, err := os.Stat(path); err == nil && !info.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", path) // before the open: a FIFO would block it
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	if info, err := f.Stat(); err != nil {
-		return nil, err
-	} else if !info.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", path)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, maxManifestRead))
-	if err != nil {
-		return nil, err
-	}
-	m, err := extension.ParseManifest(data)
-	var me *extension.ManifestError
-	if errors.As(err, &me) {
-		me.Path = path
-	}
-	return m, err
 }
 
 // enableCommand marks an installed plugin enabled, so it launches again.

@@ -303,7 +303,7 @@ func TestListShowsAnUnreadableManifestOnItsOwnLine(t *testing.T) {
 	if want := "acme  1.0.0        enabled  copied  error: " + manifest + ": runtime.command: missing or blank"; !strings.HasPrefix(lines[0], want) {
 		t.Errorf("line 0 = %q, want it to start %q", lines[0], want)
 	}
-	if want := "beta  unversioned  enabled  copied  error: open " + filepath.Join(home, "plugins", "beta", extension.ManifestFile); !strings.HasPrefix(lines[1], want) {
+	if want := "beta  unversioned  enabled  copied  error: " + filepath.Join(home, "plugins", "beta", extension.ManifestFile) + ": the plugin directory has no " + extension.ManifestFile; !strings.HasPrefix(lines[1], want) {
 		t.Errorf("line 1 = %q, want it to start %q", lines[1], want)
 	}
 }
