@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,7 +32,7 @@ var errQueueFull = errors.New("extension: event queue full")
 // §2.5.
 type ConnOptions struct {
 	// Sidecar makes the Conn keep the sidecar's side of the handshake
-	// barrier and lifecycle (D6, D11; see barrier.go); false keeps none.
+	// barrier and lifecycle (D6, D11; see handshake.go); false keeps none.
 	// The SDK sets it; a Host keeps the host's side on its own connections.
 	Sidecar bool
 	host    bool // the host's side of the barrier, set by Host
@@ -198,7 +200,7 @@ type Conn struct {
 	writeq   chan *outFrame            // frames for the writer
 	kick     chan struct{}             // wakes the writer for a direct write's rest
 	backlog  atomic.Int64              // frames queued or held by the writer, rest included: no direct write then
-	writeNow func([]byte) (int, error) // one non-blocking write to w; nil when w has none (direct.go)
+	writeNow func([]byte) (int, error) // one non-blocking write to w; nil when w has none (sys_unix.go)
 
 	wmu   sync.Mutex // held while writing to w; protects the following
 	rest  *outFrame  // what a direct write left unwritten, written before anything else
@@ -342,4 +344,877 @@ func (c *Conn) Err() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.err
+}
+
+// The inbound half of a Conn: the reader goroutine, the dispatch of what
+// it reads, the request handlers and the notification worker.
+
+// readLoop is the reader goroutine: it reads frames until the input ends
+// or the connection does, and hands each to dispatch. It returns early,
+// leaving readerDone open, when reading has moved on to a new reader
+// while it ran a handler (runInline).
+func (c *Conn) readLoop() {
+	for {
+		if waitClosed(c.done, 0) {
+			close(c.readerDone)
+			return // nothing is dispatched once the connection has ended
+		}
+		line, err := c.fr.readFrame()
+		if err != nil {
+			var tooLarge *Error
+			switch {
+			case errors.As(err, &tooLarge) && tooLarge.Reason == ReasonFrameTooLarge:
+				// D2: an oversized inbound frame is fatal. One
+				// best-effort error frame with id null, then the
+				// frame_too_large error ends the connection.
+				c.fail(tooLarge) // first: the answer must not delay the end
+				c.sendAnswer(&outFrame{data: encodeError(nil, tooLarge)})
+			case err == io.EOF:
+				c.fail(fmt.Errorf("extension: peer closed the connection: %w", io.EOF))
+			default:
+				c.fail(fmt.Errorf("extension: read frame: %w", err))
+			}
+			close(c.readerDone)
+			return
+		}
+		c.framesIn.Add(1)
+		c.opts.Tap(true, line)
+		m, fe := decodeMessage(line)
+		if c.admit(&m, fe, c.fr.frameEnd()) && !c.dispatch(m, fe) {
+			return // another goroutine reads now
+		}
+	}
+}
+
+// dispatch routes one decoded frame, on the reader goroutine. It reports
+// whether this goroutine is still the reader.
+func (c *Conn) dispatch(m message, fe *frameError) bool {
+	if fe != nil && fe.kind == kindResponse {
+		// PROTOCOL.md §2.4: a malformed response is dropped, never
+		// answered: answering it could start an endless exchange of
+		// error responses between two peers.
+		c.malformedResponses.Add(1)
+		c.opts.Logf("extension: dropped a malformed response: %v", fe.err)
+		return true
+	}
+	if fe != nil {
+		// PROTOCOL.md §2.4: a malformed frame is answered, with its id
+		// when the id itself is valid, and the connection survives.
+		c.answerFrame(fe, fe.err)
+		return true
+	}
+	switch m.kind {
+	case kindRequest:
+		select {
+		case c.handlerSem <- struct{}{}:
+			return c.runInline(m)
+		default:
+			// PROTOCOL.md §2.5: past MaxHandlers, answer at once.
+			c.sendAnswer(&outFrame{data: encodeError(&m.id, &Error{Code: codeServerBusy, Message: "server busy"})})
+		}
+	case kindNotification:
+		if c.notifQueued.Load() == 0 && c.notifyMu.TryLock() {
+			// Nothing is queued or being handled: this one is next in
+			// order, handled here without waking the worker.
+			return c.runInline(m)
+		}
+		c.queueNotification(m)
+	case kindResponse:
+		call := c.take(m.id)
+		if call == nil {
+			// D4: a response to an unknown id is dropped and counted.
+			c.unknownResponses.Add(1)
+			c.opts.Logf("extension: dropped a response to unknown id %d", m.id)
+			return true
+		}
+		if m.err != nil {
+			call <- callReply{err: m.err, peer: true}
+		} else {
+			call <- callReply{result: m.result, peer: true}
+		}
+	}
+	return true
+}
+
+// queueNotification hands m to the notification worker. When the queue
+// is full, the host's reader waits for room (D26: the pipe slows the peer
+// down); with DropOverflowingNotifications it waits at most InlineBound,
+// then drops m (PROTOCOL.md §2.5, the sidecar side of D26).
+func (c *Conn) queueNotification(m message) {
+	c.notifQueued.Add(1)
+	select {
+	case c.notifq <- m:
+		return
+	default:
+	}
+	if !c.opts.DropOverflowingNotifications {
+		select {
+		case c.notifq <- m:
+			return
+		case <-c.done:
+		}
+	} else if c.waitForRoom(m) {
+		return
+	} else if n := c.droppedNotifications.Add(1); isPowerOf10(n) {
+		// A line per drop would slow the reader down in the very burst
+		// that overflows it: the 1st, 10th, 100th...
+		c.opts.Logf("extension: dropped %s: %d notifications already queued (%d dropped so far)", m.method, c.opts.NotificationQueue, n)
+	}
+	c.notifQueued.Add(-1) // not queued
+}
+
+// isPowerOf10 reports whether n is 1, 10, 100...
+func isPowerOf10(n uint64) bool {
+	for n >= 10 && n%10 == 0 {
+		n /= 10
+	}
+	return n == 1
+}
+
+// waitForRoom queues m if the notification queue has room within
+// InlineBound, and reports whether it did. The wait is bounded, so an
+// observer that calls the peer while the queue is full still gets its
+// answer once what does not fit is dropped (D26's reason for dropping);
+// but a burst that comes while the handler before it is off its CPU for a
+// moment no longer overflows at once: with drops at once, 3-15% of a tight
+// loop of 100,000 events was lost on 2 busy cores.
+func (c *Conn) waitForRoom(m message) bool {
+	t := getTimer(c.opts.InlineBound)
+	defer putTimer(t)
+	select {
+	case c.notifq <- m:
+		return true
+	case <-t.C:
+	case <-c.done:
+	}
+	return false
+}
+
+// runInline handles a request, holding a handler slot, or a notification,
+// holding notifyMu, on the reader goroutine, and reports whether this
+// goroutine is still the reader. If the handler is still running after
+// InlineBound, or a Call is made meanwhile, migrate starts a new reader and
+// this goroutine ends with the handler. A hand-off per frame to another
+// goroutine, and its wake-up, was the largest cost of a sidecar's round
+// trip (profiled under exthost bench) and halved its event throughput.
+func (c *Conn) runInline(m message) bool {
+	token := c.inlineSeq.Add(1) // never 0
+	c.inline.Store(token)
+	c.inlineTimer.Reset(c.opts.InlineBound)
+	if m.kind == kindRequest {
+		c.handleRequest(m)
+	} else {
+		c.handleNotification(m)
+		c.notifyMu.Unlock()
+	}
+	c.inlineMu.Lock()
+	still := c.inline.CompareAndSwap(token, 0)
+	c.inlineMu.Unlock()
+	if still {
+		// Only while the timer is still this reader's: after a migration
+		// the new reader may have armed it for its own handler.
+		c.inlineTimer.Stop()
+	}
+	return still
+}
+
+// migrate moves reading on to a new goroutine if a handler is running on
+// the reader. The reader's goroutine is counted in wg until its handler
+// returns, and inlineMu keeps it from returning between the swap and
+// wg.Go, so the new one is added while the count is above zero and Close
+// joins it. A late timer may migrate the next handler early, which costs
+// one goroutine.
+func (c *Conn) migrate() {
+	c.inlineMu.Lock()
+	defer c.inlineMu.Unlock()
+	if token := c.inline.Load(); token != 0 && c.inline.CompareAndSwap(token, 0) {
+		c.wg.Go(c.readLoop)
+	}
+}
+
+// answerFrame answers a frame that claimed to be a request with err, with
+// the frame's id when it could be read and null otherwise; other frames
+// are not answered.
+func (c *Conn) answerFrame(fe *frameError, err *Error) {
+	var id *msgID
+	if fe.hasID {
+		id = &fe.id
+	}
+	c.sendAnswer(&outFrame{data: encodeError(id, err)})
+}
+
+// handleRequest answers one request, holding a handler slot, which is
+// freed as its answer is taken to be written.
+func (c *Conn) handleRequest(m message) {
+	data, then, err := c.answer(c.ctx, m)
+	if len(data) > FrameBytes {
+		// PROTOCOL.md §2.4: an oversized response is replaced by a small
+		// internal error response, with its data like every other (D7).
+		c.opts.Logf("extension: response to %s is %d bytes, over the frame limit", m.method, len(data))
+		data = encodeError(&m.id, NewError(ReasonInternal, "response exceeds frame size limit"))
+	}
+	// Like every answer, it is still written while the connection drains
+	// after its end (best effort, within WriterDrainTimeout).
+	c.sendAnswer(&outFrame{data: data, slot: true, endAfter: c.answered(m.method, err)})
+	if then != nil {
+		then() // after the answer is queued or written: what then sends follows it
+	}
+}
+
+// answer calls the handler and encodes its response frame; err is the
+// handler's error, nil when it answered with a result; then is the Then
+// of a result that is an [AnswerThen].
+func (c *Conn) answer(ctx context.Context, m message) (data []byte, then func(), err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			c.opts.Logf("extension: handler for %s panicked: %v\n%s", m.method, p, debug.Stack())
+			err = NewError(ReasonInternal, "")
+			data = encodeError(&m.id, err.(*Error))
+		}
+	}()
+	var result any
+	switch {
+	case c.opts.Sidecar && m.method == MethodInitialize:
+		err = checkInitialize(m.params) // PROTOCOL.md §3.3: the version rule, before the handler
+	case c.h == nil:
+		err = NewError(ReasonUnknownMethod, "method not found: "+m.method)
+	}
+	if err == nil && c.h != nil {
+		result, err = c.h.HandleRequest(ctx, m.method, m.params)
+		if at, ok := result.(AnswerThen); ok && err == nil {
+			result, then = at.Result, at.Then
+		}
+	}
+	if err != nil {
+		var e *Error
+		if !errors.As(err, &e) {
+			c.opts.Logf("extension: handler for %s: %v", m.method, err)
+		}
+		return encodeError(&m.id, asWireError(err)), nil, err
+	}
+	data, err = encodeResult(m.id, result)
+	if err != nil {
+		c.opts.Logf("extension: encode result of %s: %v", m.method, err)
+		e := NewError(ReasonInternal, "")
+		return encodeError(&m.id, e), then, e
+	}
+	return data, then, nil
+}
+
+// notifyLoop is the notification worker: one notification at a time, in
+// arrival order, until the connection ends.
+func (c *Conn) notifyLoop() {
+	for {
+		select {
+		case m := <-c.notifq:
+			if waitClosed(c.done, 0) {
+				return // the connection ended while m was queued
+			}
+			// One at a time: after the one the reader may be handling.
+			c.notifyMu.Lock()
+			c.handleNotification(m)
+			c.notifyMu.Unlock()
+			c.notifQueued.Add(-1)
+		case <-c.done:
+			return
+		}
+	}
+}
+
+func (c *Conn) handleNotification(m message) {
+	defer func() {
+		if p := recover(); p != nil {
+			c.opts.Logf("extension: notification handler for %s panicked: %v\n%s", m.method, p, debug.Stack())
+		}
+	}()
+	if c.h != nil {
+		c.h.HandleNotification(c.ctx, m.method, m.params)
+	}
+}
+
+// The outbound half of a Conn: calls and notifications, the writer
+// goroutine that alone writes frames, and the supervisor that watches it
+// for stalls and tears the connection down.
+
+// callReply is what a pending call receives, once: its channel has room
+// for it, so delivering never blocks.
+type callReply struct {
+	result json.RawMessage
+	err    error
+	peer   bool // a response from the peer, not the connection's end
+}
+
+// outFrame is one encoded frame in the write queue.
+type outFrame struct {
+	data     []byte
+	state    atomic.Int32 // frameQueued, then frameWriting or frameSkipped
+	event    bool         // a best-effort event: counts against EventBudget
+	call     bool         // a request: dropped once the connection has ended, its caller has failed
+	slot     bool         // an answer holding a handler slot, freed as it leaves the queue
+	opens    bool         // extension/initialized from the host: opens the barrier (D6)
+	endAfter error        // once written, the connection ends with this error
+}
+
+const (
+	frameQueued int32 = iota
+	frameWriting
+	frameSkipped
+)
+
+// Call sends a request and waits for its response. It returns the raw
+// result, the peer's error as an *Error, the terminal error of the
+// connection if it ends first, or ctx's error (wrapped) if ctx is done
+// first; a request whose writing has not started by then is never sent.
+//
+// D2: a request that would exceed [FrameBytes] fails locally with reason
+// frame_too_large and the connection stays up. Every call takes the next id
+// (D4), even one that fails locally.
+func (c *Conn) Call(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	return c.call(ctx, 0, method, params)
+}
+
+// errCallTimeout is the error of a call whose own timeout ended it.
+var errCallTimeout = errors.New("extension: call timed out")
+
+// call is Call with an optional timeout of its own (0: none), which ends
+// the call with an error matching errCallTimeout. A pooled timer bounds
+// it: the intercept hot path would otherwise build a context per call
+// (a context per call was one of the host's allocations and timers
+// under exthost bench's intercept_rtt).
+func (c *Conn) call(ctx context.Context, timeout time.Duration, method string, params any) (json.RawMessage, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("extension: call %s: %w", method, err)
+	}
+	call := make(chan callReply, 1)
+	c.mu.Lock()
+	if c.err != nil {
+		err := c.err
+		c.mu.Unlock()
+		return nil, err
+	}
+	c.nextID++
+	id := c.nextID
+	c.pending[id] = call
+	c.mu.Unlock()
+
+	f, err := newFrame(&id, method, params)
+	if err != nil {
+		c.forget(id, call)
+		return nil, err
+	}
+	var expired <-chan time.Time
+	if timeout > 0 {
+		t := getTimer(timeout)
+		defer putTimer(t)
+		expired = t.C
+	}
+	gaveUp := func() error {
+		c.forget(id, call)
+		if ctx.Err() != nil {
+			return fmt.Errorf("extension: call %s: %w", method, ctx.Err())
+		}
+		return fmt.Errorf("%w: %s after %v", errCallTimeout, method, timeout)
+	}
+	switch c.send(f, ctx.Done(), c.done, expired) {
+	case sendStopA, sendStopC:
+		return nil, gaveUp()
+	case sendStopB:
+		return nil, c.Err()
+	}
+	if c.inline.Load() != 0 {
+		// The reader is running a handler, maybe this call's caller:
+		// reading moves on, or the response could never be read.
+		c.migrate()
+	}
+	select {
+	case r := <-call:
+		return r.result, r.err
+	case <-ctx.Done():
+	case <-expired:
+	}
+	err = gaveUp()
+	// A frame not yet started is skipped; one being written is finished,
+	// so the peer never sees a torn frame (D2).
+	f.state.CompareAndSwap(frameQueued, frameSkipped)
+	return nil, err
+}
+
+// timerPool holds stopped timers with empty channels, for getTimer.
+var timerPool = sync.Pool{New: func() any {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return t
+}}
+
+// getTimer returns a pooled timer set to fire after d; putTimer stops it
+// and returns it to the pool. A tick that fired meanwhile is drained, so
+// the next user never sees it even with GODEBUG=asynctimerchan=1 (with Go
+// 1.23 timers Stop already guarantees that).
+func getTimer(d time.Duration) *time.Timer {
+	t := timerPool.Get().(*time.Timer)
+	t.Reset(d)
+	return t
+}
+
+func putTimer(t *time.Timer) {
+	if !t.Stop() {
+		select {
+		case <-t.C:
+		default:
+		}
+	}
+	timerPool.Put(t)
+}
+
+// callResult is Call, then the strict decoding of the result into result,
+// a pointer to the method's result DTO.
+func (c *Conn) callResult(ctx context.Context, method string, params, result any) error {
+	raw, err := c.Call(ctx, method, params)
+	if err != nil {
+		return err
+	}
+	return DecodeResult(method, raw, result)
+}
+
+// forget removes a pending call whose caller gave up; its response, if one
+// comes later, is dropped and counted as unknown. When the call is already
+// gone, its reply was taken off the table and is being delivered: it is
+// received here, and counted as late when it is the peer's response, so no
+// response goes unaccounted for.
+func (c *Conn) forget(id msgID, call chan callReply) {
+	if c.take(id) == nil {
+		if r := <-call; r.peer {
+			c.lateResponses.Add(1)
+			c.opts.Logf("extension: dropped a response to id %d that came as its caller gave up", id)
+		}
+	}
+}
+
+// take removes the pending call with this id from the table and returns
+// it, nil when there is none: its reply is then the taker's to deliver.
+func (c *Conn) take(id msgID) chan callReply {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	call := c.pending[id]
+	delete(c.pending, id)
+	return call
+}
+
+// isPending reports whether a request with this id was sent and is still
+// waiting for its response.
+func (c *Conn) isPending(id msgID) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.pending[id]
+	return ok
+}
+
+// Notify sends a notification, waiting for room in the write queue until
+// ctx is done. It returns once the notification is queued, or the
+// connection's terminal error, or ctx's error (wrapped). An oversized
+// notification fails locally with reason frame_too_large (D2).
+func (c *Conn) Notify(ctx context.Context, method string, params any) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("extension: notify %s: %w", method, err)
+	}
+	f, err := c.newNotification(method, params)
+	if err != nil {
+		return err
+	}
+	// D6: the host's extension/initialized opens the barrier.
+	f.opens = c.opts.host && method == MethodInitialized
+	switch c.send(f, ctx.Done(), c.done, nil) {
+	case sendStopA:
+		return fmt.Errorf("extension: notify %s: %w", method, ctx.Err())
+	case sendStopB:
+		return c.Err()
+	}
+	return nil
+}
+
+// tryNotify sends a best-effort event without ever blocking (D20). When
+// EventBudget events are already queued or being written, or the write
+// queue is full, it returns an error matching errQueueFull and the event is
+// not sent.
+func (c *Conn) tryNotify(method string, params any) error {
+	// The budget first: an event that will be dropped is not encoded.
+	if c.events.Add(1) > int64(c.opts.EventBudget) {
+		c.events.Add(-1)
+		c.droppedEvents.Add(1)
+		return fmt.Errorf("%w: %s dropped, %d events pending", errQueueFull, method, c.opts.EventBudget)
+	}
+	f, err := c.newNotification(method, params)
+	if err != nil {
+		c.events.Add(-1)
+		return err
+	}
+	f.event = true
+	if c.send(f, nil, nil, nil) == sendDone {
+		return nil
+	}
+	// Not sent: the event gives its budget back and counts as dropped.
+	c.events.Add(-1)
+	c.droppedEvents.Add(1)
+	return fmt.Errorf("%w: %s dropped, write queue full", errQueueFull, method)
+}
+
+// newNotification encodes a notification frame, or returns the error that
+// keeps it from being sent.
+func (c *Conn) newNotification(method string, params any) (*outFrame, error) {
+	if err := c.Err(); err != nil {
+		return nil, err
+	}
+	return newFrame(nil, method, params)
+}
+
+// newFrame encodes a request frame, or a notification frame when id is
+// nil, or returns the error that keeps it from being sent.
+func newFrame(id *msgID, method string, params any) (*outFrame, error) {
+	data, err := encodeRequest(id, method, params)
+	if err != nil {
+		return nil, fmt.Errorf("extension: encode %s params: %w", method, err)
+	}
+	if len(data) > FrameBytes {
+		// D2: an oversized outbound frame fails only this call.
+		what := "request"
+		if id == nil {
+			what = "notification"
+		}
+		return nil, NewError(ReasonFrameTooLarge, fmt.Sprintf("outbound %s %s is %d bytes, over the %d-byte frame limit", what, method, len(data), FrameBytes))
+	}
+	return &outFrame{data: data, call: id != nil}, nil
+}
+
+// sendAnswer sends an answer from a handler or the reader. It waits for
+// room, but not past the writer's end, and is still flushed after the
+// connection ended.
+func (c *Conn) sendAnswer(f *outFrame) {
+	if c.send(f, c.writerDone, nil, nil) != sendDone {
+		c.freeSlot(f)
+	}
+}
+
+// sendResult is how send ended: the frame was taken, or which of its
+// stop channels fired first, or (not waiting) the queue was full.
+type sendResult int
+
+const (
+	sendDone sendResult = iota
+	sendStopA
+	sendStopB
+	sendStopC
+	sendFull
+)
+
+// send hands f to the wire: the calling goroutine writes it at once when
+// it can (direct); otherwise it joins the write queue, waiting for room
+// until a, b or t fires (a nil channel never does). With all three nil it
+// does not wait: a full queue is sendFull.
+func (c *Conn) send(f *outFrame, a, b <-chan struct{}, t <-chan time.Time) sendResult {
+	if c.direct(f) {
+		return sendDone
+	}
+	c.backlog.Add(1) // before the frame is queued: no direct write may overtake it
+	r := sendFull
+	if a == nil && b == nil && t == nil {
+		select {
+		case c.writeq <- f:
+			return sendDone
+		default:
+		}
+	} else {
+		select {
+		case c.writeq <- f:
+			return sendDone
+		case <-a:
+			r = sendStopA
+		case <-b:
+			r = sendStopB
+		case <-t:
+			r = sendStopC
+		}
+	}
+	c.backlog.Add(-1)
+	return r
+}
+
+// direct writes f on the calling goroutine when nothing is queued or being
+// written, so the writer goroutine is not woken for it: one of the host's
+// three hand-offs per call that profiling exthost bench's intercept_rtt
+// found. It makes one
+// non-blocking attempt; whatever the pipe does not take is left to the
+// writer (rest), which writes it before any other frame, so no frame is
+// torn (D2) and a full pipe never blocks the caller past its deadline
+// (D18). It reports whether f was taken care of; false leaves f to the
+// queue.
+func (c *Conn) direct(f *outFrame) bool {
+	if c.writeNow == nil || c.backlog.Load() != 0 || !c.wmu.TryLock() {
+		return false
+	}
+	defer c.wmu.Unlock()
+	if c.backlog.Load() != 0 || waitClosed(c.done, 0) {
+		return false // once the connection has ended, the writer drains in order
+	}
+	if !c.begin(f) {
+		return true // skipped: its caller gave up
+	}
+	if f.opens {
+		// D6, as in writeFrames; the rest, if any, does not store it again.
+		c.openedAt.Store(c.fr.consumed())
+		c.checkSettled()
+		f.opens = false
+	}
+	n, err := c.writeNow(f.data)
+	switch {
+	case err != nil:
+		c.fail(fmt.Errorf("extension: write frame: %w", err))
+	case n < len(f.data):
+		f.data = f.data[n:]
+		c.rest = f
+		c.backlog.Add(1)
+		select {
+		case c.kick <- struct{}{}:
+		default:
+		}
+	default:
+		c.finish(f)
+	}
+	return true
+}
+
+// writeLoop is the writer goroutine. It and direct writers hold wmu while
+// they write to w (D2: frames never interleave). Once the connection has
+// ended it drains.
+func (c *Conn) writeLoop() {
+	defer close(c.writerDone)
+	for {
+		if waitClosed(c.done, 0) {
+			c.drain()
+			return
+		}
+		var f *outFrame
+		select {
+		case f = <-c.writeq:
+		case <-c.kick: // a direct write left its rest
+		case <-c.done:
+			continue // back to the check above, which drains
+		}
+		if !c.writeBatch(f) {
+			c.dropQueued() // the connection has failed: nothing more is written
+			return
+		}
+	}
+}
+
+// drain is the writer once the connection has ended: it still writes what
+// is queued, in order, so that a barrier's rejection, the frame_too_large
+// error frame or a late answer reaches the peer after the notifications
+// queued before it, never ahead of them. Requests are dropped: their
+// callers have already failed. It stops when the reader has stopped and
+// the queue is empty, or when the supervisor ends the drain.
+func (c *Conn) drain() {
+	readerStopped := false
+	for {
+		var f *outFrame
+		if readerStopped {
+			// Nothing more is coming from the reader: flush what is
+			// queued and stop.
+			select {
+			case f = <-c.writeq:
+			case <-c.kick:
+			default:
+				c.writeBatch(nil) // a direct write's rest, if any
+				return
+			}
+		} else {
+			select {
+			case f = <-c.writeq:
+			case <-c.kick:
+			case <-c.readerDone:
+				readerStopped = true
+				continue
+			case <-c.drainStop:
+				c.dropQueued()
+				return
+			}
+		}
+		if !c.writeBatch(f) {
+			c.dropQueued()
+			return
+		}
+	}
+}
+
+// writeBatch writes a direct write's rest, if any, then f (when not nil)
+// and the frames queued behind it, several small frames in one write of up
+// to writeChunkSize bytes. A request is dropped once the connection has
+// ended: its caller has failed. It reports whether the writer may go on.
+func (c *Conn) writeBatch(f *outFrame) bool {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	batch, size := c.batch[:0], 0
+	if r := c.rest; r != nil {
+		c.rest = nil
+		c.backlog.Add(-1)
+		batch, size = append(batch, r), len(r.data) // begun by direct
+	}
+	for f != nil || len(batch) > 0 {
+		if f != nil && (size == 0 || size+len(f.data) <= writeChunkSize) && !endsBatch(batch) {
+			c.backlog.Add(-1)
+			if f.call && waitClosed(c.done, 0) {
+				f.state.Store(frameSkipped)
+			} else if c.begin(f) {
+				batch, size = append(batch, f), size+len(f.data)
+			}
+			f = c.dequeue()
+			continue
+		}
+		if !c.writeFrames(batch) {
+			// The connection has failed: what was taken for this batch
+			// gives back its budget (slots are freed as frames begin).
+			for _, g := range batch {
+				if g.event {
+					c.events.Add(-1)
+				}
+			}
+			if f != nil {
+				c.backlog.Add(-1)
+				c.dropFrame(f)
+			}
+			return false
+		}
+		batch, size = batch[:0], 0
+	}
+	c.batch = batch[:0]
+	return true
+}
+
+// endsBatch reports whether the batch's last frame ends the connection
+// once written: nothing is written with it after it.
+func endsBatch(batch []*outFrame) bool {
+	return len(batch) > 0 && batch[len(batch)-1].endAfter != nil
+}
+
+// dequeue takes the next queued frame without waiting, nil when none is.
+func (c *Conn) dequeue() *outFrame {
+	select {
+	case f := <-c.writeq:
+		return f
+	default:
+		return nil
+	}
+}
+
+// writeFrames writes a batch of begun frames in one write (the single
+// frame of a batch without a copy) and finishes them.
+func (c *Conn) writeFrames(batch []*outFrame) bool {
+	data := batch[0].data
+	if len(batch) > 1 {
+		c.wbuf = c.wbuf[:0]
+		for _, f := range batch {
+			c.wbuf = append(c.wbuf, f.data...)
+		}
+		data = c.wbuf
+	}
+	for _, f := range batch {
+		if f.opens {
+			// D6: whatever was read before this point was sent before
+			// the sidecar could have seen extension/initialized.
+			c.openedAt.Store(c.fr.consumed())
+			c.checkSettled()
+		}
+	}
+	if err := c.fw.writeFrame(data); err != nil {
+		c.fail(fmt.Errorf("extension: write frame: %w", err))
+		return false
+	}
+	for _, f := range batch {
+		c.finish(f)
+	}
+	return true
+}
+
+// begin starts the writing of f unless its caller gave up first, and
+// reports whether it did. The frame's handler slot is freed and the tap
+// sees it before it is written, so a transcript never shows the peer's
+// answer ahead of it.
+func (c *Conn) begin(f *outFrame) bool {
+	c.freeSlot(f)
+	if !f.state.CompareAndSwap(frameQueued, frameWriting) {
+		return false // skipped: the caller gave up before the write began
+	}
+	c.opts.Tap(false, f.data[:len(f.data)-1])
+	return true
+}
+
+// finish accounts for a frame written in full.
+func (c *Conn) finish(f *outFrame) {
+	c.framesOut.Add(1)
+	if f.event {
+		c.events.Add(-1)
+	}
+	if f.endAfter != nil {
+		c.fail(f.endAfter)
+	}
+}
+
+// dropQueued discards what is left in the queue, returning the event
+// budget and the handler slots its frames held.
+func (c *Conn) dropQueued() {
+	for {
+		select {
+		case f := <-c.writeq:
+			c.backlog.Add(-1)
+			c.dropFrame(f)
+		default:
+			return
+		}
+	}
+}
+
+// dropFrame returns the event budget and the handler slot of a frame that
+// will not be written.
+func (c *Conn) dropFrame(f *outFrame) {
+	if f.event {
+		c.events.Add(-1)
+	}
+	c.freeSlot(f)
+}
+
+// freeSlot frees the handler slot an answer holds. It runs as the answer
+// leaves the queue, before it is written: a peer that has read an answer
+// can always send the next request into the slot it freed (MaxHandlers),
+// while answers waiting for a stalled writer still count against it.
+func (c *Conn) freeSlot(f *outFrame) {
+	if f.slot {
+		f.slot = false
+		<-c.handlerSem
+	}
+}
+
+// superviseLoop is the supervisor goroutine. While the connection lives it
+// is the write-stall watchdog; once it has ended, it tears down: it closes
+// r, which stops the reader, gives the writer WriterDrainTimeout to flush
+// the answers still queued, then closes w, which unblocks a stuck write.
+func (c *Conn) superviseLoop() {
+	tick := time.NewTicker(max(c.opts.WriteStallTimeout/20, time.Millisecond))
+	defer tick.Stop()
+watch:
+	for {
+		select {
+		case <-tick.C:
+			if d := c.fw.stalledFor(); d >= c.opts.WriteStallTimeout {
+				// D13: no write progress for the timeout is a crash.
+				c.fail(fmt.Errorf("%w: no byte progress for %v", errWriteStall, d.Round(time.Millisecond)))
+				c.closeWriter()
+			}
+		case <-c.done:
+			break watch
+		}
+	}
+	c.closeReader()
+	if !waitClosed(c.writerDone, c.opts.WriterDrainTimeout) {
+		close(c.drainStop)
+	}
+	c.closeWriter()
 }

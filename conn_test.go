@@ -8,12 +8,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"runtime"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -606,4 +608,577 @@ type writeCheck struct {
 func (w writeCheck) Write(p []byte) (int, error) {
 	w.check(p)
 	return w.WriteCloser.Write(p)
+}
+
+// strictHandler answers like a real peer: unknown methods get
+// unknown_method, known ones have their params strictly decoded.
+type strictHandler struct{}
+
+func (strictHandler) HandleRequest(ctx context.Context, method string, params json.RawMessage) (any, error) {
+	m, ok := lookupMethod(method)
+	if !ok {
+		return nil, NewError(ReasonUnknownMethod, "method not found: "+method)
+	}
+	if err := DecodeParams(method, params, reflect.New(m.params).Interface()); err != nil {
+		return nil, err
+	}
+	return map[string]bool{"ok": true}, nil
+}
+
+func (strictHandler) HandleNotification(context.Context, string, json.RawMessage) {}
+
+// framePeer is a Conn under test and the raw ends a test drives it with.
+type framePeer struct {
+	conn *Conn
+	in   *io.PipeWriter // frames to the Conn
+	out  *bufio.Reader  // frames from the Conn
+}
+
+func newFramePeer(t *testing.T) *framePeer {
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	c := NewConn(inR, outW, strictHandler{}, ConnOptions{})
+	t.Cleanup(func() {
+		inW.Close()
+		outR.Close()
+		c.Close()
+	})
+	return &framePeer{conn: c, in: inW, out: bufio.NewReaderSize(outR, 1<<16)}
+}
+
+// send writes one line; a Conn that has ended may stop reading, which is
+// not the test's failure.
+func (p *framePeer) send(t *testing.T, line string) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		io.WriteString(p.in, line+"\n")
+	}()
+	select {
+	case <-done:
+	case <-p.conn.Done():
+	case <-time.After(30 * time.Second): // hang guard only
+		t.Fatal("the Conn stopped reading")
+	}
+}
+
+// answer reads the next frame the Conn writes.
+func (p *framePeer) answer(t *testing.T) map[string]json.RawMessage {
+	t.Helper()
+	type result struct {
+		line []byte
+		err  error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		line, err := p.out.ReadBytes('\n')
+		ch <- result{line, err}
+	}()
+	select {
+	case r := <-ch:
+		if r.err != nil {
+			t.Fatalf("reading the answer: %v", r.err)
+		}
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(r.line, &m); err != nil {
+			t.Fatalf("the Conn wrote invalid JSON %q: %v", r.line, err)
+		}
+		return m
+	case <-time.After(30 * time.Second): // hang guard only
+		t.Fatal("no answer")
+		return nil
+	}
+}
+
+const pingFrame = `{"jsonrpc":"2.0","id":424242,"method":"extension/shutdown","params":{"timeoutMillis":1}}`
+
+// TestConnAdversarialFrames sends every frame of the adversarial table
+// through a Conn and checks the whole outcome: the answer's code, reason
+// and id, and that the connection survives. Frames that get no answer are
+// followed by a ping whose answer must come next.
+func TestConnAdversarialFrames(t *testing.T) {
+	for _, c := range adversarialFrames() {
+		t.Run(c.name, func(t *testing.T) {
+			p := newFramePeer(t)
+			p.send(t, c.frame)
+			if c.reply == "" || c.dropped {
+				p.send(t, pingFrame)
+			}
+			a := p.answer(t)
+			switch {
+			case c.reply == "" || c.dropped:
+				if string(a["id"]) != "424242" {
+					t.Fatalf("got %v, want no answer to the frame and then the ping's", a)
+				}
+			case c.reply == "result":
+				if string(a["id"]) != jsonInt(c.id) || a["result"] == nil {
+					t.Fatalf("got %v, want a result for id %d", a, c.id)
+				}
+			default:
+				checkErrorFrame(t, a, c.code, c.reason, c.echo, c.id)
+			}
+			if c.dropped {
+				if n := p.conn.stats().MalformedResponses; n != 1 {
+					t.Fatalf("MalformedResponses = %d, want 1", n)
+				}
+			}
+			select {
+			case <-p.conn.Done():
+				t.Fatalf("the connection ended: %v", p.conn.Err())
+			default:
+			}
+		})
+	}
+}
+
+func jsonInt(id msgID) string { b, _ := json.Marshal(id); return string(b) }
+
+func checkErrorFrame(t *testing.T, a map[string]json.RawMessage, code int, reason Reason, echo bool, id msgID) {
+	t.Helper()
+	var e struct {
+		Code int `json:"code"`
+		Data struct {
+			Reason    Reason `json:"reason"`
+			Retryable bool   `json:"retryable"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(a["error"], &e); err != nil {
+		t.Fatalf("answer %v has no error object: %v", a, err)
+	}
+	wantID := "null"
+	if echo {
+		wantID = jsonInt(id)
+	}
+	if e.Code != code || e.Data.Reason != reason || e.Data.Retryable != reason.Retryable() || string(a["id"]) != wantID {
+		t.Fatalf("got code %d reason %s id %s, want code %d reason %s id %s (%s)", e.Code, e.Data.Reason, a["id"], code, reason, wantID, a["error"])
+	}
+}
+
+// frameOfLength builds an intercept request whose line, with its "\n",
+// is exactly n bytes.
+func frameOfLength(n int) string {
+	head := `{"jsonrpc":"2.0","id":5,"method":"extension/intercept","params":{"event":"tool.before","seq":1,"timeoutMillis":0,"payload":{"pad":"`
+	tail := `"}}}`
+	return head + strings.Repeat("a", n-1-len(head)-len(tail)) + tail
+}
+
+func TestConnD2FrameOfExactly8MiBIsAnswered(t *testing.T) {
+	p := newFramePeer(t)
+	line := frameOfLength(FrameBytes)
+	if len(line)+1 != FrameBytes {
+		t.Fatalf("built %d bytes", len(line)+1)
+	}
+	p.send(t, line)
+	if a := p.answer(t); string(a["id"]) != "5" || a["result"] == nil {
+		t.Fatalf("got %v, want the result for id 5", a)
+	}
+	p.send(t, pingFrame)
+	if a := p.answer(t); string(a["id"]) != "424242" {
+		t.Fatalf("the connection did not survive: %v", a)
+	}
+}
+
+func TestConnD2FrameOf8MiBPlusOneIsFatal(t *testing.T) {
+	p := newFramePeer(t)
+	p.send(t, frameOfLength(FrameBytes+1))
+	checkErrorFrame(t, p.answer(t), codeDomain, ReasonFrameTooLarge, false, 0)
+	<-p.conn.Done()
+	if err := p.conn.Err(); !errorsIsReason(err, ReasonFrameTooLarge) {
+		t.Fatalf("terminal error %v, want frame_too_large", err)
+	}
+}
+
+func errorsIsReason(err error, r Reason) bool {
+	e, ok := err.(*Error)
+	return ok && e.Reason == r
+}
+
+func TestConnNotificationsHandledOneAtATimeInOrder(t *testing.T) {
+	hangWatchdog(t)
+	const n = 50
+	got := make(chan string, n)
+	var running sync.Mutex
+	h := funcHandler{notification: func(_ context.Context, method string, _ json.RawMessage) {
+		if !running.TryLock() {
+			t.Errorf("notification %s ran while another was running", method)
+			return
+		}
+		defer running.Unlock()
+		got <- method
+	}}
+	_, peer := newPipeConn(t, h, ConnOptions{})
+	for i := range n {
+		peer.send(t, fmt.Sprintf(`{"jsonrpc":"2.0","method":"n%d"}`, i))
+	}
+	for i := range n {
+		if m, want := <-got, fmt.Sprintf("n%d", i); m != want {
+			t.Errorf("notification %d: got %s, want %s", i, m, want)
+		}
+	}
+}
+
+// TestConnNotificationBurstPushesBackD26: on the host's side a full
+// notification queue makes the reader wait for room, so a burst of 200,000
+// notifications behind a held worker is handled whole, in order, and the
+// connection survives (before D26 the 258th failed it).
+func TestConnNotificationBurstPushesBackD26(t *testing.T) {
+	hangWatchdog(t)
+	const n = 200_000
+	release := make(chan struct{})
+	var handled atomic.Int64
+	done := make(chan struct{})
+	h := funcHandler{notification: func(_ context.Context, method string, _ json.RawMessage) {
+		if method == "n0" {
+			<-release
+		}
+		if want := fmt.Sprintf("n%d", handled.Load()); method != want {
+			t.Errorf("handled %s, want %s: notifications out of order", method, want)
+		}
+		if handled.Add(1) == n {
+			close(done)
+		}
+	}}
+	const queue = 256
+	full := make(chan struct{})
+	var seen atomic.Int64
+	c, peer := newPipeConn(t, h, ConnOptions{NotificationQueue: queue, Tap: func(inbound bool, _ []byte) {
+		// n0 is held on the reader, the worker may hold n1 (it waits for
+		// n0) and the queue takes 256 more: the frame after those can only
+		// wait (or, before D26, fail the connection).
+		if inbound && seen.Add(1) == queue+3 {
+			close(full)
+		}
+	}})
+	go func() {
+		var b bytes.Buffer
+		for i := range n {
+			fmt.Fprintf(&b, "{\"jsonrpc\":\"2.0\",\"method\":\"n%d\"}\n", i)
+		}
+		peer.out.Write(b.Bytes())
+	}()
+	<-full
+	close(release)
+	select {
+	case <-done:
+	case <-c.Done():
+		t.Fatalf("the connection ended after %d notifications: %v", handled.Load(), c.Err())
+	}
+	if err := c.Err(); err != nil {
+		t.Fatalf("Err after the burst: %v, want the connection alive", err)
+	}
+}
+
+// TestConnDropOverflowingNotificationsKeepsTheConnection: with the SDK's
+// policy, a notification that does not fit is dropped and counted, and the
+// connection goes on (PROTOCOL.md §2.5; the sidecar half of D26).
+func TestConnDropOverflowingNotificationsKeepsTheConnection(t *testing.T) {
+	hangWatchdog(t)
+	entered := make(chan struct{}, 1)
+	h := funcHandler{
+		notification: func(ctx context.Context, _ string, _ json.RawMessage) {
+			entered <- struct{}{}
+			<-ctx.Done()
+		},
+		request: func(context.Context, string, json.RawMessage) (any, error) { return map[string]bool{"ok": true}, nil },
+	}
+	c, peer := newPipeConn(t, h, ConnOptions{NotificationQueue: 1, DropOverflowingNotifications: true})
+	peer.send(t, `{"jsonrpc":"2.0","method":"n0"}`)
+	<-entered
+	// n0 is held by its handler on the old reader. Of n1-n5, the worker
+	// may take one (it waits for n0), the queue holds one, the rest are
+	// dropped.
+	for i := 1; i <= 5; i++ {
+		peer.send(t, fmt.Sprintf(`{"jsonrpc":"2.0","method":"n%d"}`, i))
+	}
+	peer.send(t, `{"jsonrpc":"2.0","id":1,"method":"ping"}`)
+	if f := peer.recv(t); string(f.ID) != "1" || string(f.Result) != `{"ok":true}` {
+		t.Fatalf("answer: got %+v, want the ping's result", f)
+	}
+	if n := c.stats().DroppedNotifications; n < 3 || n > 4 {
+		t.Fatalf("DroppedNotifications = %d, want 3 or 4 of 5", n)
+	}
+	select {
+	case <-c.Done():
+		t.Fatalf("the connection ended: %v", c.Err())
+	default:
+	}
+}
+
+// TestConnErrorWithInvalidDataIsStillAnswered: a handler's *Error whose
+// Data is not JSON is answered without it, never with an empty frame.
+func TestConnErrorWithInvalidDataIsStillAnswered(t *testing.T) {
+	hangWatchdog(t)
+	h := funcHandler{request: func(context.Context, string, json.RawMessage) (any, error) {
+		return nil, &Error{Code: codeDomain, Message: "custom", Data: json.RawMessage("{bad")}
+	}}
+	_, peer := newPipeConn(t, h, ConnOptions{Tap: func(bool, []byte) {}})
+	peer.send(t, `{"jsonrpc":"2.0","id":1,"method":"x"}`)
+	f := peer.recv(t)
+	if string(f.ID) != "1" || f.Error == nil || f.Error.Code != codeDomain || f.Error.Message != "custom" || f.Error.Data != nil {
+		t.Fatalf("answer: got %+v, want the error without its data", f)
+	}
+}
+
+func TestConnHandlerPanicBecomesInternalErrorAndConnectionSurvives(t *testing.T) {
+	hangWatchdog(t)
+	var logged bytes.Buffer
+	var logMu sync.Mutex
+	h := funcHandler{request: func(_ context.Context, method string, params json.RawMessage) (any, error) {
+		if method == "boom" {
+			panic("secret panic text")
+		}
+		return params, nil
+	}}
+	c, peer := newPipeConn(t, h, ConnOptions{Logf: func(format string, args ...any) {
+		logMu.Lock()
+		defer logMu.Unlock()
+		fmt.Fprintf(&logged, format, args...)
+	}})
+
+	peer.send(t, `{"jsonrpc":"2.0","id":1,"method":"boom"}`)
+	f := peer.recv(t)
+	wantError(t, f, "1", codeInternal, ReasonInternal.Message(), ReasonInternal)
+	peer.send(t, `{"jsonrpc":"2.0","id":2,"method":"echo","params":{"a":1}}`)
+	if f := peer.recv(t); string(f.ID) != "2" || string(f.Result) != `{"a":1}` {
+		t.Errorf("request after the panic: got %+v, want id 2 result {\"a\":1}", f)
+	}
+	select {
+	case <-c.Done():
+		t.Errorf("connection ended after a handler panic: %v", c.Err())
+	default:
+	}
+	logMu.Lock()
+	defer logMu.Unlock()
+	if !strings.Contains(logged.String(), "secret panic text") {
+		t.Errorf("log: got %q, want the panic value", logged.String())
+	}
+}
+
+func TestConnServerBusyPastMaxHandlers(t *testing.T) {
+	hangWatchdog(t)
+	entered, release := make(chan struct{}, 2), make(chan struct{})
+	h := funcHandler{request: func(context.Context, string, json.RawMessage) (any, error) {
+		entered <- struct{}{}
+		<-release
+		return map[string]bool{"ok": true}, nil
+	}}
+	_, peer := newPipeConn(t, h, ConnOptions{MaxHandlers: 2})
+
+	peer.send(t, `{"jsonrpc":"2.0","id":1,"method":"hold"}`)
+	peer.send(t, `{"jsonrpc":"2.0","id":2,"method":"hold"}`)
+	<-entered
+	<-entered
+	peer.send(t, `{"jsonrpc":"2.0","id":3,"method":"hold"}`)
+	wantError(t, peer.recv(t), "3", codeServerBusy, "server busy", "")
+
+	close(release)
+	for range 2 {
+		if f := peer.recv(t); f.Error != nil || string(f.Result) != `{"ok":true}` {
+			t.Errorf("held request: got %+v, want result {\"ok\":true}", f)
+		}
+	}
+}
+
+// TestDroppedNotificationsAreLoggedAtPowersOfTen: the drop log names the
+// 1st, 10th, 100th... drop, so a burst costs a few lines, not one each.
+func TestDroppedNotificationsAreLoggedAtPowersOfTen(t *testing.T) {
+	var logged []uint64
+	for n := uint64(0); n <= 100_000; n++ {
+		if isPowerOf10(n) {
+			logged = append(logged, n)
+		}
+	}
+	if want := []uint64{1, 10, 100, 1000, 10_000, 100_000}; fmt.Sprint(logged) != fmt.Sprint(want) {
+		t.Fatalf("logged at %v, want %v", logged, want)
+	}
+}
+
+// TestConnQueuesANotificationOnceAfterWaitingForRoom: with the SDK's
+// policy, a notification that finds the queue full waits for room and is
+// then handled exactly once (a bug queued it a second time).
+func TestConnQueuesANotificationOnceAfterWaitingForRoom(t *testing.T) {
+	hangWatchdog(t)
+	var mu sync.Mutex
+	handled := map[string]int{}
+	done := make(chan struct{})
+	var c *Conn
+	h := funcHandler{notification: func(_ context.Context, method string, _ json.RawMessage) {
+		mu.Lock()
+		defer mu.Unlock()
+		if handled[method]++; method == "n4" {
+			close(done)
+		}
+	}}
+	read := make(chan string, 8)
+	c, peer := newPipeConn(t, h, ConnOptions{NotificationQueue: 1, DropOverflowingNotifications: true, InlineBound: time.Hour,
+		Tap: func(inbound bool, frame []byte) {
+			if inbound {
+				read <- string(frame)
+			}
+		}})
+	c.notifyMu.Lock() // nothing can be handled: n1 goes to the worker, n2 to the queue, n3 waits for room
+	for i := 1; i <= 3; i++ {
+		peer.send(t, fmt.Sprintf(`{"jsonrpc":"2.0","method":"n%d"}`, i))
+		<-read
+	}
+	c.notifyMu.Unlock()
+	peer.send(t, `{"jsonrpc":"2.0","method":"n4"}`) // read once n3 is queued
+	<-done
+	mu.Lock()
+	defer mu.Unlock()
+	if want := map[string]int{"n1": 1, "n2": 1, "n3": 1, "n4": 1}; fmt.Sprint(handled) != fmt.Sprint(want) {
+		t.Fatalf("handled %v, want each notification once", handled)
+	}
+}
+
+// The reader runs request handlers itself and moves reading on when one
+// takes long or calls the peer (runInline, migrate); senders write their
+// own frames when nothing is queued (direct). These tests pin what that
+// must never cost, without measuring any duration.
+
+// TestConnAnswersASecondRequestWhileTheFirstHandlerIsBlocked: a handler
+// that does not return keeps its request, not the connection: reading
+// moves on after InlineBound, and the next request is answered first.
+func TestConnAnswersASecondRequestWhileTheFirstHandlerIsBlocked(t *testing.T) {
+	hangWatchdog(t)
+	release := make(chan struct{})
+	h := funcHandler{request: func(_ context.Context, method string, _ json.RawMessage) (any, error) {
+		if method == "hold" {
+			<-release
+		}
+		return map[string]string{"method": method}, nil
+	}}
+	for _, pipes := range []struct {
+		name string
+		conn func(*testing.T, Handler, ConnOptions) (*Conn, *testPeer)
+	}{
+		{"io.Pipe", newPipeConn},
+		{"os.Pipe", func(t *testing.T, h Handler, o ConnOptions) (*Conn, *testPeer) {
+			c, p, closeAll := osPipeConn(t, h, o)
+			t.Cleanup(closeAll)
+			return c, p
+		}},
+	} {
+		t.Run(pipes.name, func(t *testing.T) {
+			_, peer := pipes.conn(t, h, ConnOptions{})
+			peer.send(t, `{"jsonrpc":"2.0","id":1,"method":"hold"}`)
+			peer.send(t, `{"jsonrpc":"2.0","id":2,"method":"ping"}`)
+			if f := peer.recv(t); string(f.ID) != "2" || string(f.Result) != `{"method":"ping"}` {
+				t.Fatalf("first answer: got %+v, want the ping's (id 2) while hold is blocked", f)
+			}
+			release <- struct{}{}
+			if f := peer.recv(t); string(f.ID) != "1" || string(f.Result) != `{"method":"hold"}` {
+				t.Fatalf("second answer: got %+v, want hold's (id 1)", f)
+			}
+		})
+	}
+}
+
+// TestConnHandlerThatCallsThePeerGetsItsAnswer: a handler that sends a
+// request of its own needs the reader for the response; the call moves
+// reading on at once, so this works even with an InlineBound that never
+// runs out.
+func TestConnHandlerThatCallsThePeerGetsItsAnswer(t *testing.T) {
+	hangWatchdog(t)
+	var c *Conn
+	h := funcHandler{request: func(ctx context.Context, _ string, _ json.RawMessage) (any, error) {
+		return c.Call(ctx, "peer/echo", map[string]int{"n": 7})
+	}}
+	c, peer := newPipeConn(t, h, ConnOptions{InlineBound: time.Hour})
+	peer.send(t, `{"jsonrpc":"2.0","id":1,"method":"ask"}`)
+	call := peer.recv(t)
+	if call.Method != "peer/echo" || string(call.ID) != "1" {
+		t.Fatalf("got %+v, want the handler's own request peer/echo with id 1", call)
+	}
+	peer.send(t, `{"jsonrpc":"2.0","id":1,"result":{"echo":7}}`)
+	if f := peer.recv(t); string(f.ID) != "1" || string(f.Result) != `{"echo":7}` {
+		t.Fatalf("answer to ask: got %+v, want the peer's result passed through", f)
+	}
+}
+
+// TestConnCallerWithAFullPipeReturnsAtItsDeadline: the peer reads
+// nothing, a large notification fills the pipe and holds the writer, and
+// a call made then still returns with its context's error, and another
+// with its own timeout's (D18): a direct write is one non-blocking attempt
+// and never a blocking write on the caller's goroutine.
+func TestConnCallerWithAFullPipeReturnsAtItsDeadline(t *testing.T) {
+	hangWatchdog(t)
+	c, _, closeAll := osPipeConn(t, nil, ConnOptions{})
+	defer closeAll()
+	if c.writeNow == nil {
+		t.Fatal("an os.Pipe must get direct writes on Unix")
+	}
+	big := strings.Repeat("x", 4<<20) // far over any pipe buffer
+	if err := c.Notify(context.Background(), "big", map[string]string{"s": big}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := c.Call(ctx, "ping", nil); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Call with a full pipe: got %v, want its context's deadline", err)
+	}
+	if _, err := c.call(context.Background(), 50*time.Millisecond, "ping", nil); !errors.Is(err, errCallTimeout) {
+		t.Fatalf("call with a full pipe: got %v, want its own timeout", err)
+	}
+	if err := c.Err(); err != nil {
+		t.Fatalf("the connection ended: %v; a full pipe within the stall bound is not an error", err)
+	}
+}
+
+// TestConnMigratedReaderLeavesTheNewReadersTimerAlone: a reader whose
+// handler outlived InlineBound ends once it returns, and must not disarm
+// the timer the new reader armed for a handler of its own, or nothing
+// would be read behind that one. On the bubble's fake clock the timer
+// fires only when every goroutine waits, so the run is the same each time.
+func TestConnMigratedReaderLeavesTheNewReadersTimerAlone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		finishSlow, blockStarted, unblock := make(chan struct{}), make(chan struct{}), make(chan struct{})
+		release := sync.OnceFunc(func() { close(unblock) })
+		h := funcHandler{request: func(ctx context.Context, method string, _ json.RawMessage) (any, error) {
+			switch method {
+			case "slow":
+				<-finishSlow
+			case "block":
+				close(blockStarted)
+				select {
+				case <-unblock:
+				case <-ctx.Done():
+				}
+			case "release":
+				release()
+			}
+			return map[string]string{"m": method}, nil
+		}}
+		_, peer := newPipeConn(t, h, ConnOptions{InlineBound: 50 * time.Millisecond})
+		peer.send(t, `{"jsonrpc":"2.0","id":1,"method":"slow"}`)
+		peer.send(t, `{"jsonrpc":"2.0","id":2,"method":"block"}`) // read once slow's timer moved reading on
+		<-blockStarted                                            // the second reader runs block, its timer armed
+		close(finishSlow)
+		if f := peer.recv(t); string(f.ID) != "1" {
+			t.Fatalf("got %+v, want slow's answer", f)
+		}
+		// The first reader has ended. Reading must move on from block: on
+		// the fake clock, InlineBound after block began. (The bound below
+		// is on that clock too; the Conn's watchdog ticks keep it moving.)
+		answered := make(chan map[string]bool)
+		go func() {
+			peer.send(t, `{"jsonrpc":"2.0","id":3,"method":"release"}`)
+			ids := map[string]bool{}
+			for range 2 {
+				ids[string(peer.recv(t).ID)] = true
+			}
+			answered <- ids
+		}()
+		select {
+		case ids := <-answered:
+			if !ids["2"] || !ids["3"] {
+				t.Fatalf("answers %v, want block's and release's", ids)
+			}
+		case <-time.After(time.Hour):
+			release() // lets the bubble end
+			<-answered
+			t.Fatal("release was read only once block returned: the first reader stopped the timer the second had armed")
+		}
+	})
 }

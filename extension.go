@@ -122,6 +122,18 @@
 // never answered.
 package extension
 
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
 // ProtocolID is the frozen protocol identifier sent in extension/initialize.
 const ProtocolID = "reasonix.extension.v1"
 
@@ -131,3 +143,439 @@ const ProtocolVersion = "1"
 
 // protocolMajor is the protocol major version as an integer.
 const protocolMajor = 1
+
+// Host starts runtime generations of the installed sidecars. Configure it
+// with its fields; every duration and bound whose field is zero takes the
+// default its comment names. A Host may be used for many generations.
+type Host struct {
+	// Home holds plugin-packages.json, the trust and launch record (D8).
+	Home string
+	// Session is sent to every sidecar of a generation. SessionID and
+	// WorkspaceRoot must not be blank.
+	Session SessionContext
+	// UIHost is the front end kind the sidecars are told about; "" means
+	// headless.
+	UIHost UIHost
+	// Env is the base environment of sidecars; nil means os.Environ().
+	// Sidecars are full trust and inherit it unfiltered.
+	Env []string
+	// Redactor cleans every sidecar-supplied string that reaches errors,
+	// warnings and logs (D25); nil means a default Redactor. For each
+	// sidecar the values of the environment its manifest gives it are
+	// redacted too, whatever their names.
+	Redactor *Redactor
+
+	// StartupTimeout is the one deadline shared by every sidecar of a
+	// generation (D10). Default 30 s.
+	StartupTimeout time.Duration
+	// MaxParallelStarts bounds how many sidecars initialize at once (D10).
+	// Default 4.
+	MaxParallelStarts int
+	// InitializeTimeout bounds one sidecar's extension/initialize inside
+	// the shared deadline. Default 30 s.
+	InitializeTimeout time.Duration
+	// ShutdownTimeout is the timeoutMillis of extension/shutdown and how
+	// long the host waits for its answer (D11). Default 5 s.
+	ShutdownTimeout time.Duration
+	// StdinGrace is how long a sidecar may take to exit after its stdin
+	// closes before its process group is killed (D11). Default 750 ms.
+	StdinGrace time.Duration
+	// ReapTimeout bounds the wait for a killed sidecar to be reaped (D11).
+	// Default 5 s.
+	ReapTimeout time.Duration
+	// ExitDrain is how long, after a sidecar's process exits, the host
+	// still reads the frames it wrote before its connection is failed,
+	// and, once its process group is gone, the stderr it wrote before the
+	// tail is closed; a grandchild holding a pipe cannot stretch it.
+	// Default 250 ms.
+	ExitDrain time.Duration
+	// StderrTailBytes is how much of a sidecar's stderr is kept for
+	// diagnostics (D10). Default 16 KiB.
+	StderrTailBytes int
+	// OnStderr, if set, receives each line a sidecar writes to its stderr,
+	// as it is written: redacted (D25, a PEM private key's lines
+	// replaced whole), escaped (D27), and cut at 4096 bytes. It runs on
+	// that sidecar's stderr goroutine, one line at a time in order, and
+	// must not block.
+	OnStderr func(plugin, line string)
+	// BaseCatalog is the host's own model catalog, which Runtime.Catalog
+	// starts from. A sidecar may declare a ref of it only when it owns
+	// slot provider:<ref>, and then its descriptor replaces the entry
+	// (D28); any other such declaration fails the generation.
+	BaseCatalog []ProviderDescriptor
+	// Streams bounds provider catalogs and streams (D21).
+	Streams StreamOptions
+	// Content bounds each sidecar's store of externalized payloads (D22).
+	Content ContentOptions
+
+	// Frontend, if set, receives the sidecars' structured UI: surfaces
+	// and prompts, checked (D23) and of the current generation only
+	// (D24). Nil means no UI: host/ui/publish and host/ui/request are
+	// answered unknown_method.
+	Frontend Frontend
+	bound    *binding // the session and generation shown now (D24), shared by the generations
+
+	// Conn configures each sidecar connection: queue bounds and the
+	// write-stall watchdog (D13, default 10 s). The host keeps its own
+	// side of the barrier on these connections (D6).
+	Conn ConnOptions
+
+	// FastInterceptTimeout is the intercept budget of input.receive,
+	// tool.before, tool.after and permission.decision (D18). Default 5 s.
+	FastInterceptTimeout time.Duration
+	// InterceptTimeout is the intercept budget of the other 13 points
+	// (D18). Default 30 s.
+	InterceptTimeout time.Duration
+	// MaxInterceptTimeout clamps a manifest's runtime.timeoutMillis, which
+	// replaces the budget of every point of that plugin (D18). Default 60 s.
+	MaxInterceptTimeout time.Duration
+
+	// OnWarning, if set, receives each warning as it happens: optional
+	// sidecars that failed to start, in installed order (D10); optional
+	// interceptors skipped after a failure or violation, and dropped
+	// events, once per plugin and category per generation (D19, D20). It
+	// may be called from several goroutines at once.
+	OnWarning func(Warning)
+	// OnAudit, if set, receives each audit record: an extension allow
+	// that overrode a host deny at permission.decision (D16). It may be
+	// called from several goroutines at once.
+	OnAudit func(AuditRecord)
+	// OnCrash, if set, is called once per crashed sidecar with an error of
+	// reason provider_interrupted naming the plugin (D13). It runs on the
+	// sidecar's watcher goroutine after every pending call has failed, and
+	// Runtime.Close waits for it: it must not call Close or Reload itself,
+	// but may start a goroutine that does (an idle reload is how a crashed
+	// sidecar comes back).
+	OnCrash func(plugin string, err error)
+}
+
+// defaultMaxInterceptTimeout is the default of Host.MaxInterceptTimeout
+// (D18), which TrustSummary.Text shows too.
+const defaultMaxInterceptTimeout = 60 * time.Second
+
+// Warning is a non-fatal problem of one plugin, such as an optional
+// sidecar that failed to start.
+type Warning struct {
+	Plugin string
+	Err    error
+}
+
+// withDefaults returns a copy of h with every zero field that has a
+// default set to it; a generation reads its settings from the copy.
+func (h Host) withDefaults() *Host {
+	h.StartupTimeout = orDefault(h.StartupTimeout, 30*time.Second)                       // D10
+	h.InitializeTimeout = orDefault(h.InitializeTimeout, 30*time.Second)                 // D10
+	h.ShutdownTimeout = orDefault(h.ShutdownTimeout, 5*time.Second)                      // D11
+	h.StdinGrace = orDefault(h.StdinGrace, 750*time.Millisecond)                         // D11
+	h.ReapTimeout = orDefault(h.ReapTimeout, 5*time.Second)                              // D11
+	h.ExitDrain = orDefault(h.ExitDrain, 250*time.Millisecond)                           // D11, D13
+	h.FastInterceptTimeout = orDefault(h.FastInterceptTimeout, 5*time.Second)            // D18
+	h.InterceptTimeout = orDefault(h.InterceptTimeout, 30*time.Second)                   // D18
+	h.MaxInterceptTimeout = orDefault(h.MaxInterceptTimeout, defaultMaxInterceptTimeout) // D18
+	h.MaxParallelStarts = orDefault(h.MaxParallelStarts, 4)                              // D10
+	h.StderrTailBytes = orDefault(h.StderrTailBytes, defaultTailSize)
+	h.UIHost = cmp.Or(h.UIHost, UIHostHeadless)
+	h.Redactor = cmp.Or(h.Redactor, defaultRedactor()) // one compiled default for every generation
+	if h.Env == nil {
+		h.Env = os.Environ()
+	}
+	h.Conn.host = true
+	h.Streams = h.Streams.withDefaults()
+	h.Content = h.Content.withDefaults()
+	return &h
+}
+
+// Runtime is one generation of started sidecars: their slot ownership and
+// the chains built from them. Create it with [Host.Start]; Close stops it.
+type Runtime struct {
+	cfg        *Host
+	sidecars   []*sidecar // started, in installed order
+	byID       map[string]*sidecar
+	slots      map[string]string    // slot → owning plugin (D17)
+	paramSlots bool                 // some plugin owns a tool:<name> slot (D28)
+	chains     map[Point][]*sidecar // D15 order, without the point's slot owner
+
+	mu       sync.Mutex // protects warnings, warned
+	warnings []Warning
+	warned   map[string]bool // category|plugin already warned (D19, D20)
+
+	opsMu   sync.Mutex // protects ops, idle
+	ops     int        // operations in flight, for reload-on-idle (D14)
+	idle    chan struct{}
+	closing bool
+
+	reloading atomic.Bool // a reload of this generation is waiting or building (D14)
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Declaration returns the answer the running sidecar of plugin id gave to
+// extension/initialize (D9), and false when no sidecar of that plugin
+// runs in this generation.
+func (rt *Runtime) Declaration(id string) (InitializeResult, bool) {
+	if s := rt.byID[id]; s != nil {
+		return s.result, true
+	}
+	return InitializeResult{}, false
+}
+
+// Warnings returns the generation's warnings so far: first the startup
+// warnings in installed order, then those of its operations as they came.
+func (rt *Runtime) Warnings() []Warning {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	return append([]Warning(nil), rt.warnings...)
+}
+
+// Start builds one runtime generation (D10): every installed, enabled
+// runtime plugin in installed order, at most MaxParallelStarts initializing
+// at once, all under one StartupTimeout deadline. Slot claims are checked
+// first, so a collision starts nothing (D17). A required plugin's failure
+// stops every started sidecar and fails Start; an optional one's becomes a
+// warning.
+func (h *Host) Start(ctx context.Context) (*Runtime, error) {
+	cfg := h.withDefaults()
+	cfg.bound = h.binding()
+	rt, err := cfg.start(ctx)
+	if err == nil {
+		cfg.bound.set(cfg.Session) // D24: the UI shows this generation now
+	}
+	return rt, err
+}
+
+// start builds a generation from cfg, a Host with its defaults applied.
+func (cfg *Host) start(ctx context.Context) (*Runtime, error) {
+	if strings.TrimSpace(cfg.Session.SessionID) == "" || strings.TrimSpace(cfg.Session.WorkspaceRoot) == "" {
+		return nil, errors.New("extension: Host.Session needs a SessionID and a WorkspaceRoot")
+	}
+	gates, err := launchablePlugins(cfg.Home, cfg.Session.WorkspaceRoot)
+	if err != nil {
+		return nil, err
+	}
+	for _, g := range gates {
+		if g.err != nil && g.required {
+			// D10: a required plugin that may not launch fails the
+			// generation before anything starts.
+			return nil, fmt.Errorf("required extension runtime %s failed to start: %w", g.id, &StartError{Plugin: g.id, Stage: "resolve", Err: g.err})
+		}
+	}
+	rt := &Runtime{cfg: cfg, byID: map[string]*sidecar{}, warned: map[string]bool{}}
+	if err := rt.claimSlots(gates); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, cfg.StartupTimeout)
+	defer cancel()
+	started, errs := make([]*sidecar, len(gates)), make([]error, len(gates))
+	sem := make(chan struct{}, cfg.MaxParallelStarts)
+	var wg sync.WaitGroup
+	for i, g := range gates {
+		// D10: launches begin in installed order; the semaphore keeps at
+		// most MaxParallelStarts in their initialization, and nothing
+		// launches once the shared deadline has passed.
+		if g.err == nil {
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+			}
+			g.err = ctx.Err()
+		}
+		if g.err != nil {
+			if g.spec != nil {
+				g.err = fmt.Errorf("startup stopped before launch: %w", g.err)
+			}
+			errs[i] = &StartError{Plugin: g.id, Stage: "resolve", Err: g.err}
+			continue
+		}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			started[i], errs[i] = launchSidecar(ctx, g.spec, cfg, rt)
+		})
+	}
+	wg.Wait()
+	// Startup warnings come in installed order (D10), refusals of the
+	// launch gate and failed starts alike, once the outcome is known.
+	var failed error
+	var warnings []Warning
+	for i, err := range errs {
+		switch id := gates[i].id; {
+		case err == nil:
+			rt.sidecars = append(rt.sidecars, started[i])
+			rt.byID[id] = started[i]
+		case gates[i].required && failed == nil:
+			failed = fmt.Errorf("required extension runtime %s failed to start: %w", id, err)
+		case !gates[i].required:
+			warnings = append(warnings, Warning{Plugin: id, Err: fmt.Errorf("optional extension runtime failed to start: %w", err)})
+		}
+	}
+	if failed != nil {
+		rt.Close()
+		return nil, failed
+	}
+	if err := rt.checkBaseCatalog(); err != nil {
+		rt.Close()
+		return nil, err
+	}
+	for _, w := range warnings {
+		rt.warn(w)
+	}
+	rt.buildChains()
+	return rt, nil
+}
+
+func (rt *Runtime) warn(w Warning) {
+	rt.mu.Lock()
+	rt.warnings = append(rt.warnings, w)
+	rt.mu.Unlock()
+	if rt.cfg.OnWarning != nil {
+		rt.cfg.OnWarning(w)
+	}
+}
+
+// warnOnce warns about plugin once per category per generation (D19,
+// D20); err is built only for that first time, since a drop at a full
+// queue can come on every event.
+func (rt *Runtime) warnOnce(category, plugin string, err func() error) {
+	rt.mu.Lock()
+	key := category + "|" + plugin
+	seen := rt.warned[key]
+	rt.warned[key] = true
+	rt.mu.Unlock()
+	if !seen {
+		rt.warn(Warning{Plugin: plugin, Err: err()})
+	}
+}
+
+// SlotConflictError reports two plugins that claim one slot (D17).
+type SlotConflictError struct {
+	Slot          string
+	First, Second string // the plugins, in installed order
+}
+
+// Error names the slot and both plugins.
+func (e *SlotConflictError) Error() string {
+	return fmt.Sprintf("extension slot %q is claimed by both %s and %s; a slot has exactly one owner", e.Slot, e.First, e.Second)
+}
+
+// claimSlots records each slot's owner from the replaces of the manifests
+// that passed the launch gate and fails on the second claimant, before
+// anything starts (D17).
+func (rt *Runtime) claimSlots(gates []gated) error {
+	rt.slots = map[string]string{}
+	for _, g := range gates {
+		if g.spec == nil {
+			continue // refused: it claims nothing
+		}
+		for _, slot := range g.spec.Runtime.Replaces {
+			if owner, taken := rt.slots[slot]; taken && owner != g.id {
+				return &SlotConflictError{Slot: slot, First: owner, Second: g.id}
+			}
+			rt.slots[slot] = g.id
+			rt.paramSlots = rt.paramSlots || strings.HasPrefix(slot, "tool:")
+		}
+	}
+	return nil
+}
+
+// Close stops every sidecar of the generation in parallel (D11) and joins
+// everything they started. It returns the stop errors joined (reason
+// shutdown_timeout for a sidecar that had to be killed), or nil. Close is
+// idempotent.
+func (rt *Runtime) Close() error {
+	rt.closeOnce.Do(func() {
+		rt.opsMu.Lock()
+		rt.closing = true
+		rt.opsMu.Unlock()
+		errs := make([]error, len(rt.sidecars))
+		var wg sync.WaitGroup
+		for i, s := range rt.sidecars {
+			wg.Go(func() { errs[i] = s.stop() })
+		}
+		wg.Wait()
+		rt.closeErr = errors.Join(errs...)
+	})
+	return rt.closeErr
+}
+
+// begin and end bracket an operation so that a reload can wait for idle.
+func (rt *Runtime) begin() error {
+	rt.opsMu.Lock()
+	defer rt.opsMu.Unlock()
+	if rt.closing {
+		return Errorf(ReasonProviderInterrupted, "the runtime generation is closed or retired")
+	}
+	rt.ops++
+	return nil
+}
+
+func (rt *Runtime) end() {
+	rt.opsMu.Lock()
+	defer rt.opsMu.Unlock()
+	rt.ops--
+	if rt.ops == 0 && rt.idle != nil {
+		close(rt.idle)
+		rt.idle = nil
+	}
+}
+
+// waitIdle waits until no operation is in flight.
+func (rt *Runtime) waitIdle(ctx context.Context) error {
+	rt.opsMu.Lock()
+	if rt.ops == 0 {
+		rt.opsMu.Unlock()
+		return nil
+	}
+	if rt.idle == nil {
+		rt.idle = make(chan struct{})
+	}
+	idle := rt.idle
+	rt.opsMu.Unlock()
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// ErrReloadPending is returned by Reload when another reload is already
+// waiting or building: at most one waits (D14).
+var ErrReloadPending = errors.New("extension: a reload is already waiting")
+
+// Reload replaces old with a new generation (D14). It waits until old is
+// idle, builds a complete new generation (start, handshake, slot
+// ownership) with the session's generation number incremented, and only
+// on full success retires old: old takes no new operation, finishes the
+// ones in flight, and stops. On failure old keeps serving untouched and the
+// error says why. The caller swaps its pointer to the returned Runtime;
+// operations started on old after Reload returned fail with
+// provider_interrupted. One reload of a generation runs at a time;
+// another asked for meanwhile gets [ErrReloadPending].
+func (h *Host) Reload(ctx context.Context, old *Runtime) (*Runtime, error) {
+	if !old.reloading.CompareAndSwap(false, true) {
+		return nil, ErrReloadPending
+	}
+	defer old.reloading.Store(false)
+	if err := old.waitIdle(ctx); err != nil {
+		return nil, err
+	}
+	cfg := h.withDefaults()
+	cfg.bound = h.binding()
+	cfg.Session.Generation = old.cfg.Session.Generation + 1
+	next, err := cfg.start(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reload: the new generation failed, the old one keeps serving: %w", err)
+	}
+	cfg.bound.set(cfg.Session) // D24: before the old one retires, its late publishes are stale
+	old.retire(ctx)
+	return next, nil
+}
+
+// retire stops a generation that a reload replaced (D14): it takes no new
+// operation, lets the ones in flight finish (until ctx ends), then closes.
+func (rt *Runtime) retire(ctx context.Context) {
+	rt.opsMu.Lock()
+	rt.closing = true
+	rt.opsMu.Unlock()
+	rt.waitIdle(ctx)
+	rt.Close()
+}

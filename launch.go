@@ -2,7 +2,7 @@ package extension
 
 // The launch gate (D8, PROTOCOL.md §3.1): which installed plugins may
 // start, and exactly how. A sidecar is not sandboxed: it runs as the user,
-// outside any tool sandbox, with the host's full environment; trust.go
+// outside any tool sandbox, with the host's full environment; manifest.go
 // says what that grants.
 
 import (

@@ -3,10 +3,14 @@ package extension
 import (
 	"encoding/json"
 	"errors"
+	"flag"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -642,5 +646,760 @@ func TestParseManifestD8RejectsEnvKeysDifferingOnlyByCase(t *testing.T) {
 	m, err := ParseManifest([]byte(v1(`,"env":{"A_B":"1","A_C":"2"}`)))
 	if err != nil || len(m.Runtime.Env) != 2 {
 		t.Errorf("distinct keys: %v, %v", m, err)
+	}
+}
+
+// updateGolden rewrites the golden files under testdata/ instead of
+// comparing against them: go test -run Golden -update.
+var updateGolden = flag.Bool("update", false, "rewrite golden files under testdata/")
+
+// resolveLaunch runs the launch gate for the installed plugin id, the way
+// a host resolves one plugin: a plugin missing from
+// <home>/plugin-packages.json is refused with [ErrNotInstalled], an
+// unreadable record with its [*PackagesError], both as a [*LaunchError].
+func resolveLaunch(home, id, workspaceRoot string) (*launchSpec, error) {
+	pkgs, err := LoadPackages(home)
+	if err != nil {
+		return nil, &LaunchError{Plugin: id, Cause: err}
+	}
+	e := findEntry(pkgs, id)
+	if e == nil {
+		// D8: only an installed plugin launches.
+		return nil, &LaunchError{Plugin: id, Cause: fmt.Errorf("%w in %s; install it first", ErrNotInstalled, filepath.Join(home, packagesFile))}
+	}
+	return launchGate(home, e, workspaceRoot)
+}
+
+// installRuntime writes a plugin whose runtime runs command, installs it
+// into home (linked) as name and returns its directory.
+func installRuntime(t *testing.T, home, name, command string, opts InstallOptions) string {
+	t.Helper()
+	dir := writePlugin(t, filepath.Join(t.TempDir(), name), runtimeManifest(name, command))
+	opts.Link = true
+	if _, err := Install(home, dir, opts); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// refuseCommands installs one plugin per command, each in its own home,
+// and checks that the launch gate refuses every one with sentinel.
+func refuseCommands(t *testing.T, name string, sentinel error, commands ...string) {
+	t.Helper()
+	for _, command := range commands {
+		t.Run(command, func(t *testing.T) {
+			home := t.TempDir()
+			installRuntime(t, home, name, command, InstallOptions{})
+			spec, err := resolveLaunch(home, name, "")
+			wantRefusal(t, spec, err, name, sentinel)
+		})
+	}
+}
+
+// wantRefusal checks a launch-gate refusal: no spec, a *LaunchError for
+// plugin wrapping sentinel, and a message naming the plugin.
+func wantRefusal(t *testing.T, spec *launchSpec, err error, plugin string, sentinel error) {
+	t.Helper()
+	if spec != nil {
+		t.Errorf("spec = %+v, want nil: a refused plugin must not reach the process layer", spec)
+	}
+	var le *LaunchError
+	if !errors.As(err, &le) {
+		t.Fatalf("err = %v (%T), want *LaunchError", err, err)
+	}
+	if le.Plugin != plugin {
+		t.Errorf("LaunchError.Plugin = %q, want %q", le.Plugin, plugin)
+	}
+	if !errors.Is(err, sentinel) {
+		t.Errorf("err = %v, want errors.Is(err, %v)", err, sentinel)
+	}
+	if msg := err.Error(); !strings.Contains(msg, `"`+plugin+`"`) || !strings.Contains(msg, sentinel.Error()) {
+		t.Errorf("Error() = %q, want it to name %q and the cause %q", msg, plugin, sentinel)
+	}
+}
+
+func TestLaunchGateD8RefusesUninstalledPlugin(t *testing.T) {
+	home := t.TempDir()
+	spec, err := resolveLaunch(home, "ghost", "")
+	wantRefusal(t, spec, err, "ghost", ErrNotInstalled)
+
+	installRuntime(t, home, "present", "/opt/present", InstallOptions{})
+	spec, err = resolveLaunch(home, "ghost", "")
+	wantRefusal(t, spec, err, "ghost", ErrNotInstalled)
+}
+
+func TestLaunchGateD8RefusesDisabledPlugin(t *testing.T) {
+	home := t.TempDir()
+	installRuntime(t, home, "off", "/opt/off", InstallOptions{})
+	if err := SetEnabled(home, "off", false); err != nil {
+		t.Fatal(err)
+	}
+	spec, err := resolveLaunch(home, "off", "")
+	wantRefusal(t, spec, err, "off", ErrDisabled)
+}
+
+func TestLaunchGateD8RefusesPluginWithoutRuntime(t *testing.T) {
+	manifests := map[string]string{
+		"v1 without runtime": `{"apiVersion":"reasonix.io/plugin/v1","name":"p","contributes":{"commands":[]}}`,
+		"legacy":             `{"name":"p","version":"1.0"}`,
+	}
+	for name, manifest := range manifests {
+		t.Run(name, func(t *testing.T) {
+			home := t.TempDir()
+			dir := writePlugin(t, filepath.Join(t.TempDir(), "p"), manifest)
+			if _, err := Install(home, dir, InstallOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			spec, err := resolveLaunch(home, "p", "")
+			wantRefusal(t, spec, err, "p", ErrNoRuntime)
+		})
+	}
+}
+
+func TestLaunchGateD8RefusesRelativeCommand(t *testing.T) {
+	refuseCommands(t, "rel", ErrRelativeCommand, "bin/plugin", "./plugin", "../up/plugin", `bin\plugin.exe`)
+}
+
+func TestLaunchGateD8RefusesBareCommand(t *testing.T) {
+	refuseCommands(t, "bare", ErrBareCommand, "node", "python3", " plugin.exe ", "env")
+}
+
+func TestLaunchGateD8RefusesShellCommand(t *testing.T) {
+	commands := []string{
+		"sh", "bash", "/bin/sh", "/bin/bash", "/usr/bin/zsh", "/usr/bin/fish", "/bin/dash", "/bin/ksh",
+		"/bin/SH", "/usr/local/bin/Bash", "  /bin/sh  ",
+		`C:\Windows\System32\cmd.exe`, `C:\WINDOWS\system32\CMD.EXE`, `C:\Windows\System32\cmd`,
+		"/usr/bin/powershell", `C:\Program Files\PowerShell\7\pwsh.exe`, "/opt/microsoft/powershell/7/pwsh",
+		"powershell.exe", "/mnt/c/PowerShell.exe",
+		"${REASONIX_PLUGIN_ROOT}/bin/bash", "${REASONIX_PLUGIN_ROOT}/../../bin/sh",
+	}
+	refuseCommands(t, "shell", ErrShellCommand, commands...)
+}
+
+func TestLaunchGateD8RefusesWindowsShellForms(t *testing.T) {
+	commands := []string{
+		// Windows ignores trailing dots and spaces.
+		`C:\Windows\System32\cmd.exe.`, `C:\Windows\System32\cmd.exe . .`, `C:\Windows\System32\cmd.`, "/bin/sh.", "/bin/bash ",
+		// .exe and .com are optional, for every shell name.
+		`C:\Git\bin\bash.exe`, "/opt/x/sh.exe", `C:\tools\ZSH.EXE`, "/opt/x/dash.com", `C:\Windows\System32\cmd.com`, `C:\x\pwsh.EXE.`,
+		// An NTFS data stream names the same file.
+		`C:\Windows\System32\cmd.exe::$DATA`, `C:\WindowsPowerShell\v1.0\powershell.exe::$data`,
+		// Batch scripts run through cmd.exe, whatever the platform.
+		`C:\plugins\run.bat`, "/opt/p/run.cmd", "${REASONIX_PLUGIN_ROOT}/start.BAT", "${REASONIX_PLUGIN_ROOT}/start.Cmd. ",
+	}
+	refuseCommands(t, "shell", ErrShellCommand, commands...)
+}
+
+func TestLaunchGateD8RefusesCommandLinkedToShell(t *testing.T) {
+	shells := t.TempDir()
+	for _, name := range []string{"bash", "plugin"} {
+		if err := os.WriteFile(filepath.Join(shells, name), []byte("#!binary"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	home := t.TempDir()
+	dir := installRuntime(t, home, "linked", "${REASONIX_PLUGIN_ROOT}/bin/run", InstallOptions{})
+	// bin/run -> bin/tool -> <shells>/bash: a chain ending at a shell.
+	if !symlinkOrReturn(t, "tool", filepath.Join(dir, "bin", "run")) ||
+		!symlinkOrReturn(t, filepath.Join(shells, "bash"), filepath.Join(dir, "bin", "tool")) {
+		return
+	}
+	spec, err := resolveLaunch(home, "linked", "")
+	wantRefusal(t, spec, err, "linked", ErrShellCommand)
+	if _, err := TrustPlugin(dir, ""); !errors.Is(err, ErrShellCommand) {
+		t.Errorf("TrustPlugin: err = %v, want ErrShellCommand", err)
+	}
+	// The same link to a non-shell launches, under the name written.
+	if err := os.Remove(filepath.Join(dir, "bin", "tool")); err != nil {
+		t.Fatal(err)
+	}
+	if !symlinkOrReturn(t, filepath.Join(shells, "plugin"), filepath.Join(dir, "bin", "tool")) {
+		return
+	}
+	spec, err = resolveLaunch(home, "linked", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(dir, "bin", "run"); spec.Command != want {
+		t.Errorf("Command = %q, want %q", spec.Command, want)
+	}
+}
+
+func TestLaunchGateD8AllowsAbsoluteNonShellCommands(t *testing.T) {
+	abs := string(filepath.Separator) + filepath.Join("usr", "bin", "env")
+	for _, command := range []string{abs, "/bin/bashful", "/opt/sh-tools/plugin", "/opt/x/shell.exe", "/opt/x/bat", "/opt/x/run.sh", "/opt/cmd.d/plugin", "/usr/bin/python3"} {
+		t.Run(command, func(t *testing.T) {
+			if !filepath.IsAbs(command) {
+				t.Logf("%q is not absolute on this platform; checking only that it is not refused as a shell", command)
+			}
+			home := t.TempDir()
+			installRuntime(t, home, "ok", command, InstallOptions{})
+			spec, err := resolveLaunch(home, "ok", "")
+			if !filepath.IsAbs(command) {
+				if errors.Is(err, ErrShellCommand) {
+					t.Errorf("err = %v, want no shell refusal", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("err = %v, want a spec", err)
+			}
+			if spec.Command != command {
+				t.Errorf("Command = %q, want %q", spec.Command, command)
+			}
+		})
+	}
+}
+
+func TestLaunchGateD8RefusesProjectRuntime(t *testing.T) {
+	t.Run("project scope", func(t *testing.T) {
+		home := t.TempDir()
+		installRuntime(t, home, "proj", "/opt/proj", InstallOptions{Scope: ScopeProject})
+		spec, err := resolveLaunch(home, "proj", t.TempDir())
+		wantRefusal(t, spec, err, "proj", ErrProjectRuntime)
+		spec, err = resolveLaunch(home, "proj", "")
+		wantRefusal(t, spec, err, "proj", ErrProjectRuntime)
+	})
+	t.Run("root in the workspace's .reasonix", func(t *testing.T) {
+		home := t.TempDir()
+		ws := t.TempDir()
+		dir := writePlugin(t, filepath.Join(ws, ".reasonix", "plugins", "local"), runtimeManifest("local", "${REASONIX_PLUGIN_ROOT}/bin/local"))
+		if _, err := Install(home, dir, InstallOptions{Link: true}); err != nil {
+			t.Fatal(err)
+		}
+		spec, err := resolveLaunch(home, "local", ws)
+		wantRefusal(t, spec, err, "local", ErrProjectRuntime)
+		// The same package seen from another workspace is user-level.
+		if _, err := resolveLaunch(home, "local", t.TempDir()); err != nil {
+			t.Errorf("from another workspace: err = %v, want a spec", err)
+		}
+	})
+	t.Run("home in the workspace's .reasonix", func(t *testing.T) {
+		ws := t.TempDir()
+		home := filepath.Join(ws, ".reasonix")
+		src := writePlugin(t, filepath.Join(t.TempDir(), "copied"), runtimeManifest("copied", "${REASONIX_PLUGIN_ROOT}/bin/x"))
+		if _, err := Install(home, src, InstallOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		spec, err := resolveLaunch(home, "copied", ws)
+		wantRefusal(t, spec, err, "copied", ErrProjectRuntime)
+	})
+	t.Run("through a symlinked workspace", func(t *testing.T) {
+		home := t.TempDir()
+		ws := t.TempDir()
+		dir := writePlugin(t, filepath.Join(ws, ".reasonix", "p"), runtimeManifest("p", "/opt/p"))
+		alias := filepath.Join(t.TempDir(), "alias")
+		if err := os.Symlink(ws, alias); err != nil {
+			t.Logf("no symlinks here (%v); the lexical case is covered above", err)
+			return
+		}
+		if _, err := Install(home, dir, InstallOptions{Link: true}); err != nil {
+			t.Fatal(err)
+		}
+		spec, err := resolveLaunch(home, "p", alias)
+		wantRefusal(t, spec, err, "p", ErrProjectRuntime)
+	})
+}
+
+func TestLaunchGateD8RefusesBrokenManifest(t *testing.T) {
+	home := t.TempDir()
+	dir := installRuntime(t, home, "broken", "/opt/broken", InstallOptions{})
+	// The manifest changes after the install: the gate reads it again.
+	if err := os.WriteFile(filepath.Join(dir, ManifestFile), []byte(v1(`,"priority":5000`)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	spec, err := resolveLaunch(home, "broken", "")
+	var le *LaunchError
+	var me *ManifestError
+	if spec != nil || !errors.As(err, &le) || !errors.As(err, &me) || me.Field != "runtime.priority" {
+		t.Fatalf("got %+v, %v; want a *LaunchError wrapping the *ManifestError", spec, err)
+	}
+	if le.Plugin != "broken" {
+		t.Errorf("Plugin = %q, want %q", le.Plugin, "broken")
+	}
+}
+
+func TestLaunchGateD8ExpandsPluginRootPrefixOnly(t *testing.T) {
+	home := t.TempDir()
+	tests := []struct {
+		name, command string
+		want          func(root string) string
+		sentinel      error
+	}{
+		{"prefix", "${REASONIX_PLUGIN_ROOT}/bin/plugin", func(root string) string { return filepath.Join(root, "bin", "plugin") }, nil},
+		{"trimmed", " \t${REASONIX_PLUGIN_ROOT}/bin/plugin\n", func(root string) string { return filepath.Join(root, "bin", "plugin") }, nil},
+		{"cleaned", "${REASONIX_PLUGIN_ROOT}/bin/../libexec/plugin", func(root string) string { return filepath.Join(root, "libexec", "plugin") }, nil},
+		{"not a general expansion", "${HOME}/plugin", nil, ErrRelativeCommand},
+		{"only as a prefix", "bin/${REASONIX_PLUGIN_ROOT}/plugin", nil, ErrRelativeCommand},
+		{"$VAR form is not the prefix", "$REASONIX_PLUGIN_ROOT/bin/plugin", nil, ErrRelativeCommand},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			name := "expand" + string(rune('a'+i))
+			dir := installRuntime(t, home, name, tt.command, InstallOptions{})
+			spec, err := resolveLaunch(home, name, "")
+			if tt.sentinel != nil {
+				wantRefusal(t, spec, err, name, tt.sentinel)
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := tt.want(dir); spec.Command != want {
+				t.Errorf("Command = %q, want %q", spec.Command, want)
+			}
+			if spec.Root != dir {
+				t.Errorf("Root = %q, want %q", spec.Root, dir)
+			}
+		})
+	}
+}
+
+func TestLaunchGateD8PluginIDIsInstalledName(t *testing.T) {
+	tests := []struct {
+		name        string
+		opts        InstallOptions
+		wantID      string
+		wantVersion string
+	}{
+		{"manifest name and version", InstallOptions{}, "starter-extension", "0.1.0"},
+		{"installed name", InstallOptions{Name: "renamed"}, "renamed", "0.1.0"},
+		{"installed version", InstallOptions{Name: "pinned", Version: "9.9.9"}, "pinned", "9.9.9"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			home := t.TempDir()
+			if _, err := Install(home, filepath.Join("sdk", "examples", "starter"), tt.opts); err != nil {
+				t.Fatal(err)
+			}
+			spec, err := resolveLaunch(home, tt.wantID, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if spec.ID != tt.wantID || spec.Version != tt.wantVersion || spec.Manifest.Name != "starter-extension" {
+				t.Errorf("ID, Version, manifest name = %q, %q, %q; want %q, %q, %q",
+					spec.ID, spec.Version, spec.Manifest.Name, tt.wantID, tt.wantVersion, "starter-extension")
+			}
+			env := spec.env(nil)
+			for _, kv := range []string{"REASONIX_PLUGIN_NAME=" + tt.wantID, "REASONIX_PLUGIN_VERSION=" + tt.wantVersion} {
+				if !slices.Contains(env, kv) {
+					t.Errorf("Env = %q, want it to hold %q", env, kv)
+				}
+			}
+			if tt.wantID != "starter-extension" {
+				if _, err := resolveLaunch(home, "starter-extension", ""); !errors.Is(err, ErrNotInstalled) {
+					t.Errorf("the manifest name resolved too: err = %v, want ErrNotInstalled", err)
+				}
+			}
+		})
+	}
+}
+
+func TestLaunchSpecD8EnvLayering(t *testing.T) {
+	home := t.TempDir()
+	dir := writePlugin(t, filepath.Join(t.TempDir(), "envy"), `{"apiVersion":"reasonix.io/plugin/v1","name":"envy","version":"1.0.0",
+		"runtime":{"command":"/opt/envy","env":{"FOO":"manifest","BAR":"1","REASONIX_PLUGIN_NAME":"forged","REASONIX_PLUGIN_ROOT":"/forged","REASONIX_PLUGIN_VERSION":"6.6.6"}}}`)
+	if _, err := Install(home, dir, InstallOptions{Link: true, Name: "envy-installed"}); err != nil {
+		t.Fatal(err)
+	}
+	spec, err := resolveLaunch(home, "envy-installed", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := []string{"PATH=/usr/bin", "REASONIX_TEST_MARKER=inherited", "FOO=base", "REASONIX_PLUGIN_NAME=from-host", "SECRET_TOKEN=kept-unfiltered"}
+	got := spec.env(base)
+	want := []string{
+		"PATH=/usr/bin",
+		"REASONIX_TEST_MARKER=inherited",
+		"FOO=manifest",
+		"REASONIX_PLUGIN_NAME=envy-installed",
+		"SECRET_TOKEN=kept-unfiltered",
+		"BAR=1",
+		"REASONIX_PLUGIN_ROOT=" + dir,
+		"REASONIX_PLUGIN_VERSION=1.0.0",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Env =\n%q\nwant\n%q", got, want)
+	}
+	if base[2] != "FOO=base" {
+		t.Errorf("Env modified its base argument: %q", base)
+	}
+}
+
+func TestLaunchGateD10StarterManifestInstallsAndResolves(t *testing.T) {
+	home := t.TempDir()
+	if _, err := Install(home, filepath.Join("sdk", "examples", "starter"), InstallOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	specs, refused := splitGates(home, t.TempDir())
+	if len(refused) != 0 || len(specs) != 1 {
+		t.Fatalf("LaunchablePlugins = %d specs, refusals %v; want 1, none", len(specs), refused)
+	}
+	spec := specs[0]
+	root, err := filepath.Abs(filepath.Join(home, "plugins", "starter-extension"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spec.Root != root || !filepath.IsAbs(spec.Root) {
+		t.Errorf("Root = %q, want %q", spec.Root, root)
+	}
+	if want := filepath.Join(root, "bin", "starter-extension.exe"); spec.Command != want {
+		t.Errorf("Command = %q, want %q", spec.Command, want)
+	}
+	if len(spec.Args) != 0 {
+		t.Errorf("Args = %q, want none", spec.Args)
+	}
+	want := ManifestExpectation{Intercepts: []string{"input.receive"}, Capabilities: []string{"interceptors"}}
+	if got := spec.Runtime.expectation(); !reflect.DeepEqual(got, want) {
+		t.Errorf("Expectation = %+v, want %+v", got, want)
+	}
+}
+
+func TestLaunchablePluginsD10InstalledOrderAndRefusals(t *testing.T) {
+	home := t.TempDir()
+	ws := t.TempDir()
+	installRuntime(t, home, "zulu", "/opt/zulu", InstallOptions{})
+	installRuntime(t, home, "shell", "/bin/sh", InstallOptions{})
+	installRuntime(t, home, "off", "/opt/off", InstallOptions{})
+	if err := SetEnabled(home, "off", false); err != nil {
+		t.Fatal(err)
+	}
+	plain := writePlugin(t, filepath.Join(t.TempDir(), "plain"), `{"apiVersion":"reasonix.io/plugin/v1","name":"plain"}`)
+	if _, err := Install(home, plain, InstallOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	installRuntime(t, home, "proj", "/opt/proj", InstallOptions{Scope: ScopeProject})
+	required := writePlugin(t, filepath.Join(t.TempDir(), "req"), `{"apiVersion":"reasonix.io/plugin/v1","name":"req","runtime":{"command":"node","required":true}}`)
+	if _, err := Install(home, required, InstallOptions{Link: true}); err != nil {
+		t.Fatal(err)
+	}
+	installRuntime(t, home, "alpha", "/opt/alpha", InstallOptions{})
+
+	specs, refused := splitGates(home, ws)
+	var ids []string
+	for _, s := range specs {
+		ids = append(ids, s.ID)
+	}
+	if want := []string{"zulu", "alpha"}; !reflect.DeepEqual(ids, want) {
+		t.Errorf("launchable = %q, want %q (installed order)", ids, want)
+	}
+	wantRefused := []struct {
+		plugin   string
+		sentinel error
+		required bool
+	}{
+		{"shell", ErrShellCommand, false},
+		{"proj", ErrProjectRuntime, false},
+		{"req", ErrBareCommand, true},
+	}
+	if len(refused) != len(wantRefused) {
+		t.Fatalf("refusals = %v, want %d", refused, len(wantRefused))
+	}
+	for i, w := range wantRefused {
+		var le *LaunchError
+		if !errors.As(refused[i], &le) || le.Plugin != w.plugin || !errors.Is(refused[i], w.sentinel) || le.Required != w.required {
+			t.Errorf("refusal %d = %v, want %s refused with %v (required %v)", i, refused[i], w.plugin, w.sentinel, w.required)
+		}
+	}
+}
+
+func TestLaunchablePluginsCorruptRecord(t *testing.T) {
+	home := t.TempDir()
+	if err := os.WriteFile(filepath.Join(home, packagesFile), []byte(`{"version":1,"packages":[`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	specs, refused := splitGates(home, "")
+	var pe *PackagesError
+	if specs != nil || len(refused) != 1 || !errors.As(refused[0], &pe) || !errors.Is(refused[0], ErrCorruptPackages) {
+		t.Errorf("got %v, %v; want no specs and one *PackagesError", specs, refused)
+	}
+	spec, err := resolveLaunch(home, "any", "")
+	if spec != nil || !errors.Is(err, ErrCorruptPackages) {
+		t.Errorf("ResolveLaunch = %v, %v; want nil, ErrCorruptPackages", spec, err)
+	}
+}
+
+func TestTrustSummaryGolden(t *testing.T) {
+	tests := []struct {
+		name    string // golden file name under testdata/manifests
+		fixture string // plugin directory
+		id      string
+		opts    InstallOptions
+	}{
+		{"starter", filepath.Join("sdk", "examples", "starter"), "starter-extension", InstallOptions{}},
+		{"full", filepath.Join("testdata", "manifests", "full"), "full", InstallOptions{Name: "full"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			home := t.TempDir()
+			if _, err := Install(home, tt.fixture, tt.opts); err != nil {
+				t.Fatal(err)
+			}
+			spec, err := resolveLaunch(home, tt.id, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Text quotes the root, doubling a Windows backslash.
+			quotedRoot := strconv.Quote(spec.Root)
+			got := strings.ReplaceAll(spec.trust().Text(), quotedRoot[1:len(quotedRoot)-1], "<root>")
+			got = filepath.ToSlash(strings.ReplaceAll(got, `\\`, `\`))
+			checkGolden(t, filepath.Join("testdata", "manifests", tt.name+".golden"), got)
+		})
+	}
+	t.Run("constructed", func(t *testing.T) {
+		s := TrustSummary{
+			Plugin: "acme", ManifestName: "acme-tools", Version: "", Root: "/home/u/.reasonix/plugins/acme",
+			Command: "/home/u/.reasonix/plugins/acme/bin/acme", Args: []string{"--listen", "with space", ""},
+			EnvKeys: []string{"ACME_KEY", "ACME_MODE"}, Priority: 1000, Slots: []string{"provider:plugin/acme/local/m1", "tool:search"},
+			Capabilities: []string{"providers", "strategies"}, Providers: []string{"plugin/acme/local/m1"},
+		}
+		checkGolden(t, filepath.Join("testdata", "manifests", "constructed.golden"), s.Text())
+	})
+	t.Run("linked and clamped", func(t *testing.T) {
+		s := TrustSummary{
+			Plugin: "dev", Version: "0.0.1-dev", Root: "/src/dev-plugin", Linked: true,
+			Command: "/src/dev-plugin/bin/dev", TimeoutMillis: 90000,
+			Intercepts: []Point{ToolBefore}, Capabilities: []string{"ui"},
+		}
+		checkGolden(t, filepath.Join("testdata", "manifests", "linked.golden"), s.Text())
+	})
+}
+
+func TestTrustSummaryD8TextCannotBeSpoofed(t *testing.T) {
+	// What a hostile manifest or record would write if the parser let it
+	// (TrustSummary can also be built directly): rows that fake "none",
+	// and escapes that hide the real rows or clear the line.
+	const fake = "X\n  intercepts:     none\n  capabilities:   none\x1b[8m"
+	s := TrustSummary{
+		Plugin: "p", ManifestName: "p\x1b[2K", Version: "1.0\r  required:       no", Root: "/r\u009b8m",
+		Command: "/r/bin/p\x1b]8;;http://x\x07", Args: []string{fake, "a\x00b"}, EnvKeys: []string{fake, "\x7f"},
+		Slots: []string{"tool:" + fake}, Capabilities: []string{"providers", "ui"},
+		Providers: []string{"plugin/p/a/" + fake}, UIActions: []string{fake},
+	}
+	text := s.Text()
+	if r := controlChar(strings.ReplaceAll(text, "\n", "")); r >= 0 {
+		t.Errorf("Text carries the control character %U:\n%s", r, text)
+	}
+	plain := TrustSummary{Plugin: "p", ManifestName: "q", Version: "1", Root: "/r", Command: "/r/bin/p", Capabilities: []string{"providers", "ui"}}
+	if got, want := strings.Count(text, "\n"), strings.Count(plain.Text(), "\n"); got != want {
+		t.Errorf("Text has %d lines, want %d: fields added rows\n%s", got, want, text)
+	}
+	for _, want := range []string{
+		`version "1.0\r  required:       no"`, `"p\x1b[2K"`, `"/r\u009b8m"`, `"/r/bin/p\x1b]8;;http://x\a"`,
+		strconv.Quote(fake), `"a\x00b"`, `"\x7f"`, strconv.Quote("tool:" + fake),
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("Text lacks %s:\n%s", want, text)
+		}
+	}
+}
+
+func checkGolden(t *testing.T, path, got string) {
+	t.Helper()
+	if *updateGolden {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -run Golden -update to create it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs (go test -run Golden -update rewrites it)\ngot:\n%s\nwant:\n%s", path, got, want)
+	}
+}
+
+func TestTrustSummaryStructuredData(t *testing.T) {
+	home := t.TempDir()
+	if _, err := Install(home, filepath.Join("testdata", "manifests", "full"), InstallOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	spec, err := resolveLaunch(home, "full-extension", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := TrustSummary{
+		Plugin: "full-extension", ManifestName: "full-extension", Version: "1.2.3", Root: spec.Root,
+		Command: filepath.Join(spec.Root, "bin", "full-extension"), Args: []string{"--mode", "full"},
+		EnvKeys: []string{"FULL_LOG", "FULL_TOKEN"}, Required: true, Priority: -10, TimeoutMillis: 2500,
+		Intercepts:   []Point{InputReceive, ToolBefore, SystemPromptBuild, SessionStart},
+		Slots:        []string{"system_prompt"},
+		Capabilities: []string{"providers", "ui"},
+		UIActions:    []string{"show-status"},
+	}
+	if got := spec.trust(); !reflect.DeepEqual(got, want) {
+		t.Errorf("Trust =\n%+v\nwant\n%+v", got, want)
+	}
+	if text := spec.trust().Text(); strings.Contains(text, "never shown") {
+		t.Errorf("the summary shows an env value:\n%s", text)
+	}
+}
+
+func TestTrustPluginBeforeInstall(t *testing.T) {
+	s, err := TrustPlugin(filepath.Join("sdk", "examples", "starter"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, _ := filepath.Abs(filepath.Join("sdk", "examples", "starter"))
+	if s.Plugin != "starter-extension" || s.Command != filepath.Join(root, "bin", "starter-extension.exe") {
+		t.Errorf("TrustPlugin = %+v, want starter-extension at %s", s, root)
+	}
+	if !strings.HasPrefix(s.Text(), "FULL TRUST: ") {
+		t.Errorf("Text does not open with the FULL TRUST heading:\n%s", s.Text())
+	}
+	shell := writePlugin(t, filepath.Join(t.TempDir(), "sh"), runtimeManifest("sh-plugin", "/bin/bash"))
+	_, err = TrustPlugin(shell, "renamed")
+	wantRefusal(t, nil, err, "renamed", ErrShellCommand)
+	plain := writePlugin(t, filepath.Join(t.TempDir(), "plain"), `{"name":"plain"}`)
+	_, err = TrustPlugin(plain, "")
+	wantRefusal(t, nil, err, "plain", ErrNoRuntime)
+}
+
+func TestTrustSummaryD8ShowsLinkedInstall(t *testing.T) {
+	home := t.TempDir()
+	installRuntime(t, home, "inplace", "/opt/inplace", InstallOptions{})
+	src := writePlugin(t, filepath.Join(t.TempDir(), "copied"), runtimeManifest("copied", "/opt/copied"))
+	if _, err := Install(home, src, InstallOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for id, linked := range map[string]bool{"inplace": true, "copied": false} {
+		spec, err := resolveLaunch(home, id, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := spec.trust()
+		if spec.Linked != linked || s.Linked != linked || strings.Contains(s.Text(), "\n  linked:") != linked {
+			t.Errorf("%s: spec.Linked %v, summary %v, text:\n%s\nwant linked %v", id, spec.Linked, s.Linked, s.Text(), linked)
+		}
+	}
+}
+
+// TestTrustSummaryD18ShowsTheHostsClamp: the timeout row shows what
+// dispatch will apply, the default 60 s clamp or the host's own.
+func TestTrustSummaryD18ShowsTheHostsClamp(t *testing.T) {
+	cases := []struct {
+		asked, clamp int64
+		want         string
+	}{
+		{90000, 0, "60000 ms per call (the manifest asks for 90000 ms; clamped to 60000 ms)"},
+		{30000, 0, "30000 ms per call\n"},
+		{30000, 20000, "20000 ms per call (the manifest asks for 30000 ms; clamped to 20000 ms)"},
+		{0, 20000, "per-point defaults"},
+	}
+	for _, c := range cases {
+		text := TrustSummary{Plugin: "p", TimeoutMillis: c.asked, MaxTimeoutMillis: c.clamp}.Text()
+		if !strings.Contains(text, "timeout:        "+c.want) {
+			t.Errorf("asked %d, clamp %d: the text has no %q:\n%s", c.asked, c.clamp, c.want, text)
+		}
+	}
+}
+
+// TestLaunchGateD10BrokenRequiredManifestFailsClosed: a manifest that
+// broke after the install but still says runtime.required is refused as
+// required, so the generation fails rather than skipping the plugin.
+func TestLaunchGateD10BrokenRequiredManifestFailsClosed(t *testing.T) {
+	cases := []struct {
+		name, manifest string
+		required       bool
+	}{
+		{"required", v1(`,"priority":5000,"required":true`), true},
+		{"optional", v1(`,"priority":5000`), false},
+		{"not JSON", `{"runtime":{"required":true`, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			home := t.TempDir()
+			dir := installRuntime(t, home, "broken", "/opt/broken", InstallOptions{})
+			if err := os.WriteFile(filepath.Join(dir, ManifestFile), []byte(c.manifest), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, refused := splitGates(home, "")
+			var le *LaunchError
+			if len(refused) != 1 || !errors.As(refused[0], &le) || le.Required != c.required {
+				t.Fatalf("refusals %v, want one *LaunchError with Required %v", refused, c.required)
+			}
+		})
+	}
+}
+
+// splitGates runs launchablePlugins and splits its result into the specs
+// that passed and the refusals, in installed order; an unreadable record
+// is the only refusal.
+func splitGates(home, workspaceRoot string) ([]*launchSpec, []error) {
+	gates, err := launchablePlugins(home, workspaceRoot)
+	if err != nil {
+		return nil, []error{err}
+	}
+	var specs []*launchSpec
+	var refused []error
+	for _, g := range gates {
+		if g.err != nil {
+			refused = append(refused, g.err)
+		} else {
+			specs = append(specs, g.spec)
+		}
+	}
+	return specs, refused
+}
+
+// TestLaunchGateD8RefusesAShellBehindEnv: env runs the program its
+// arguments name, so the gate sees through it, its options and their
+// values, assignments, --, -S strings and nested envs, to refuse a shell;
+// env running anything else stays allowed (stricter than upstream,
+// PROTOCOL.md §11).
+func TestLaunchGateD8RefusesAShellBehindEnv(t *testing.T) {
+	refused := [][]string{
+		{"sh", "-c", "exec node server.js"},
+		{"-i", "bash"},
+		{"-", "zsh"},
+		{"-u", "HOME", "sh"},
+		{"-uHOME", "sh"},
+		{"-iu", "HOME", "dash"},
+		{"-C", "/tmp", "ksh"},
+		{"--unset", "HOME", "--chdir=/tmp", "fish"},
+		{"--ignore-environment", "--unset=HOME", "sh"},
+		{"FOO=1", "BAR=2", "--", "bash", "-c", "x"},
+		{"-S", "sh -c 'exec x'"},
+		{"-Ssh -c x"},
+		{"-iS", "FOO=1 sh -c x"},
+		{"--split-string=bash -c x"},
+		{"--split-string", "-i pwsh"},
+		{"env", "-i", "/bin/sh"},
+		{"/usr/bin/env", "FOO=1", `C:\Windows\System32\cmd.exe`},
+	}
+	for _, args := range refused {
+		if shell, ok := shellBehindEnv("/usr/bin/env", args); !ok {
+			t.Errorf("env %q: not refused, want the shell behind it", args)
+		} else if !isShell(shell) {
+			t.Errorf("env %q: refused naming %q, not a shell", args, shell)
+		}
+	}
+	allowed := [][]string{
+		{"node", "server.js"},
+		{"-i", "FOO=1", "/opt/sidecar/bin/run", "sh"}, // sh is the sidecar's argument
+		{"-u", "sh", "python3", "main.py"},            // sh is the name -u unsets
+		{"-S", "python3 -u main.py"},
+		{}, {"-i"}, {"FOO=1"}, {"--"}, {"-S"},
+	}
+	for _, args := range allowed {
+		if shell, ok := shellBehindEnv("/usr/bin/env", args); ok {
+			t.Errorf("env %q: refused for %q, want it allowed", args, shell)
+		}
+	}
+	if _, ok := shellBehindEnv("/opt/x/run", []string{"sh"}); ok {
+		t.Error("a program that is not env was read as env")
+	}
+
+	// Through the gate, with the manifest's args.
+	dir := writePlugin(t, filepath.Join(t.TempDir(), "e"), `{"apiVersion":"reasonix.io/plugin/v1","name":"e","version":"1.0.0","runtime":{"command":"/usr/bin/env","args":["-i","PATH=/bin","sh","-c","exec node x.js"]}}`)
+	home := t.TempDir()
+	if _, err := Install(home, dir, InstallOptions{Link: true}); err != nil {
+		t.Fatal(err)
+	}
+	spec, err := resolveLaunch(home, "e", "")
+	wantRefusal(t, spec, err, "e", ErrShellCommand)
+	if !strings.Contains(err.Error(), `"/usr/bin/env" runs "sh"`) {
+		t.Errorf("refusal %q, want it to name env and the shell it runs", err)
 	}
 }

@@ -1,12 +1,17 @@
 package extension
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -475,4 +480,550 @@ func (rt *Runtime) OpenStream(ctx context.Context, ref, effort string, req Provi
 		return nil, err
 	}
 	return st, nil
+}
+
+// The default bounds of stream reassembly (D21, PROTOCOL.md §5.4); the
+// fields of [StreamOptions] replace them.
+const (
+	// streamWindow is how far ahead of the next expected seq a chunk may
+	// be: a chunk with seq >= next+streamWindow fails the stream as
+	// interrupted (rule 2). So at most streamWindow-1 chunks ever wait.
+	streamWindow = 256
+
+	// streamGapTimeout is how long a seq may stay missing, counted from
+	// the moment the gap it is in first appeared (rule 5).
+	streamGapTimeout = 5 * time.Second
+
+	// streamEndGapTimeout is how long a gap may stay open after the
+	// stream's first stream/end (rule 5).
+	streamEndGapTimeout = time.Second
+)
+
+// streamStep is what one call of a [reassembler] released: chunks to be
+// delivered as they are, in order, and, in exactly one call of a stream's
+// life, the stream's terminal outcome.
+type streamStep struct {
+	chunks []ProviderChunk // released by this call, in seq order
+	done   bool            // the stream ended with this call
+	err    error           // when done: nil for a clean end
+}
+
+// reassembler puts the chunks of one provider stream back in order and
+// decides how the stream ends, by the host's ordering rules of D21
+// (PROTOCOL.md §5.4, rules 1-7; rule 8 as far as a malformed end goes).
+// It is a pure unit: it starts no goroutine and arms no timer. Its owner
+// feeds it the stream's chunks and ends, keeps one timer armed for
+// [reassembler.deadline] and calls [reassembler.expire] when it fires;
+// time is read only from now. Every call returns what became
+// deliverable; after the step that is done, every call returns an empty
+// step.
+//
+// One goroutine owns a reassembler: it holds no lock. The zero value is
+// ready to use; now and redact must not change after the first call.
+//
+// Memory is bounded by the window whatever the sidecar sends: at most
+// streamWindow-1 waiting chunks and streamWindow+1 gap marks. (The bytes
+// of a waiting chunk are bounded by the frame limit, D2.)
+type reassembler struct {
+	// now is the clock; nil means time.Now. Tests inject their own. It
+	// must not go back (time.Now's monotonic reading does not).
+	now func() time.Time
+	// redact redacts the error text of a stream/end before it becomes an
+	// error's message (D21: the host redacts provider error text again,
+	// D25); nil means a default Redactor.
+	redact func(string) string
+	// window, gapTimeout and endGapTimeout are the bounds; zero means
+	// streamWindow, streamGapTimeout and streamEndGapTimeout.
+	window                    int64
+	gapTimeout, endGapTimeout time.Duration
+
+	delivered int64      // seqs 1..delivered have been released; next expected is delivered+1
+	win       []waitSlot // the window, indexed by seq % size(); nil until a chunk waits
+	waiting   int        // chunks waiting in win
+	high      int64      // the highest waiting seq, when waiting > 0
+	known     int64      // the highest seq known to exist: seen in a chunk, or the end's lastSeq
+	marks     []gapMark  // when the seqs above delivered became known, oldest first
+	ended     bool       // the first stream/end has come
+	last      StreamEndParams
+	endAt     time.Time // when the first stream/end came
+	finished  bool      // the terminal outcome has been returned
+}
+
+// waitSlot is one place of the window.
+type waitSlot struct {
+	chunk ProviderChunk
+	ok    bool
+}
+
+// gapMark records that at time at, known rose to upTo: every seq up to
+// upTo that is still missing has been missing since at, or earlier.
+// Marks have increasing upTo; the first one with upTo above delivered
+// dates the oldest missing seq, which is always the next expected one.
+type gapMark struct {
+	upTo int64
+	at   time.Time
+}
+
+// size is the window's size.
+func (r *reassembler) size() int64 { return cmp.Or(r.window, streamWindow) }
+
+func (r *reassembler) clock() time.Time {
+	if r.now != nil {
+		return r.now()
+	}
+	return time.Now()
+}
+
+// chunk takes the chunk numbered seq (rules 1, 2 and 4). A seq below the
+// next expected one, or one already waiting, is a replay and is dropped;
+// the first copy is the one delivered.
+func (r *reassembler) chunk(seq int64, c ProviderChunk) streamStep {
+	now := r.clock()
+	st := r.expire(now)
+	if r.finished {
+		return st
+	}
+	next := r.delivered + 1
+	switch {
+	case seq < next: // rule 1 (a seq below 1 is malformed and dropped too, rule 8)
+		return st
+	case r.ended && seq > r.last.LastSeq: // rule 4
+		return r.finish(st, pastEnd(seq, r.last.LastSeq))
+	case seq-next >= r.size(): // rule 2; no overflow, as next >= 1
+		return r.finish(st, Errorf(ReasonProviderInterrupted,
+			"chunk %d is outside the window of %d chunks from chunk %d", seq, r.size(), next))
+	case seq == next:
+		st.chunks = append(st.chunks, c)
+		r.delivered = seq
+		r.release(&st)
+	default:
+		if r.win == nil {
+			r.win = make([]waitSlot, r.size())
+		}
+		slot := &r.win[seq%r.size()]
+		if slot.ok { // rule 1: a replay of a waiting chunk
+			return st
+		}
+		*slot = waitSlot{chunk: c, ok: true}
+		r.waiting++
+		r.high = max(r.high, seq)
+	}
+	r.learn(seq, now)
+	r.settle(&st)
+	return st
+}
+
+// end takes a stream/end (rules 3, 4, 6 and 7). An end with a negative
+// lastSeq is malformed and dropped (rule 8); the decoder drops it first.
+func (r *reassembler) end(p StreamEndParams) streamStep {
+	now := r.clock()
+	st := r.expire(now)
+	if r.finished || p.LastSeq < 0 {
+		return st
+	}
+	if r.ended { // rule 3
+		if p.LastSeq == r.last.LastSeq && p.Error == r.last.Error && p.Interrupted == r.last.Interrupted {
+			return st
+		}
+		return r.finish(st, Errorf(ReasonProviderInterrupted,
+			"a second stream/end (lastSeq %d) differs from the first (lastSeq %d)", p.LastSeq, r.last.LastSeq))
+	}
+	r.ended, r.last, r.endAt = true, p, now
+	if r.waiting > 0 && r.high > p.LastSeq { // rule 4: a waiting chunk past the end
+		return r.finish(st, pastEnd(r.high, p.LastSeq))
+	}
+	r.learn(p.LastSeq, now)
+	r.settle(&st)
+	return st
+}
+
+// pastEnd is the interruption of rule 4.
+func pastEnd(seq, lastSeq int64) *Error {
+	return Errorf(ReasonProviderInterrupted, "chunk %d is past the stream's last chunk %d", seq, lastSeq)
+}
+
+// deadline returns when the gap timers of rule 5 fail the stream unless the
+// gap closes first, and false when no seq is missing (or the stream is
+// over). Its owner keeps one timer armed for it, re-reading it after every
+// call, and calls [reassembler.expire] when it fires.
+func (r *reassembler) deadline() (time.Time, bool) {
+	if r.finished || r.known <= r.delivered {
+		return time.Time{}, false
+	}
+	// The next expected seq is missing (were it here, it would have been
+	// released) and, being the lowest, has been missing the longest.
+	d := r.marks[0].at.Add(cmp.Or(r.gapTimeout, streamGapTimeout))
+	if r.ended {
+		d = earlier(d, r.endAt.Add(cmp.Or(r.endGapTimeout, streamEndGapTimeout)))
+	}
+	return d, true
+}
+
+func earlier(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// expire fails the stream with stream_gap when now has reached its
+// deadline with the gap still open (rule 5). chunk and end call it first,
+// so that a chunk that comes at or after the deadline is too late even if
+// it beats the owner's timer.
+func (r *reassembler) expire(now time.Time) streamStep {
+	d, ok := r.deadline()
+	if !ok || now.Before(d) {
+		return streamStep{}
+	}
+	return r.finish(streamStep{}, r.gapError())
+}
+
+// abort ends the stream with err, which its owner decides (the caller's
+// cancellation, stream_cancelled; the sidecar's crash, an interruption;
+// PROTOCOL.md §5.5): waiting chunks are discarded. It returns the
+// terminal step, or an empty one when the stream was already over.
+func (r *reassembler) abort(err error) streamStep {
+	if r.finished {
+		return streamStep{}
+	}
+	return r.finish(streamStep{}, err)
+}
+
+// release moves the chunks that now follow on from the window into st.
+func (r *reassembler) release(st *streamStep) {
+	for r.waiting > 0 {
+		slot := &r.win[(r.delivered+1)%r.size()]
+		if !slot.ok {
+			break
+		}
+		st.chunks = append(st.chunks, slot.chunk)
+		*slot = waitSlot{}
+		r.waiting--
+		r.delivered++
+	}
+	drop := 0
+	for drop < len(r.marks) && r.marks[drop].upTo <= r.delivered {
+		drop++
+	}
+	r.marks = append(r.marks[:0], r.marks[drop:]...)
+}
+
+// learn records that seq exists (a chunk came with it, or it is the end's
+// lastSeq): every seq below it that is missing is missing from now on, if
+// it was not already (rule 5).
+func (r *reassembler) learn(seq int64, now time.Time) {
+	if seq <= r.known {
+		return
+	}
+	r.known = seq
+	if seq > r.delivered {
+		r.marks = append(r.marks, gapMark{upTo: seq, at: now})
+	}
+}
+
+// settle ends the stream when chunks 1 to lastSeq have all been delivered
+// (rules 6 and 7). Chunks delivered past lastSeq before the end came do
+// not change that (rule 4 names only chunks waiting or arriving later).
+func (r *reassembler) settle(st *streamStep) {
+	if r.ended && r.delivered >= r.last.LastSeq {
+		*st = r.finish(*st, r.outcome())
+	}
+}
+
+// outcome is the terminal outcome of rule 7: an interruption when the end
+// says interrupted, a failure when it carries error text, else a clean
+// end. The text is redacted; a blank one becomes the reason's frozen
+// message, which is also the interruption's default.
+func (r *reassembler) outcome() error {
+	reason := ReasonProviderFailed
+	switch {
+	case r.last.Interrupted:
+		reason = ReasonProviderInterrupted
+	case r.last.Error == "":
+		return nil
+	}
+	text := ""
+	if strings.TrimSpace(r.last.Error) != "" {
+		redact := r.redact
+		if redact == nil {
+			redact = defaultRedactor().Redact
+		}
+		text = strings.TrimSpace(redact(r.last.Error))
+	}
+	return NewError(reason, text)
+}
+
+// finish makes st the terminal step with err and lets go of the window.
+func (r *reassembler) finish(st streamStep, err error) streamStep {
+	r.finished = true
+	r.win, r.marks, r.waiting = nil, nil, 0
+	st.done, st.err = true, err
+	return st
+}
+
+// gapError is the stream_gap failure of rule 5, naming every missing seq
+// as ranges ("missing chunks 2, 5-7"). The caller sees an interruption:
+// the error matches ReasonProviderInterrupted as well as ReasonStreamGap
+// under errors.Is.
+func (r *reassembler) gapError() *Error {
+	var b strings.Builder
+	var lo, hi int64 = 0, -1 // the open range; none while hi < lo
+	flush := func() {
+		if hi < lo {
+			return
+		}
+		if b.Len() > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(strconv.FormatInt(lo, 10))
+		if hi > lo {
+			b.WriteByte('-')
+			b.WriteString(strconv.FormatInt(hi, 10))
+		}
+	}
+	add := func(from, to int64) {
+		if hi >= lo && from == hi+1 {
+			hi = to
+			return
+		}
+		flush()
+		lo, hi = from, to
+	}
+	next := r.delivered + 1
+	top := min(r.known, next+r.size()-1) // no chunk waits above the window
+	for s := next; s <= top; s++ {
+		if r.win == nil || !r.win[s%r.size()].ok {
+			add(s, s)
+		}
+	}
+	if r.known > top {
+		add(top+1, r.known)
+	}
+	flush()
+	return causedError(ReasonProviderInterrupted, ReasonStreamGap, "missing chunks %s", b.String())
+}
+
+// Stream is one open provider stream (PROTOCOL.md §5): [Stream.Recv]
+// returns its chunks in seq order, whatever order they arrived in, then
+// its outcome. Open it with [Runtime.OpenStream]. Recv and Close may be
+// called from different goroutines.
+type Stream struct {
+	rt  *Runtime
+	s   *sidecar
+	id  string
+	ref string
+	// out is the delivery queue; the outcome is the queue's last entry,
+	// kept apart (PROTOCOL.md §5.4 rule 9).
+	out     chan ProviderChunk
+	done    chan struct{} // closed when err is set: no chunk joins out after it
+	err     error
+	aborted chan struct{} // closed by stop: a delivery waiting for room gives up
+	abort   sync.Once
+	held    atomic.Int64 // chunkBytes of the chunks kept and not yet read
+
+	mu       sync.Mutex // protects the following; held while delivering
+	r        reassembler
+	timer    *time.Timer // the gap timer of r.deadline
+	finished bool
+	unwatch  func() bool // stops watching the caller's context
+}
+
+func newStream(rt *Runtime, s *sidecar, id, ref string) *Stream {
+	o := &s.cfg.Streams
+	st := &Stream{rt: rt, s: s, id: id, ref: ref, out: make(chan ProviderChunk, o.Queue-1), done: make(chan struct{}), aborted: make(chan struct{})}
+	st.r = reassembler{redact: s.say, window: int64(o.Window), gapTimeout: o.GapTimeout, endGapTimeout: o.EndGapTimeout}
+	return st
+}
+
+// ID returns the stream's id, es_ and 24 hex digits, as sent in stream/open.
+func (st *Stream) ID() string { return st.id }
+
+// Recv returns the next chunk in seq order. After the last one it returns
+// io.EOF when the stream ended cleanly, or the stream's error: an
+// interruption (provider_interrupted, which a gap's stream_gap error
+// matches too under errors.Is), a failure (provider_failed) with the
+// sidecar's redacted text, or stream_cancelled. An error chunk is a chunk
+// like the others, its message redacted again by the host.
+func (st *Stream) Recv() (ProviderChunk, error) {
+	select {
+	case c := <-st.out:
+		return st.read(c), nil
+	default:
+	}
+	select {
+	case c := <-st.out:
+		return st.read(c), nil
+	case <-st.done:
+		select {
+		case c := <-st.out: // delivered before the end: still read in order
+			return st.read(c), nil
+		default:
+		}
+		if st.err == nil {
+			return ProviderChunk{}, io.EOF
+		}
+		return ProviderChunk{}, st.err
+	}
+}
+
+// read accounts for c, taken by the caller.
+func (st *Stream) read(c ProviderChunk) ProviderChunk {
+	st.held.Add(-chunkBytes(c))
+	return c
+}
+
+// chunkBytes is what a chunk weighs against MaxBufferedBytes: the strings
+// a sidecar chooses the length of, which the host does not change.
+func chunkBytes(c ProviderChunk) int64 {
+	n := len(c.Text) + len(c.Signature)
+	if t := c.ToolCall; t != nil {
+		n += len(t.ID) + len(t.Name) + len(t.Arguments) + len(t.ThoughtSignature)
+	}
+	return int64(n)
+}
+
+// Close gives the stream up when it has not ended: chunks not yet read
+// are dropped, Recv returns stream_cancelled, and the sidecar is sent
+// extension/provider/stream/cancel in the background (D21). Close is
+// idempotent; after the end it only drops what was not read.
+func (st *Stream) Close() {
+	st.stop(Errorf(ReasonStreamCancelled, "provider stream %s of %s was closed by its caller", st.id, st.ref))
+}
+
+// cancelled is the outcome of a stream whose caller's ctx ended.
+func (st *Stream) cancelled(ctx context.Context) error {
+	return causedError(context.Cause(ctx), ReasonStreamCancelled, "provider stream %s of %s was cancelled: %v", st.id, st.ref, context.Cause(ctx))
+}
+
+// stop ends the stream from the host's side with err, dropping what is
+// unread; when the stream was still open, the sidecar is told in the
+// background.
+func (st *Stream) stop(err error) {
+	st.abort.Do(func() { close(st.aborted) })
+	st.mu.Lock()
+	open := !st.finished
+	st.finish(err)
+	st.mu.Unlock()
+	for drained := false; !drained; {
+		select {
+		case <-st.out:
+		default:
+			drained = true
+		}
+	}
+	if open {
+		st.s.background(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), st.s.cfg.Streams.CancelTimeout)
+			defer cancel()
+			st.s.call(ctx, 0, MethodStreamCancel, StreamCancelParams{StreamID: st.id}, &StreamCancelResult{}) // the answer changes nothing (PROTOCOL.md §5.5)
+		})
+	}
+}
+
+// disconnected ends the stream of a sidecar whose connection ended: what
+// was delivered is still read, what waits behind a gap is dropped
+// (PROTOCOL.md §5.5).
+func (st *Stream) disconnected(cause error) {
+	st.abort.Do(func() { close(st.aborted) })
+	st.mu.Lock()
+	st.finish(causedError(cause, ReasonProviderInterrupted, "extension sidecar %s disconnected during provider stream %s: %s", st.s.spec.ID, st.ref, st.s.say(fmt.Sprint(cause))))
+	st.mu.Unlock()
+}
+
+// chunk and end take the stream's notifications, on the connection's
+// notification goroutine; expire runs when the gap timer fires.
+func (st *Stream) chunk(seq int64, c ProviderChunk) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	kept := int64(st.r.waiting) + st.r.delivered
+	step := st.r.chunk(seq, c)
+	if int64(st.r.waiting)+st.r.delivered > kept { // c waits or was released, not dropped
+		if limit := int64(st.s.cfg.Streams.MaxBufferedBytes); st.held.Add(chunkBytes(c)) > limit {
+			st.finish(Errorf(ReasonProviderInterrupted, "provider stream %s of %s holds over %d bytes its caller has not read", st.id, st.ref, limit))
+			return
+		}
+	}
+	st.take(step)
+}
+
+func (st *Stream) end(p StreamEndParams) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.take(st.r.end(p))
+}
+
+func (st *Stream) expire() {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.take(st.r.expire(st.r.clock()))
+}
+
+// take delivers what a step of the reassembler released and re-arms the
+// gap timer; st.mu is held.
+func (st *Stream) take(step streamStep) {
+	if st.finished {
+		return
+	}
+	for _, c := range step.chunks {
+		if !st.deliver(c) {
+			return
+		}
+	}
+	if step.done {
+		st.finish(step.err)
+		return
+	}
+	if d, ok := st.r.deadline(); !ok {
+		if st.timer != nil {
+			st.timer.Stop()
+		}
+	} else if st.timer == nil {
+		st.timer = time.AfterFunc(time.Until(d), st.expire)
+	} else {
+		st.timer.Reset(time.Until(d))
+	}
+}
+
+// deliver queues c for Recv. With the queue full it waits up to
+// StallTimeout, so the connection's reader waits too and the sidecar is
+// slowed down (D26); then the stream alone fails (PROTOCOL.md §5.4 rule
+// 9). It reports whether c was queued.
+func (st *Stream) deliver(c ProviderChunk) bool {
+	select {
+	case st.out <- c:
+		return true
+	default:
+	}
+	t := getTimer(st.s.cfg.Streams.StallTimeout)
+	defer putTimer(t)
+	select {
+	case st.out <- c:
+		return true
+	case <-t.C:
+		st.finish(Errorf(ReasonProviderInterrupted, "provider stream %s of %s: its reader took no chunk for %v with %d waiting", st.id, st.ref, st.s.cfg.Streams.StallTimeout, cap(st.out)))
+	case <-st.aborted: // stop or disconnected finishes it
+	}
+	return false
+}
+
+// finish records the outcome once: the stream leaves its sidecar's table,
+// its timer and its context watch stop, and its operation ends (D14).
+// st.mu is held.
+func (st *Stream) finish(err error) {
+	if st.finished {
+		return
+	}
+	st.finished, st.err = true, err
+	st.r.abort(err)
+	close(st.done)
+	if st.timer != nil {
+		st.timer.Stop()
+	}
+	if st.unwatch != nil {
+		st.unwatch()
+	}
+	st.s.streamsMu.Lock()
+	delete(st.s.streams, st.id)
+	st.s.streamsMu.Unlock()
+	st.rt.end()
 }

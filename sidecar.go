@@ -1,11 +1,16 @@
 package extension
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
+	"os"
+	"os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -481,4 +486,354 @@ func (s *sidecar) redactErr(err error) error {
 		return &c
 	}
 	return err
+}
+
+// process is one running sidecar: the child in its own process group (D12),
+// the two protocol pipes, and the stderr tail.
+//
+// Goroutines: reap (waits for the child and closes exited) and drain (copies
+// stderr into the tail until every writer of the pipe is gone or release
+// closes it). release joins drain; reap ends when the child is reaped,
+// which stop waits for.
+type process struct {
+	cmd    *exec.Cmd
+	pid    int
+	stdin  *os.File // our write end of the child's stdin
+	stdout *os.File // our read end of the child's stdout
+	stderr *os.File // our read end of the child's stderr
+	tail   *tail
+
+	exited  chan struct{} // closed once the child has been reaped
+	waitErr error         // valid after exited is closed
+	drained chan struct{} // closed when the stderr drain ends
+
+	releaseOnce sync.Once
+	groupGone   atomic.Bool // the group was seen empty after the leader exited: never signal it again
+}
+
+// startProcess spawns spec in exec form (never through a shell, D8) with
+// env, and returns the stage that failed on error: "pipes" or "spawn".
+func startProcess(spec *launchSpec, env []string, tail *tail) (*process, string, error) {
+	var files []*os.File // the read and write ends of stdin, stdout and stderr, in order
+	closeAll := func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}
+	for range 3 {
+		r, w, err := os.Pipe()
+		if err != nil {
+			closeAll()
+			return nil, "pipes", err
+		}
+		files = append(files, r, w)
+	}
+	inR, inW, outR, outW, errR, errW := files[0], files[1], files[2], files[3], files[4], files[5]
+	growPipe(inW)
+	cmd := exec.Command(spec.Command, spec.Args...)
+	cmd.Env = env
+	cmd.Dir = spec.Root
+	// The child gets the pipes' *os.File ends directly, so exec starts no
+	// copying goroutine and Wait cannot hang on a grandchild that keeps a
+	// pipe open (D12).
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
+	setProcessGroup(cmd)
+	if err := cmd.Start(); err != nil {
+		closeAll()
+		return nil, "spawn", err
+	}
+	inR.Close()
+	outW.Close()
+	errW.Close()
+	p := &process{
+		cmd: cmd, pid: cmd.Process.Pid,
+		stdin: inW, stdout: outR, stderr: errR, tail: tail,
+		exited: make(chan struct{}), drained: make(chan struct{}),
+	}
+	go p.reap()
+	go p.drain()
+	return p, "", nil
+}
+
+func (p *process) reap() {
+	p.waitErr = p.cmd.Wait()
+	close(p.exited)
+}
+
+// drain keeps reading stderr so that a chatty sidecar never blocks on a full
+// pipe (D10: only the tail is kept).
+func (p *process) drain() {
+	defer close(p.drained)
+	io.Copy(p.tail, p.stderr)
+	p.tail.flush() // a last line without its "\n"
+}
+
+// kill terminates the whole process group, unless the group is known to be
+// gone: its id could belong to another process by now.
+func (p *process) kill() error {
+	if p.groupGone.Load() {
+		return nil
+	}
+	return killGroup(p.cmd)
+}
+
+// waitClosed waits up to d for ch to be closed and reports whether it was;
+// with d <= 0 it only looks.
+func waitClosed(ch <-chan struct{}, d time.Duration) bool {
+	if d <= 0 {
+		select {
+		case <-ch:
+			return true
+		default:
+			return false
+		}
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ch:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// stop ends the process as D11 prescribes after the protocol part of a
+// shutdown: close stdin, give the child grace to exit on its own, then
+// kill the group and wait up to reap for the child to be reaped. Leftover
+// members of the group (a grandchild holding a pipe) are killed too. It
+// reports what had to be killed: the child itself (it overran grace), or
+// only members it left behind. Once the group is gone, stderr is still
+// read for up to drain, so the last lines the sidecar wrote reach the tail.
+func (p *process) stop(grace, reap, drain time.Duration) (killed killedWhat, err error) {
+	p.stdin.Close()
+	if !waitClosed(p.exited, grace) {
+		killed = killedChild
+		p.kill()
+		if !waitClosed(p.exited, reap) {
+			err = fmt.Errorf("process %d was not reaped within %v of SIGKILL", p.pid, reap)
+		}
+	}
+	if !p.groupGone.Load() && groupAlive(p.pid) {
+		// D12: the sidecar is gone but members of its group live on.
+		killed = max(killed, killedLeftovers)
+		p.kill()
+		if !p.waitGroupGone(reap) && err == nil {
+			err = fmt.Errorf("process group %d still has live members %v after SIGKILL", p.pid, reap)
+		}
+	}
+	if err == nil {
+		p.groupGone.Store(true)
+		// No member of the group holds stderr any more: what is left in
+		// the pipe is read up to EOF, unless a process that left the group
+		// (D12) still holds it, which drain bounds.
+		waitClosed(p.drained, drain)
+	}
+	p.release()
+	return killed, err
+}
+
+// killedWhat is what stop had to kill.
+type killedWhat uint8
+
+const (
+	killedNothing   killedWhat = iota
+	killedLeftovers            // members the child left in its group; it had exited
+	killedChild                // the child itself, and its group
+)
+
+// groupPoll is how often waitGroupGone looks at the group again.
+const groupPoll = 5 * time.Millisecond
+
+// waitGroupGone waits up to d for the kernel to tear down every member of
+// the killed group, so that nothing of it runs once stop returns.
+func (p *process) waitGroupGone(d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for groupAlive(p.pid) {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(groupPoll)
+	}
+	return true
+}
+
+// release closes our pipe ends, which ends the stderr drain even when a
+// grandchild still holds the write end, and joins it.
+func (p *process) release() {
+	p.releaseOnce.Do(func() {
+		p.stdin.Close()
+		p.stdout.Close()
+		p.stderr.Close()
+		<-p.drained
+	})
+}
+
+// exitError describes how the child ended, for crash reports; it is
+// called only once exited is closed.
+func (p *process) exitError() error {
+	return cmp.Or(p.waitErr, errors.New("exited with status 0"))
+}
+
+// defaultTailSize is how many of the most recent bytes of a sidecar's
+// stderr a tail keeps unless told otherwise: 16 KiB (D10).
+const defaultTailSize = 16384
+
+// tail is an io.Writer that keeps the most recent bytes written to it, for
+// a sidecar's stderr (D10, D25). Memory stays at size bytes whatever is
+// written. Writes never fail, so a chatty sidecar cannot block on its
+// stderr pipe because of the host. What it kept is surfaced only
+// redacted and escaped (D25, D27). It is safe for concurrent use; size and redactor must not
+// change after the first Write.
+type tail struct {
+	size     int       // bytes kept; zero means defaultTailSize
+	redactor *Redactor // nil means a default Redactor
+
+	// onLine, when set, receives each line as it is completed, redacted
+	// and escaped (Host.OnStderr); only the drain goroutine writes, so
+	// lines arrive in order.
+	onLine func(line string)
+	line   []byte // the line being written, at most stderrLineBytes
+	cut    bool   // the line being written is longer and was cut
+	inPEM  bool   // inside a PEM private key block: its lines are redacted whole
+
+	mu      sync.Mutex // protects the following
+	buf     []byte     // grows to size, then used as a ring
+	next    int        // once len(buf) == size: offset of the oldest byte, where the next byte goes
+	written int64      // bytes written in total
+}
+
+// stderrLineBytes is where a stderr line passed to Host.OnStderr is cut.
+const stderrLineBytes = 4096
+
+// Write keeps the last bytes of p and passes each completed line to
+// onLine. It always returns len(p), nil.
+func (t *tail) Write(p []byte) (int, error) {
+	if t.onLine != nil {
+		t.lines(p)
+	}
+	n := len(p)
+	size := cmp.Or(max(t.size, 0), defaultTailSize) // zero or less means the default
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.written += int64(n)
+	if t.buf == nil {
+		t.buf = make([]byte, 0, size)
+	}
+	if len(p) > size { // only the last size bytes of p stay
+		p = p[len(p)-size:]
+	}
+	if len(t.buf) < size { // still filling
+		k := min(size-len(t.buf), len(p))
+		t.buf = append(t.buf, p[:k]...)
+		p = p[k:]
+	}
+	for len(p) > 0 { // ring: overwrite the oldest bytes
+		k := copy(t.buf[t.next:], p)
+		p = p[k:]
+		t.next = (t.next + k) % size
+	}
+	return n, nil
+}
+
+// snapshot returns a copy of the kept bytes, oldest first, unredacted, and
+// whether older bytes were dropped.
+func (t *tail) snapshot() ([]byte, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return slices.Concat(t.buf[t.next:], t.buf[:t.next]), t.written > int64(len(t.buf))
+}
+
+// redacted returns the kept text, trimmed of surrounding white space and
+// credential-redacted, such that a secret cut by the tail's start leaves
+// nothing behind (D25). Once older bytes have been dropped, the kept text
+// starts mid-line, so everything up to and including the first line break
+// is dropped. When no line break was kept, the cut may have split a key from
+// its value ("...word hunter2" of "--password hunter2", "...rer abc..." of
+// "Bearer abc...") or a value in two, so the first two blank-separated runs
+// are dropped: the fragment and what may be its value. The whole text is
+// dropped instead when the value may run to the end of the line: when the
+// fragment ends in ':' or '=', or the second run is only separators (=, :,
+// :=, =>, quotes, as in `ss_key = ...` or `y" : "..."`) or an HTTP
+// authentication scheme (Basic, Bearer, Digest, ...). The rest is redacted
+// as a whole, so a PEM private key whose BEGIN line was cut off still loses
+// its base64 lines before END.
+func (t *tail) redacted() string {
+	raw, truncated := t.snapshot()
+	text := string(raw)
+	if truncated {
+		text = tailDropFragment(text)
+	}
+	// D25, then D27 before the trim: TrimSpace would drop a trailing
+	// vertical tab or form feed unseen.
+	return strings.TrimSpace(TerminalSafe(cmp.Or(t.redactor, defaultRedactor()).Redact(text)))
+}
+
+// tailDropFragment drops what is left of the line that the tail's start cut
+// (see tail.redacted).
+func tailDropFragment(text string) string {
+	if i := strings.IndexByte(text, '\n'); i >= 0 {
+		return text[i+1:]
+	}
+	i := tailRun(text, 0, false) // the fragment, possibly empty
+	j := tailRun(text, i, true)
+	k := tailRun(text, j, false) // what may be the fragment's value, none when k == j
+	if i > 0 && (text[i-1] == ':' || text[i-1] == '=') || strings.Trim(text[j:k], `=:"'\>`) == "" ||
+		slices.ContainsFunc(tailAuthSchemes, func(scheme string) bool { return strings.EqualFold(text[j:k], scheme) }) {
+		return "" // the value may run to the end of the line
+	}
+	return text[k:]
+}
+
+// tailRun returns the end of the run of blank (or, if not blank, non-blank)
+// bytes at i.
+func tailRun(text string, i int, blank bool) int {
+	return redactRun(text, i, len(text), func(c byte) bool { return (c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f') == blank })
+}
+
+// tailAuthSchemes are the HTTP authentication schemes, whose credentials
+// follow them to the end of the line.
+var tailAuthSchemes = []string{"basic", "bearer", "digest", "token", "bot", "apikey", "negotiate",
+	"ntlm", "oauth", "hoba", "mutual", "vapid", "hawk", "aws4-hmac-sha256", "scram-sha-1", "scram-sha-256"}
+
+// lines splits p into lines for onLine, cutting each at stderrLineBytes.
+func (t *tail) lines(p []byte) {
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		chunk := p
+		if i >= 0 {
+			chunk = p[:i]
+		}
+		room := stderrLineBytes - len(t.line)
+		t.cut = t.cut || len(chunk) > room
+		t.line = append(t.line, chunk[:min(len(chunk), room)]...)
+		if i < 0 {
+			return
+		}
+		t.flush()
+		p = p[i+1:]
+	}
+}
+
+// flush passes the line being written, if any, to onLine: redacted (D25),
+// the lines of a PEM private key replaced whole since the redactor sees
+// one line at a time, then escaped (D27).
+func (t *tail) flush() {
+	if t.onLine == nil || (len(t.line) == 0 && !t.cut) {
+		return
+	}
+	text := strings.TrimSuffix(string(t.line), "\r")
+	begin := strings.Contains(text, "-----BEGIN ") && strings.Contains(text, "PRIVATE KEY")
+	switch {
+	case begin || t.inPEM:
+		t.inPEM = !strings.Contains(text, "-----END ")
+		text = RedactedMarker
+	default:
+		text = cmp.Or(t.redactor, defaultRedactor()).Redact(text)
+	}
+	if t.cut {
+		text += " …(cut)"
+	}
+	t.line, t.cut = t.line[:0], false
+	t.onLine(TerminalSafe(text))
 }

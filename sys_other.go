@@ -2,7 +2,14 @@
 
 package extension
 
-import "os/exec"
+import (
+	"io"
+	"os/exec"
+)
+
+// directWriter returns nil outside Unix: every frame goes through the
+// writer goroutine, whose blocking writes the watchdog can still end.
+func directWriter(io.Writer) func([]byte) (int, error) { return nil }
 
 // D12: outside Unix there is no process group to kill; the kill is best
 // effort and reaches the sidecar only, not its children.
