@@ -655,7 +655,7 @@ func samplePayload(p Point, root string) any {
 	return SessionPayload{SessionPath: filepath.Join(root, "session.jsonl"), Phase: strings.TrimPrefix(string(p), "session.")}
 }
 
-// largePayload returns a payload of p over InlinePayloadBytes, for the
+// largePayload returns a payload of p over ExternalizeFieldBytes, for the
 // points with a free text member.
 func largePayload(p Point, root string) (any, bool) {
 	text := strings.Repeat("conformance ", 100<<10/12)
@@ -792,7 +792,7 @@ func (c *checker) intercept(ctx context.Context, rt *Runtime, s *sidecar, log *f
 	frames := log.since(from)
 	rule, problem := "D16", ""
 	switch {
-	case err == nil || errors.Is(err, ErrSlotOwnerBlocked):
+	case err == nil || errors.Is(err, errSlotOwnerBlocked):
 	case errors.Is(err, ReasonInterceptTimeout):
 		rule, problem = "D18", err.Error()
 	default:

@@ -81,7 +81,7 @@ type ConnOptions struct {
 	// being written; they count inside WriteQueue. Zero means 16.
 	EventBudget int
 
-	// WriteStallTimeout fails the connection with [errWriteStall] when a
+	// WriteStallTimeout fails the connection with errWriteStall when a
 	// write makes no byte progress for this long; the watchdog looks every
 	// WriteStallTimeout/20, so it fires within 5% of the bound (D13).
 	// Zero means 10s.

@@ -49,15 +49,6 @@ type ContentReadResult struct {
 	Encoding   ContentEncoding `json:"encoding"`
 }
 
-// The frozen content sizes (D22, PROTOCOL.md §6).
-const (
-	// InlinePayloadBytes is the largest payload, compactly encoded, that
-	// travels inline; a larger one is externalized.
-	InlinePayloadBytes = 65536
-	// ContentPageBytes is the most raw bytes one host/content/read page
-	// carries.
-	ContentPageBytes = 262144
-)
 
 // ContentOptions bounds the content store of each sidecar connection
 // (D22). Every zero field takes the default its comment names.
@@ -128,7 +119,7 @@ func (cs *contentStore) page(p ContentReadParams) ([]byte, ContentReadResult, er
 	if !ok || p.Offset > int64(len(obj.data)) {
 		return nil, ContentReadResult{}, NewError(ReasonContentRefExpired, "")
 	}
-	end := min(p.Offset+ContentPageBytes, int64(len(obj.data)))
+	end := min(p.Offset+ContentRefChunkBytes, int64(len(obj.data)))
 	res := ContentReadResult{ContentRef: p.ContentRef, Offset: p.Offset, TotalBytes: int64(len(obj.data)), SHA256: obj.sum, Encoding: EncodingUTF8}
 	if end < int64(len(obj.data)) {
 		res.NextOffset = end
@@ -174,10 +165,10 @@ func (cs *contentStore) close() {
 }
 
 // externalize returns payload as it is sent on this connection: inline
-// when it is at most InlinePayloadBytes, else null with the descriptor of
+// when it is at most ExternalizeFieldBytes, else null with the descriptor of
 // the stored copy at /payload (D22). payload is compact when large.
 func (cs *contentStore) externalize(payload json.RawMessage) (json.RawMessage, []ExternalizedField) {
-	if len(payload) <= InlinePayloadBytes {
+	if len(payload) <= ExternalizeFieldBytes {
 		return payload, nil
 	}
 	return json.RawMessage("null"), []ExternalizedField{cs.put(payload, "/payload")}
@@ -298,8 +289,8 @@ func ReadContent(ctx context.Context, d ExternalizedField, read ContentReader) (
 			return nil, bad("the page at %d is not standard base64: %v", offset, err)
 		}
 		switch n := len(data) - before; {
-		case n > ContentPageBytes:
-			return nil, bad("the page at %d holds %d bytes, over %d", offset, n, ContentPageBytes)
+		case n > ContentRefChunkBytes:
+			return nil, bad("the page at %d holds %d bytes, over %d", offset, n, ContentRefChunkBytes)
 		case int64(len(data)) > d.TotalBytes:
 			return nil, bad("more than the %d bytes described", d.TotalBytes)
 		case page.NextOffset != 0 && page.NextOffset != offset+int64(n):

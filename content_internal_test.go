@@ -125,7 +125,7 @@ func TestContentStoreEvictsOldestFirstD22(t *testing.T) {
 // length and SHA-256 are the descriptor's (D22, PROTOCOL.md §6.3).
 func FuzzReadContent(f *testing.F) {
 	s := storeSidecar(ContentOptions{})
-	for _, size := range []int{0, 10, ContentPageBytes, ContentPageBytes + 1} {
+	for _, size := range []int{0, 10, ContentRefChunkBytes, ContentRefChunkBytes + 1} {
 		d := s.content.put(bytes.Repeat([]byte("z"), size), "/payload")
 		dj, _ := json.Marshal(d)
 		seed := string(dj)
@@ -181,7 +181,7 @@ func TestStoredEventPayloadIsTheHostsOwnCopyD22(t *testing.T) {
 	s := storeSidecar(ContentOptions{})
 	s.spec = &launchSpec{ID: "s"}
 	rt := &Runtime{cfg: &Host{}, chains: map[Point][]*sidecar{InputReceive: {s}}, byID: map[string]*sidecar{}, warned: map[string]bool{}}
-	payload := []byte(`{"text":"` + strings.Repeat("a", InlinePayloadBytes) + `"}`)
+	payload := []byte(`{"text":"` + strings.Repeat("a", ExternalizeFieldBytes) + `"}`)
 	if err := rt.Observe(InputReceive, json.RawMessage(payload)); err != nil {
 		t.Fatal(err)
 	}

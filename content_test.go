@@ -22,14 +22,14 @@ func inputOf(n int, prefix string) []byte {
 func TestPayloadsAbove64KiBTravelByReferenceD22(t *testing.T) {
 	log := newFrameLog()
 	rt, _ := conformanceRuntimeWith(t, nil, func(h *extension.Host) { h.Conn.Tap = log.tap })
-	at := inputOf(extension.InlinePayloadBytes, "at ")
+	at := inputOf(extension.ExternalizeFieldBytes, "at ")
 	if _, err := rt.Intercept(bg, extension.InputReceive, at); err != nil {
 		t.Fatal(err)
 	}
 	if f := log.await(t, ">", extension.MethodIntercept, `"seq":1,`); !strings.Contains(f, `"payload":`+string(at)+`,`) || strings.Contains(f, "externalized") {
 		t.Fatalf("a 65536-byte payload went out as %.200s..., want inline and byte-identical", f)
 	}
-	over := inputOf(extension.InlinePayloadBytes+1, "over ")
+	over := inputOf(extension.ExternalizeFieldBytes+1, "over ")
 	if _, err := rt.Intercept(bg, extension.InputReceive, over); err != nil {
 		t.Fatal(err)
 	}

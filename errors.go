@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // JSON-RPC 2.0 error codes used by the protocol (PROTOCOL.md §8). The
@@ -80,21 +81,6 @@ func (r Reason) info() (reasonInfo, bool) {
 	return find(reasons, func(row reasonInfo) bool { return row.Reason == r })
 }
 
-// Reasons returns the 14 frozen reasons sorted by name, as in the schema.
-func Reasons() []Reason { return column(reasons, func(row reasonInfo) Reason { return row.Reason }) }
-
-// Valid reports whether r is one of the 14 frozen reasons.
-func (r Reason) Valid() bool { _, ok := r.info(); return ok }
-
-// Code returns the JSON-RPC error code of r, or -32603 if r is not frozen.
-func (r Reason) Code() int { info, _ := r.info(); return cmp.Or(info.Code, codeInternal) } // no frozen code is 0
-
-// Retryable returns the frozen retryable flag of r.
-func (r Reason) Retryable() bool { info, _ := r.info(); return info.Retryable }
-
-// Message returns the frozen generic message of r.
-func (r Reason) Message() string { info, _ := r.info(); return info.Message }
-
 // Error makes a Reason usable as an errors.Is target; it returns the reason name.
 func (r Reason) Error() string { return string(r) }
 
@@ -124,7 +110,8 @@ type Error struct {
 // NewError returns a protocol error with the frozen code of reason and the
 // given message; an empty message means the frozen one.
 func NewError(reason Reason, message string) *Error {
-	return &Error{Code: reason.Code(), Message: cmp.Or(message, reason.Message()), Reason: reason}
+	info, _ := reason.info()
+	return &Error{Code: cmp.Or(info.Code, codeInternal), Message: cmp.Or(message, info.Message), Reason: reason} // no frozen code is 0
 }
 
 // Errorf is [NewError] with a formatted message. A %w verb is honoured: the
@@ -204,7 +191,8 @@ func (wireError) openObject() {}
 func (e *Error) toWire() wireError {
 	w := wireError{Code: int64(e.Code), Message: e.Message}
 	if e.Reason != "" {
-		w.Data, _ = json.Marshal(errorData{Reason: e.Reason, Retryable: e.Reason.Retryable()})
+		info, _ := e.Reason.info()
+		w.Data, _ = json.Marshal(errorData{Reason: e.Reason, Retryable: info.Retryable})
 	} else if json.Valid(e.Data) {
 		w.Data = e.Data
 	}
@@ -220,8 +208,108 @@ func asWireError(err error) *Error {
 		return e
 	}
 	var r Reason
-	if errors.As(err, &r) && r.Valid() {
-		return NewError(r, "")
+	if errors.As(err, &r) {
+		if _, frozen := r.info(); frozen {
+			return NewError(r, "")
+		}
 	}
 	return NewError(ReasonInternal, "")
 }
+
+// The typed errors a host branches on, one per kind of failure: a plugin
+// that did not start ([*StartError]), a plugin that failed an operation
+// ([*PluginError]) and a manifest or install record that cannot be used
+// ([*ManifestError]). Each unwraps to its cause, so a protocol [Reason]
+// inside still matches errors.Is.
+
+// StartError reports a plugin whose sidecar did not start (D8, D10, D17):
+// the launch gate refused it, it claims a slot another plugin owns, or
+// its spawn or its handshake failed.
+type StartError struct {
+	// Plugin is the plugin ID (the installed name).
+	Plugin string
+	// Stage is where the start failed: "launch" (the launch gate or a slot
+	// conflict; nothing was started), "pipes", "spawn" or "handshake".
+	Stage string
+	// Required is the manifest's runtime.required: a required plugin's
+	// failure fails the generation (D10). A manifest that is readable JSON
+	// but not a valid manifest still counts as required when it says
+	// runtime.required is true: a broken required plugin fails closed.
+	Required bool
+	// Elapsed is how long the start ran before it failed.
+	Elapsed time.Duration
+	// Stderr is the sidecar's redacted stderr tail, at most the tail size.
+	Stderr string
+	// Err is the cause.
+	Err error
+}
+
+// Error renders the D10 diagnostic.
+func (e *StartError) Error() string {
+	if e.Stage == "launch" {
+		return fmt.Sprintf("extension %q cannot be launched: %v", e.Plugin, e.Err)
+	}
+	msg := fmt.Sprintf("extension sidecar %s startup %s failed after %v: %v",
+		e.Plugin, e.Stage, e.Elapsed.Round(time.Millisecond), e.Err)
+	if e.Stderr != "" {
+		msg += "; stderr: " + e.Stderr
+	}
+	return msg
+}
+
+// Unwrap returns the cause.
+func (e *StartError) Unwrap() error { return e.Err }
+
+// PluginError reports a failed operation on one plugin: install, enable,
+// disable or remove; an operation at a hook point that a required-class
+// plugin (D19) or a slot owner (D17) failed; and, as a warning, what an
+// optional plugin failed (D10, D19, D20). Err carries the cause, such as
+// a protocol reason (intercept_timeout, provider_interrupted, or
+// protocol_error for a violation such as an invalid replacement).
+type PluginError struct {
+	// Plugin is the plugin ID (the installed name).
+	Plugin string
+	// Op is the operation: install, enable, disable, remove, or the hook
+	// point of a failed operation, such as tool.before.
+	Op string
+	// Err is the cause.
+	Err error
+}
+
+// Error returns "plugin "<name>" failed <op>: <cause>".
+func (e *PluginError) Error() string {
+	return fmt.Sprintf("plugin %q failed %s: %v", e.Plugin, e.Op, e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *PluginError) Unwrap() error { return e.Err }
+
+// ManifestError reports a manifest or a plugin-packages.json that cannot
+// be used, naming the file, the member and what to fix.
+type ManifestError struct {
+	// Path is the file when it was read from disk, or the plugin
+	// directory when that does not exist.
+	Path string
+	// Field is the offending member as a path such as "runtime.priority",
+	// "runtime.args[1]", `runtime.env["K"]` or "packages[2].scope"; empty
+	// when the document as a whole is wrong.
+	Field string
+	// Msg says what is wrong and what to do.
+	Msg string
+	// Err is the underlying cause: an I/O error, or errCorruptPackages
+	// for a record whose content cannot be used.
+	Err error
+}
+
+// Error returns "<file>: <field>: <message>", or "<file>: <message>"
+// without a field.
+func (e *ManifestError) Error() string {
+	file := cmp.Or(e.Path, ManifestFile)
+	if e.Field == "" {
+		return file + ": " + e.Msg
+	}
+	return file + ": " + e.Field + ": " + e.Msg
+}
+
+// Unwrap returns the underlying cause, if any.
+func (e *ManifestError) Unwrap() error { return e.Err }

@@ -78,3 +78,18 @@ func (c *Conn) stats() connStats {
 		LateResponses:        c.lateResponses.Load(),
 	}
 }
+
+// Sentinels the external tests match causes with; the product wraps them
+// in the typed errors a host branches on.
+var (
+	ErrShellCommand     = errShellCommand
+	ErrSlotOwnerBlocked = errSlotOwnerBlocked
+)
+
+// The frozen tables as the tests read them: the method registry, and a
+// reason's row of the error table.
+func Methods() []methodInfo      { return registry }
+func (r Reason) Valid() bool     { _, ok := r.info(); return ok }
+func (r Reason) Code() int       { return NewError(r, "").Code }
+func (r Reason) Retryable() bool { info, _ := r.info(); return info.Retryable }
+func (r Reason) Message() string { info, _ := r.info(); return info.Message }

@@ -18,7 +18,7 @@
 // ([Runtime.Action], [Runtime.Submit]) and stops them ([Runtime.Close]). Plugins are managed with [Install],
 // [SetEnabled], [Remove] and [LoadPackages], and shown with [TrustPlugin].
 // Errors to branch on: the [Reason] values, [PluginError], [StartError],
-// [LaunchError], [SlotConflictError] and the Err* sentinels.
+// [ManifestError] and [ErrClosed].
 //
 // A sidecar author imports the sibling package sdk, which builds on
 // [Conn], [DecodeParams], [Unmarshal] and the DTOs of this package.
@@ -87,8 +87,8 @@
 //
 // # Content references
 //
-// D22: payloads over [InlinePayloadBytes] travel as content refs in a
-// bounded per-connection store, read in pages of [ContentPageBytes] and
+// D22: payloads over [ExternalizeFieldBytes] travel as content refs in a
+// bounded per-connection store, read in pages of [ContentRefChunkBytes] and
 // verified by length and SHA-256 ([Rehydrate], [ReadContent]); a
 // payload over [FrameBytes] is refused locally (PROTOCOL.md §6).
 //
@@ -356,7 +356,7 @@ func (cfg *Host) start(ctx context.Context) (*Runtime, error) {
 		if g.err != nil && g.required {
 			// D10: a required plugin that may not launch fails the
 			// generation before anything starts.
-			return nil, fmt.Errorf("required extension runtime %s failed to start: %w", g.id, &StartError{Plugin: g.id, Stage: "resolve", Err: g.err})
+			return nil, fmt.Errorf("required extension runtime %s failed to start: %w", g.id, g.err)
 		}
 	}
 	rt := &Runtime{cfg: cfg, byID: map[string]*sidecar{}, warned: map[string]bool{}}
@@ -377,13 +377,12 @@ func (cfg *Host) start(ctx context.Context) (*Runtime, error) {
 			case sem <- struct{}{}:
 			case <-ctx.Done():
 			}
-			g.err = ctx.Err()
+			if ctx.Err() != nil {
+				g.err = &StartError{Plugin: g.id, Stage: "launch", Required: g.required, Err: fmt.Errorf("startup stopped before launch: %w", ctx.Err())}
+			}
 		}
 		if g.err != nil {
-			if g.spec != nil {
-				g.err = fmt.Errorf("startup stopped before launch: %w", g.err)
-			}
-			errs[i] = &StartError{Plugin: g.id, Stage: "resolve", Err: g.err}
+			errs[i] = g.err
 			continue
 		}
 		wg.Go(func() {
@@ -445,17 +444,6 @@ func (rt *Runtime) warnOnce(category, plugin string, err func() error) {
 	}
 }
 
-// SlotConflictError reports two plugins that claim one slot (D17).
-type SlotConflictError struct {
-	Slot          string
-	First, Second string // the plugins, in installed order
-}
-
-// Error names the slot and both plugins.
-func (e *SlotConflictError) Error() string {
-	return fmt.Sprintf("extension slot %q is claimed by both %s and %s; a slot has exactly one owner", e.Slot, e.First, e.Second)
-}
-
 // claimSlots records each slot's owner from the replaces of the manifests
 // that passed the launch gate and fails on the second claimant, before
 // anything starts (D17).
@@ -467,7 +455,8 @@ func (rt *Runtime) claimSlots(gates []gated) error {
 		}
 		for _, slot := range g.spec.Runtime.Replaces {
 			if owner, taken := rt.slots[slot]; taken && owner != g.id {
-				return &SlotConflictError{Slot: slot, First: owner, Second: g.id}
+				// D17: a slot has one owner; the second claim starts nothing.
+				return &StartError{Plugin: g.id, Stage: "launch", Required: g.required, Err: fmt.Errorf("slot %q is claimed by both %s and %s; a slot has exactly one owner", slot, owner, g.id)}
 			}
 			rt.slots[slot] = g.id
 			rt.paramSlots = rt.paramSlots || strings.HasPrefix(slot, "tool:")
@@ -537,9 +526,9 @@ func (rt *Runtime) waitIdle(ctx context.Context) error {
 	}
 }
 
-// ErrReloadPending is returned by Reload when another reload is already
+// errReloadPending is returned by Reload when another reload is already
 // waiting or building: at most one waits (D14).
-var ErrReloadPending = errors.New("extension: a reload is already waiting")
+var errReloadPending = errors.New("extension: a reload is already waiting")
 
 // Reload replaces old with a new generation (D14). It waits until old is
 // idle, builds a complete new generation (start, handshake, slot
@@ -549,10 +538,10 @@ var ErrReloadPending = errors.New("extension: a reload is already waiting")
 // error says why. The caller swaps its pointer to the returned Runtime;
 // operations started on old after Reload returned fail with
 // provider_interrupted. One reload of a generation runs at a time;
-// another asked for meanwhile gets [ErrReloadPending].
+// another asked for meanwhile gets an error saying a reload is already waiting.
 func (h *Host) Reload(ctx context.Context, old *Runtime) (*Runtime, error) {
 	if !old.reloading.CompareAndSwap(false, true) {
-		return nil, ErrReloadPending
+		return nil, errReloadPending
 	}
 	defer old.reloading.Store(false)
 	if err := old.waitIdle(ctx); err != nil {

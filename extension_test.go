@@ -501,8 +501,8 @@ func TestSlotClaimedTwiceFailsStartNamingBothD17(t *testing.T) {
 		plugin{name: "second", fixture: "sdk", runtime: map[string]any{"replaces": []string{"system_prompt"}}},
 	)
 	_, err := testHost(home).Start(bg)
-	var sc *extension.SlotConflictError
-	if !errors.As(err, &sc) || sc.First != "first" || sc.Second != "second" || !strings.Contains(err.Error(), "first") || !strings.Contains(err.Error(), "second") {
+	var se *extension.StartError
+	if !errors.As(err, &se) || se.Plugin != "second" || se.Stage != "launch" || !strings.Contains(se.Err.Error(), `"system_prompt" is claimed by both first and second`) {
 		t.Fatalf("Start = %v, want a slot conflict naming first and second", err)
 	}
 	for _, name := range []string{"first", "second"} {

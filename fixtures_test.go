@@ -771,7 +771,7 @@ func fixturePager() {
 	err := sdk.Serve(context.Background(), sdk.Options{Name: "pager", Version: "1", Logf: func(string, ...any) {},
 		Intercept: map[extension.Point]sdk.InterceptFunc{
 			extension.InputReceive: func(ctx context.Context, c *sdk.Call) (sdk.Verdict, error) {
-				if len(c.Payload) < extension.InlinePayloadBytes {
+				if len(c.Payload) < extension.ExternalizeFieldBytes {
 					return sdk.Continue(), nil
 				}
 				paged.Store(true)

@@ -114,9 +114,9 @@ type AuditRecord struct {
 	Reason string
 }
 
-// ErrSlotOwnerBlocked is the cause of a [PluginError] when the slot
+// errSlotOwnerBlocked is the cause of a [PluginError] when the slot
 // owner answered block: from the owner, block fails the operation (D17).
-var ErrSlotOwnerBlocked = errors.New("the slot owner blocked the operation")
+var errSlotOwnerBlocked = errors.New("the slot owner blocked the operation")
 
 // buildChains orders each point's interceptors (D15): the sidecars that
 // subscribed to it in their handshake, by priority, then plugin ID
@@ -284,7 +284,7 @@ func (rt *Runtime) operation(p Point, payload any) (json.RawMessage, error) {
 			return nil, fmt.Errorf("extension: encoding the payload: %w", err)
 		}
 	}
-	if len(raw) > InlinePayloadBytes {
+	if len(raw) > ExternalizeFieldBytes {
 		// D22: the size that counts is the compact one, as it is sent or
 		// stored. The lexer checks a large payload in a sixteenth of
 		// json.Compact's time (an 8 MiB one, 3 ms against 49), so it is
@@ -302,7 +302,7 @@ func (rt *Runtime) operation(p Point, payload any) (json.RawMessage, error) {
 			return nil, Errorf(ReasonFrameTooLarge, "the %s payload is %d bytes compacted, over the %d-byte limit of a content object", p, len(raw), FrameBytes)
 		}
 	}
-	if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '{' || (len(raw) <= InlinePayloadBytes && !json.Valid(t)) {
+	if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '{' || (len(raw) <= ExternalizeFieldBytes && !json.Valid(t)) {
 		return nil, errors.New("extension: a payload must be a JSON object")
 	}
 	return raw, rt.begin()
@@ -328,7 +328,7 @@ func (rt *Runtime) rule(ctx context.Context, s *sidecar, p Point, out *Intercept
 		reason := s.say(res.Reason)
 		if owner {
 			// D17: from the slot owner, block fails the operation.
-			return false, &PluginError{Plugin: s.spec.ID, Op: string(p), Err: fmt.Errorf("%w: %s", ErrSlotOwnerBlocked, reason)}
+			return false, &PluginError{Plugin: s.spec.ID, Op: string(p), Err: fmt.Errorf("%w: %s", errSlotOwnerBlocked, reason)}
 		}
 		out.Blocked, out.BlockedBy, out.Reason = true, s.spec.ID, reason
 	case DecisionReplace:
@@ -428,7 +428,7 @@ func (rt *Runtime) Observe(p Point, payload any) error {
 	if !tooLarge {
 		defer rt.end()
 	}
-	if len(raw) > InlinePayloadBytes {
+	if len(raw) > ExternalizeFieldBytes {
 		// The store gets a copy of its own: the sidecars page an event's
 		// payload after Observe returned, when the caller may have reused
 		// its buffer.

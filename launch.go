@@ -17,30 +17,6 @@ import (
 	"strings"
 )
 
-// LaunchError is the launch gate's refusal of one plugin. Nothing was
-// started. Cause wraps one of the sentinel errors (or a *ManifestError)
-// and says what to do.
-type LaunchError struct {
-	// Plugin is the plugin ID (the installed name).
-	Plugin string
-	// Required is the manifest's runtime.required, so a caller can fail a
-	// generation on a refused required plugin (D10). When the manifest is
-	// readable JSON but not a valid manifest, it is still true if the
-	// document says runtime.required is true: a required plugin whose
-	// manifest broke fails closed instead of being skipped as optional.
-	Required bool
-	// Cause is the reason for the refusal.
-	Cause error
-}
-
-// Error names the plugin and the cause.
-func (e *LaunchError) Error() string {
-	return fmt.Sprintf("extension %q cannot be launched: %v", e.Plugin, e.Cause)
-}
-
-// Unwrap returns the cause.
-func (e *LaunchError) Unwrap() error { return e.Cause }
-
 // launchSpec is everything the process layer needs to start one sidecar.
 // Only the launch gate builds one.
 type launchSpec struct {
@@ -102,7 +78,7 @@ func envKey(kv string) string {
 }
 
 // gated is one enabled runtime package past the launch gate: its spec, or
-// the gate's refusal, a *LaunchError.
+// the gate's refusal, a *StartError.
 type gated struct {
 	id       string
 	required bool
@@ -114,7 +90,7 @@ type gated struct {
 // installed order (D10). Disabled packages and packages without a runtime
 // are not runtime plugins and are skipped; an enabled package that
 // declares (or tries to declare) a runtime but may not launch is there
-// with its refusal. The error is a [*PackagesError] for a
+// with its refusal. The error is a [*ManifestError] for a
 // plugin-packages.json that cannot be read.
 func launchablePlugins(home, workspaceRoot string) ([]gated, error) {
 	pkgs, err := LoadPackages(home)
@@ -124,10 +100,10 @@ func launchablePlugins(home, workspaceRoot string) ([]gated, error) {
 	var out []gated
 	for i := range pkgs {
 		spec, err := launchGate(home, &pkgs[i], workspaceRoot)
-		switch le, _ := err.(*LaunchError); { // the gate refuses only with a *LaunchError
+		switch le, _ := err.(*StartError); { // the gate refuses only with a *StartError
 		case err == nil:
 			out = append(out, gated{id: spec.ID, required: spec.Runtime.Required, spec: spec})
-		case le != nil && !errors.Is(err, ErrDisabled) && !errors.Is(err, ErrNoRuntime):
+		case le != nil && !errors.Is(err, errDisabled) && !errors.Is(err, ErrNoRuntime):
 			out = append(out, gated{id: le.Plugin, required: le.Required, err: err})
 		}
 	}
@@ -137,11 +113,11 @@ func launchablePlugins(home, workspaceRoot string) ([]gated, error) {
 // launchGate runs the launch gate (D8) for one installed entry. It returns
 // a spec only for a plugin that is enabled, user-level, whose manifest is
 // v1 with a runtime, and whose command resolves to an absolute path that
-// is not a shell. Every refusal is a [*LaunchError] wrapping [ErrDisabled]
+// is not a shell. Every refusal is a [*StartError] of stage "launch" wrapping errDisabled
 // (only for a disabled entry, before its manifest is read), [ErrNoRuntime]
 // (only when the manifest has no runtime),
-// [ErrProjectRuntime], [ErrShellCommand], [ErrBareCommand],
-// [ErrRelativeCommand] or a [*ManifestError]. A package root inside
+// errProjectRuntime, errShellCommand, errBareCommand,
+// errRelativeCommand or a [*ManifestError]. A package root inside
 // <workspaceRoot>/.reasonix is project configuration; an empty
 // workspaceRoot skips that check. Nothing is started: this layer has no
 // process code.
@@ -152,16 +128,16 @@ func launchablePlugins(home, workspaceRoot string) ([]gated, error) {
 // recognized, so that check is weaker there.
 func launchGate(home string, e *PackageEntry, workspaceRoot string) (*launchSpec, error) {
 	refuse := func(required bool, format string, args ...any) (*launchSpec, error) {
-		return nil, &LaunchError{Plugin: e.Name, Required: required, Cause: fmt.Errorf(format, args...)}
+		return nil, &StartError{Plugin: e.Name, Stage: "launch", Required: required, Err: fmt.Errorf(format, args...)}
 	}
 	if !e.Enabled {
 		// D8: a disabled package never launches.
-		return refuse(false, "%w; enable it to launch its runtime", ErrDisabled)
+		return refuse(false, "%w; enable it to launch its runtime", errDisabled)
 	}
 	root := e.rootPath(home)
 	m, err := loadManifest(root)
 	if err != nil {
-		return nil, &LaunchError{Plugin: e.Name, Required: claimsRequired(root), Cause: err}
+		return nil, &StartError{Plugin: e.Name, Stage: "launch", Required: claimsRequired(root), Err: err}
 	}
 	rt := m.Runtime
 	if rt == nil {
@@ -170,28 +146,28 @@ func launchGate(home string, e *PackageEntry, workspaceRoot string) (*launchSpec
 	}
 	// D8: project configuration can never declare a runtime.
 	if e.Scope == ScopeProject {
-		return refuse(rt.Required, "%w: the package was installed at project level; install it at user level to run its sidecar", ErrProjectRuntime)
+		return refuse(rt.Required, "%w: the package was installed at project level; install it at user level to run its sidecar", errProjectRuntime)
 	}
 	if workspaceRoot != "" && insideDir(root, filepath.Join(workspaceRoot, projectConfigDir)) {
-		return refuse(rt.Required, "%w: the package root %s is inside the workspace's %s directory; install it at user level to run its sidecar", ErrProjectRuntime, root, projectConfigDir)
+		return refuse(rt.Required, "%w: the package root %s is inside the workspace's %s directory; install it at user level to run its sidecar", errProjectRuntime, root, projectConfigDir)
 	}
 	return newLaunchSpec(e.Name, root, cmp.Or(e.Version, m.Version), e.Linked, m)
 }
 
 // newLaunchSpec resolves the command of m's runtime under root and
 // describes the launch of plugin id: the last step of the launch gate,
-// which [TrustPlugin] shares. A command it refuses is a [*LaunchError].
+// which [TrustPlugin] shares. A command it refuses is a [*StartError].
 func newLaunchSpec(id, root, version string, linked bool, m *Manifest) (*launchSpec, error) {
 	command, err := resolveCommand(root, m.Runtime.Command)
 	if err == nil {
 		if shell, ok := shellBehindEnv(command, m.Runtime.Args); ok {
 			// D8, stricter than upstream (PROTOCOL.md §11): env runs the
 			// program its arguments name, so a shell behind it is one too.
-			err = fmt.Errorf("%w (%q runs %q): runtimes are exec-form only; point runtime.command at the sidecar executable itself", ErrShellCommand, m.Runtime.Command, shell)
+			err = fmt.Errorf("%w (%q runs %q): runtimes are exec-form only; point runtime.command at the sidecar executable itself", errShellCommand, m.Runtime.Command, shell)
 		}
 	}
 	if err != nil {
-		return nil, &LaunchError{Plugin: id, Required: m.Runtime.Required, Cause: err}
+		return nil, &StartError{Plugin: id, Stage: "launch", Required: m.Runtime.Required, Err: err}
 	}
 	return &launchSpec{ID: id, Root: root, Version: version, Linked: linked, Manifest: m,
 		Runtime: m.Runtime, Command: command, Args: append([]string(nil), m.Runtime.Args...)}, nil
@@ -229,16 +205,16 @@ func resolveCommand(root, command string) (string, error) {
 	}
 	// D8: exec form only; a shell would reintroduce the shell form.
 	if isShell(c) {
-		return "", fmt.Errorf("%w (%q): runtimes are exec-form only; point runtime.command at the sidecar executable itself", ErrShellCommand, command)
+		return "", fmt.Errorf("%w (%q): runtimes are exec-form only; point runtime.command at the sidecar executable itself", errShellCommand, command)
 	}
 	if !strings.ContainsAny(c, `/\`) {
-		return "", fmt.Errorf("%w (%q): there is no PATH lookup; use an absolute path or one under %s", ErrBareCommand, command, rootVariable)
+		return "", fmt.Errorf("%w (%q): there is no PATH lookup; use an absolute path or one under %s", errBareCommand, command, rootVariable)
 	}
 	if !filepath.IsAbs(c) {
-		return "", fmt.Errorf("%w (%q): use an absolute path or start it with %s/", ErrRelativeCommand, command, rootVariable)
+		return "", fmt.Errorf("%w (%q): use an absolute path or start it with %s/", errRelativeCommand, command, rootVariable)
 	}
 	if real, err := filepath.EvalSymlinks(c); err == nil && isShell(real) {
-		return "", fmt.Errorf("%w (%q is a link to %q): runtimes are exec-form only; point runtime.command at the sidecar executable itself", ErrShellCommand, command, real)
+		return "", fmt.Errorf("%w (%q is a link to %q): runtimes are exec-form only; point runtime.command at the sidecar executable itself", errShellCommand, command, real)
 	}
 	return c, nil
 }

@@ -110,39 +110,6 @@ type RuntimeSpec struct {
 	UIActions []string `json:"uiActions,omitempty"`
 }
 
-// ManifestError reports a manifest that cannot be used, naming the file,
-// the member and what to fix.
-type ManifestError struct {
-	// Path is the manifest file when it was read from disk, or the plugin
-	// directory when that does not exist.
-	Path string
-	// Field is the offending member as a path such as "runtime.priority",
-	// "runtime.args[1]" or `runtime.env["K"]`; empty when the document as
-	// a whole is wrong.
-	Field string
-	// Msg says what is wrong and what to do.
-	Msg string
-	// Err is the underlying cause (an I/O error), if any.
-	Err error
-}
-
-// Error returns "<file>: <field>: <message>".
-func (e *ManifestError) Error() string {
-	return fieldMessage(cmp.Or(e.Path, ManifestFile), e.Field, e.Msg)
-}
-
-// fieldMessage is the text of a [*ManifestError] or a [*PackagesError]:
-// "<file>: <field>: <message>", or "<file>: <message>" without a field.
-func fieldMessage(file, field, msg string) string {
-	if field == "" {
-		return file + ": " + msg
-	}
-	return file + ": " + field + ": " + msg
-}
-
-// Unwrap returns the underlying cause, if any.
-func (e *ManifestError) Unwrap() error { return e.Err }
-
 // loadManifest reads and parses <pluginDir>/reasonix-plugin.json.
 func loadManifest(pluginDir string) (*Manifest, error) {
 	path := filepath.Join(pluginDir, ManifestFile)
@@ -549,7 +516,7 @@ func (s *launchSpec) trust() TrustSummary {
 // as it would run when installed as pluginID (empty: the manifest name),
 // before it is installed. It applies the launch gate's manifest and
 // command rules, so a plugin the gate would refuse for its manifest or
-// command yields the same [*LaunchError] here.
+// command yields the same [*StartError] here.
 func TrustPlugin(pluginDir, pluginID string) (TrustSummary, error) {
 	root, err := filepath.Abs(pluginDir)
 	if err != nil {
@@ -561,7 +528,7 @@ func TrustPlugin(pluginDir, pluginID string) (TrustSummary, error) {
 	}
 	pluginID = cmp.Or(pluginID, m.Name)
 	if m.Runtime == nil {
-		return TrustSummary{}, &LaunchError{Plugin: pluginID, Cause: fmt.Errorf("%w; nothing would run, so nothing needs trust", ErrNoRuntime)}
+		return TrustSummary{}, &StartError{Plugin: pluginID, Stage: "launch", Err: fmt.Errorf("%w; nothing would run, so nothing needs trust", ErrNoRuntime)}
 	}
 	spec, err := newLaunchSpec(pluginID, root, m.Version, false, m)
 	if err != nil {

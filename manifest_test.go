@@ -656,16 +656,16 @@ var updateGolden = flag.Bool("update", false, "rewrite golden files under testda
 // resolveLaunch runs the launch gate for the installed plugin id, the way
 // a host resolves one plugin: a plugin missing from
 // <home>/plugin-packages.json is refused with [ErrNotInstalled], an
-// unreadable record with its [*PackagesError], both as a [*LaunchError].
+// unreadable record with its [*ManifestError], both as a [*StartError].
 func resolveLaunch(home, id, workspaceRoot string) (*launchSpec, error) {
 	pkgs, err := LoadPackages(home)
 	if err != nil {
-		return nil, &LaunchError{Plugin: id, Cause: err}
+		return nil, &StartError{Plugin: id, Stage: "launch", Err: err}
 	}
 	e := findEntry(pkgs, id)
 	if e == nil {
 		// D8: only an installed plugin launches.
-		return nil, &LaunchError{Plugin: id, Cause: fmt.Errorf("%w in %s; install it first", ErrNotInstalled, filepath.Join(home, packagesFile))}
+		return nil, &StartError{Plugin: id, Stage: "launch", Err: fmt.Errorf("%w in %s; install it first", ErrNotInstalled, filepath.Join(home, packagesFile))}
 	}
 	return launchGate(home, e, workspaceRoot)
 }
@@ -696,19 +696,19 @@ func refuseCommands(t *testing.T, name string, sentinel error, commands ...strin
 	}
 }
 
-// wantRefusal checks a launch-gate refusal: no spec, a *LaunchError for
+// wantRefusal checks a launch-gate refusal: no spec, a *StartError for
 // plugin wrapping sentinel, and a message naming the plugin.
 func wantRefusal(t *testing.T, spec *launchSpec, err error, plugin string, sentinel error) {
 	t.Helper()
 	if spec != nil {
 		t.Errorf("spec = %+v, want nil: a refused plugin must not reach the process layer", spec)
 	}
-	var le *LaunchError
+	var le *StartError
 	if !errors.As(err, &le) {
-		t.Fatalf("err = %v (%T), want *LaunchError", err, err)
+		t.Fatalf("err = %v (%T), want *StartError", err, err)
 	}
 	if le.Plugin != plugin {
-		t.Errorf("LaunchError.Plugin = %q, want %q", le.Plugin, plugin)
+		t.Errorf("StartError.Plugin = %q, want %q", le.Plugin, plugin)
 	}
 	if !errors.Is(err, sentinel) {
 		t.Errorf("err = %v, want errors.Is(err, %v)", err, sentinel)
@@ -735,7 +735,7 @@ func TestLaunchGateD8RefusesDisabledPlugin(t *testing.T) {
 		t.Fatal(err)
 	}
 	spec, err := resolveLaunch(home, "off", "")
-	wantRefusal(t, spec, err, "off", ErrDisabled)
+	wantRefusal(t, spec, err, "off", errDisabled)
 }
 
 func TestLaunchGateD8RefusesPluginWithoutRuntime(t *testing.T) {
@@ -757,11 +757,11 @@ func TestLaunchGateD8RefusesPluginWithoutRuntime(t *testing.T) {
 }
 
 func TestLaunchGateD8RefusesRelativeCommand(t *testing.T) {
-	refuseCommands(t, "rel", ErrRelativeCommand, "bin/plugin", "./plugin", "../up/plugin", `bin\plugin.exe`)
+	refuseCommands(t, "rel", errRelativeCommand, "bin/plugin", "./plugin", "../up/plugin", `bin\plugin.exe`)
 }
 
 func TestLaunchGateD8RefusesBareCommand(t *testing.T) {
-	refuseCommands(t, "bare", ErrBareCommand, "node", "python3", " plugin.exe ", "env")
+	refuseCommands(t, "bare", errBareCommand, "node", "python3", " plugin.exe ", "env")
 }
 
 func TestLaunchGateD8RefusesShellCommand(t *testing.T) {
@@ -773,7 +773,7 @@ func TestLaunchGateD8RefusesShellCommand(t *testing.T) {
 		"powershell.exe", "/mnt/c/PowerShell.exe",
 		"${REASONIX_PLUGIN_ROOT}/bin/bash", "${REASONIX_PLUGIN_ROOT}/../../bin/sh",
 	}
-	refuseCommands(t, "shell", ErrShellCommand, commands...)
+	refuseCommands(t, "shell", errShellCommand, commands...)
 }
 
 func TestLaunchGateD8RefusesWindowsShellForms(t *testing.T) {
@@ -787,7 +787,7 @@ func TestLaunchGateD8RefusesWindowsShellForms(t *testing.T) {
 		// Batch scripts run through cmd.exe, whatever the platform.
 		`C:\plugins\run.bat`, "/opt/p/run.cmd", "${REASONIX_PLUGIN_ROOT}/start.BAT", "${REASONIX_PLUGIN_ROOT}/start.Cmd. ",
 	}
-	refuseCommands(t, "shell", ErrShellCommand, commands...)
+	refuseCommands(t, "shell", errShellCommand, commands...)
 }
 
 func TestLaunchGateD8RefusesCommandLinkedToShell(t *testing.T) {
@@ -805,9 +805,9 @@ func TestLaunchGateD8RefusesCommandLinkedToShell(t *testing.T) {
 		return
 	}
 	spec, err := resolveLaunch(home, "linked", "")
-	wantRefusal(t, spec, err, "linked", ErrShellCommand)
-	if _, err := TrustPlugin(dir, ""); !errors.Is(err, ErrShellCommand) {
-		t.Errorf("TrustPlugin: err = %v, want ErrShellCommand", err)
+	wantRefusal(t, spec, err, "linked", errShellCommand)
+	if _, err := TrustPlugin(dir, ""); !errors.Is(err, errShellCommand) {
+		t.Errorf("TrustPlugin: err = %v, want errShellCommand", err)
 	}
 	// The same link to a non-shell launches, under the name written.
 	if err := os.Remove(filepath.Join(dir, "bin", "tool")); err != nil {
@@ -836,7 +836,7 @@ func TestLaunchGateD8AllowsAbsoluteNonShellCommands(t *testing.T) {
 			installRuntime(t, home, "ok", command, InstallOptions{})
 			spec, err := resolveLaunch(home, "ok", "")
 			if !filepath.IsAbs(command) {
-				if errors.Is(err, ErrShellCommand) {
+				if errors.Is(err, errShellCommand) {
 					t.Errorf("err = %v, want no shell refusal", err)
 				}
 				return
@@ -856,9 +856,9 @@ func TestLaunchGateD8RefusesProjectRuntime(t *testing.T) {
 		home := t.TempDir()
 		installRuntime(t, home, "proj", "/opt/proj", InstallOptions{Scope: ScopeProject})
 		spec, err := resolveLaunch(home, "proj", t.TempDir())
-		wantRefusal(t, spec, err, "proj", ErrProjectRuntime)
+		wantRefusal(t, spec, err, "proj", errProjectRuntime)
 		spec, err = resolveLaunch(home, "proj", "")
-		wantRefusal(t, spec, err, "proj", ErrProjectRuntime)
+		wantRefusal(t, spec, err, "proj", errProjectRuntime)
 	})
 	t.Run("root in the workspace's .reasonix", func(t *testing.T) {
 		home := t.TempDir()
@@ -868,7 +868,7 @@ func TestLaunchGateD8RefusesProjectRuntime(t *testing.T) {
 			t.Fatal(err)
 		}
 		spec, err := resolveLaunch(home, "local", ws)
-		wantRefusal(t, spec, err, "local", ErrProjectRuntime)
+		wantRefusal(t, spec, err, "local", errProjectRuntime)
 		// The same package seen from another workspace is user-level.
 		if _, err := resolveLaunch(home, "local", t.TempDir()); err != nil {
 			t.Errorf("from another workspace: err = %v, want a spec", err)
@@ -882,7 +882,7 @@ func TestLaunchGateD8RefusesProjectRuntime(t *testing.T) {
 			t.Fatal(err)
 		}
 		spec, err := resolveLaunch(home, "copied", ws)
-		wantRefusal(t, spec, err, "copied", ErrProjectRuntime)
+		wantRefusal(t, spec, err, "copied", errProjectRuntime)
 	})
 	t.Run("through a symlinked workspace", func(t *testing.T) {
 		home := t.TempDir()
@@ -897,7 +897,7 @@ func TestLaunchGateD8RefusesProjectRuntime(t *testing.T) {
 			t.Fatal(err)
 		}
 		spec, err := resolveLaunch(home, "p", alias)
-		wantRefusal(t, spec, err, "p", ErrProjectRuntime)
+		wantRefusal(t, spec, err, "p", errProjectRuntime)
 	})
 }
 
@@ -909,10 +909,10 @@ func TestLaunchGateD8RefusesBrokenManifest(t *testing.T) {
 		t.Fatal(err)
 	}
 	spec, err := resolveLaunch(home, "broken", "")
-	var le *LaunchError
+	var le *StartError
 	var me *ManifestError
 	if spec != nil || !errors.As(err, &le) || !errors.As(err, &me) || me.Field != "runtime.priority" {
-		t.Fatalf("got %+v, %v; want a *LaunchError wrapping the *ManifestError", spec, err)
+		t.Fatalf("got %+v, %v; want a *StartError wrapping the *ManifestError", spec, err)
 	}
 	if le.Plugin != "broken" {
 		t.Errorf("Plugin = %q, want %q", le.Plugin, "broken")
@@ -929,9 +929,9 @@ func TestLaunchGateD8ExpandsPluginRootPrefixOnly(t *testing.T) {
 		{"prefix", "${REASONIX_PLUGIN_ROOT}/bin/plugin", func(root string) string { return filepath.Join(root, "bin", "plugin") }, nil},
 		{"trimmed", " \t${REASONIX_PLUGIN_ROOT}/bin/plugin\n", func(root string) string { return filepath.Join(root, "bin", "plugin") }, nil},
 		{"cleaned", "${REASONIX_PLUGIN_ROOT}/bin/../libexec/plugin", func(root string) string { return filepath.Join(root, "libexec", "plugin") }, nil},
-		{"not a general expansion", "${HOME}/plugin", nil, ErrRelativeCommand},
-		{"only as a prefix", "bin/${REASONIX_PLUGIN_ROOT}/plugin", nil, ErrRelativeCommand},
-		{"$VAR form is not the prefix", "$REASONIX_PLUGIN_ROOT/bin/plugin", nil, ErrRelativeCommand},
+		{"not a general expansion", "${HOME}/plugin", nil, errRelativeCommand},
+		{"only as a prefix", "bin/${REASONIX_PLUGIN_ROOT}/plugin", nil, errRelativeCommand},
+		{"$VAR form is not the prefix", "$REASONIX_PLUGIN_ROOT/bin/plugin", nil, errRelativeCommand},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -1088,15 +1088,15 @@ func TestLaunchablePluginsD10InstalledOrderAndRefusals(t *testing.T) {
 		sentinel error
 		required bool
 	}{
-		{"shell", ErrShellCommand, false},
-		{"proj", ErrProjectRuntime, false},
-		{"req", ErrBareCommand, true},
+		{"shell", errShellCommand, false},
+		{"proj", errProjectRuntime, false},
+		{"req", errBareCommand, true},
 	}
 	if len(refused) != len(wantRefused) {
 		t.Fatalf("refusals = %v, want %d", refused, len(wantRefused))
 	}
 	for i, w := range wantRefused {
-		var le *LaunchError
+		var le *StartError
 		if !errors.As(refused[i], &le) || le.Plugin != w.plugin || !errors.Is(refused[i], w.sentinel) || le.Required != w.required {
 			t.Errorf("refusal %d = %v, want %s refused with %v (required %v)", i, refused[i], w.plugin, w.sentinel, w.required)
 		}
@@ -1109,13 +1109,13 @@ func TestLaunchablePluginsCorruptRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	specs, refused := splitGates(home, "")
-	var pe *PackagesError
-	if specs != nil || len(refused) != 1 || !errors.As(refused[0], &pe) || !errors.Is(refused[0], ErrCorruptPackages) {
-		t.Errorf("got %v, %v; want no specs and one *PackagesError", specs, refused)
+	var pe *ManifestError
+	if specs != nil || len(refused) != 1 || !errors.As(refused[0], &pe) || !errors.Is(refused[0], errCorruptPackages) {
+		t.Errorf("got %v, %v; want no specs and one *ManifestError", specs, refused)
 	}
 	spec, err := resolveLaunch(home, "any", "")
-	if spec != nil || !errors.Is(err, ErrCorruptPackages) {
-		t.Errorf("ResolveLaunch = %v, %v; want nil, ErrCorruptPackages", spec, err)
+	if spec != nil || !errors.Is(err, errCorruptPackages) {
+		t.Errorf("ResolveLaunch = %v, %v; want nil, errCorruptPackages", spec, err)
 	}
 }
 
@@ -1250,7 +1250,7 @@ func TestTrustPluginBeforeInstall(t *testing.T) {
 	}
 	shell := writePlugin(t, filepath.Join(t.TempDir(), "sh"), runtimeManifest("sh-plugin", "/bin/bash"))
 	_, err = TrustPlugin(shell, "renamed")
-	wantRefusal(t, nil, err, "renamed", ErrShellCommand)
+	wantRefusal(t, nil, err, "renamed", errShellCommand)
 	plain := writePlugin(t, filepath.Join(t.TempDir(), "plain"), `{"name":"plain"}`)
 	_, err = TrustPlugin(plain, "")
 	wantRefusal(t, nil, err, "plain", ErrNoRuntime)
@@ -1315,9 +1315,9 @@ func TestLaunchGateD10BrokenRequiredManifestFailsClosed(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, refused := splitGates(home, "")
-			var le *LaunchError
+			var le *StartError
 			if len(refused) != 1 || !errors.As(refused[0], &le) || le.Required != c.required {
-				t.Fatalf("refusals %v, want one *LaunchError with Required %v", refused, c.required)
+				t.Fatalf("refusals %v, want one *StartError with Required %v", refused, c.required)
 			}
 		})
 	}
@@ -1398,7 +1398,7 @@ func TestLaunchGateD8RefusesAShellBehindEnv(t *testing.T) {
 		t.Fatal(err)
 	}
 	spec, err := resolveLaunch(home, "e", "")
-	wantRefusal(t, spec, err, "e", ErrShellCommand)
+	wantRefusal(t, spec, err, "e", errShellCommand)
 	if !strings.Contains(err.Error(), `"/usr/bin/env" runs "sh"`) {
 		t.Errorf("refusal %q, want it to name env and the shell it runs", err)
 	}

@@ -69,33 +69,33 @@ const (
 )
 
 // Sentinel errors of the packages record and the launch gate, matched with
-// [errors.Is]. They arrive wrapped in a [*PluginError], a [*LaunchError]
-// or a [*PackagesError] that names the plugin or the file.
+// [errors.Is]. They arrive wrapped in a [*PluginError], a [*StartError]
+// or a [*ManifestError] that names the plugin or the file.
 var (
 	// ErrNotInstalled: the plugin has no entry in plugin-packages.json
 	// (from SetEnabled and Remove, in a *PluginError).
 	ErrNotInstalled = errors.New("plugin is not installed")
-	// ErrDisabled: the plugin's entry is disabled.
-	ErrDisabled = errors.New("plugin is disabled")
+	// errDisabled: the plugin's entry is disabled.
+	errDisabled = errors.New("plugin is disabled")
 	// ErrNoRuntime: the plugin's manifest declares no runtime.
 	ErrNoRuntime = errors.New("manifest declares no runtime")
-	// ErrRelativeCommand: the resolved runtime command is a relative path.
-	ErrRelativeCommand = errors.New("runtime command is a relative path")
-	// ErrBareCommand: the runtime command is a bare name with no directory.
-	ErrBareCommand = errors.New("runtime command is a bare name")
-	// ErrShellCommand: the runtime command is a shell.
-	ErrShellCommand = errors.New("runtime command is a shell")
-	// ErrProjectRuntime: a project-level package declares a runtime.
-	ErrProjectRuntime = errors.New("project configuration cannot declare a runtime")
-	// ErrInvalidPluginName: an installed name that is not a valid plugin ID.
-	ErrInvalidPluginName = errors.New("invalid plugin name")
-	// ErrUnsafeFile: the plugin directory holds a symlink that leaves it
+	// errRelativeCommand: the resolved runtime command is a relative path.
+	errRelativeCommand = errors.New("runtime command is a relative path")
+	// errBareCommand: the runtime command is a bare name with no directory.
+	errBareCommand = errors.New("runtime command is a bare name")
+	// errShellCommand: the runtime command is a shell.
+	errShellCommand = errors.New("runtime command is a shell")
+	// errProjectRuntime: a project-level package declares a runtime.
+	errProjectRuntime = errors.New("project configuration cannot declare a runtime")
+	// errInvalidPluginName: an installed name that is not a valid plugin ID.
+	errInvalidPluginName = errors.New("invalid plugin name")
+	// errUnsafeFile: the plugin directory holds a symlink that leaves it
 	// (by its text or through another link on the way) or resolves to
 	// nothing, a file that is neither regular, a directory nor a symlink,
 	// or a file that changed while it was being copied.
-	ErrUnsafeFile = errors.New("unsafe file in plugin directory")
-	// ErrCorruptPackages: plugin-packages.json exists but cannot be used.
-	ErrCorruptPackages = errors.New("corrupt plugin-packages.json")
+	errUnsafeFile = errors.New("unsafe file in plugin directory")
+	// errCorruptPackages: plugin-packages.json exists but cannot be used.
+	errCorruptPackages = errors.New("corrupt plugin-packages.json")
 )
 
 // PackageEntry is one installed package.
@@ -137,50 +137,6 @@ func findEntry(entries []PackageEntry, name string) *PackageEntry {
 	return nil
 }
 
-// PackagesError reports a plugin-packages.json that cannot be read or
-// written. Err is [ErrCorruptPackages] for unusable content, or the I/O
-// error.
-type PackagesError struct {
-	// Path is the file.
-	Path string
-	// Field is the offending member, such as "packages[2].scope"; may be empty.
-	Field string
-	// Msg says what is wrong.
-	Msg string
-	// Err is the cause.
-	Err error
-}
-
-// Error returns "<file>: <field>: <message>".
-func (e *PackagesError) Error() string { return fieldMessage(e.Path, e.Field, e.Msg) }
-
-// Unwrap returns the cause.
-func (e *PackagesError) Unwrap() error { return e.Err }
-
-// PluginError reports a failed operation on one plugin: install, enable,
-// disable or remove, or an operation at a hook point that a required-class
-// plugin (D19) or a slot owner (D17) failed. Err carries the cause: one of
-// the sentinel errors, or a protocol reason such as intercept_timeout,
-// provider_interrupted, or protocol_error for a violation such as an
-// invalid replacement.
-type PluginError struct {
-	// Plugin is the plugin ID (the installed name).
-	Plugin string
-	// Op is the operation: install, enable, disable, remove, or the hook
-	// point of a failed operation, such as tool.before.
-	Op string
-	// Err is the cause.
-	Err error
-}
-
-// Error returns "plugin "<name>" failed <op>: <cause>".
-func (e *PluginError) Error() string {
-	return fmt.Sprintf("plugin %q failed %s: %v", e.Plugin, e.Op, e.Err)
-}
-
-// Unwrap returns the cause.
-func (e *PluginError) Unwrap() error { return e.Err }
-
 // validPluginName reports whether name can be an installed name: 1 to 128
 // ASCII letters, digits, '.', '_' and '-', starting with a letter or digit.
 // Such a name is safe as a directory name, in a provider ref
@@ -194,7 +150,7 @@ func validPluginName(name string) bool {
 
 // LoadPackages reads <home>/plugin-packages.json: the installed packages
 // in installed order, names unique (PROTOCOL.md §3.2). A missing file is
-// an empty set; anything else that cannot be used is a [*PackagesError],
+// an empty set; anything else that cannot be used is a [*ManifestError],
 // never an empty set.
 func LoadPackages(home string) ([]PackageEntry, error) {
 	path := filepath.Join(home, packagesFile)
@@ -203,11 +159,11 @@ func LoadPackages(home string) ([]PackageEntry, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, &PackagesError{Path: path, Msg: "cannot read: " + err.Error(), Err: err}
+		return nil, &ManifestError{Path: path, Msg: "cannot read: " + err.Error(), Err: err}
 	}
 	p, err := parsePackages(data)
 	if me, ok := err.(*ManifestError); ok { // every error parsePackages returns
-		return nil, &PackagesError{Path: path, Field: me.Field, Msg: me.Msg + "; fix or reinstall", Err: ErrCorruptPackages}
+		return nil, &ManifestError{Path: path, Field: me.Field, Msg: me.Msg + "; fix or reinstall", Err: errCorruptPackages}
 	}
 	return p, err
 }
@@ -283,10 +239,10 @@ func savePackages(home string, entries []PackageEntry) error {
 	data = append(data, '\n')
 	// Never write what LoadPackages would reject.
 	if _, err := parsePackages(data); err != nil {
-		return &PackagesError{Path: path, Msg: "refusing to write an invalid record: " + err.Error(), Err: ErrCorruptPackages}
+		return &ManifestError{Path: path, Msg: "refusing to write an invalid record: " + err.Error(), Err: errCorruptPackages}
 	}
 	if err := writeFileAtomic(path, data); err != nil {
-		return &PackagesError{Path: path, Msg: "cannot write: " + err.Error(), Err: err}
+		return &ManifestError{Path: path, Msg: "cannot write: " + err.Error(), Err: err}
 	}
 	return nil
 }
@@ -402,16 +358,16 @@ func updatePackages(home string, fn func(*[]PackageEntry) error, after func() er
 	packagesMu.Lock()
 	defer packagesMu.Unlock()
 	if err := os.MkdirAll(home, 0o755); err != nil {
-		return &PackagesError{Path: filepath.Join(home, packagesFile), Msg: "cannot create home: " + err.Error(), Err: err}
+		return &ManifestError{Path: filepath.Join(home, packagesFile), Msg: "cannot create home: " + err.Error(), Err: err}
 	}
 	path := filepath.Join(home, packagesLockFile)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
-		return &PackagesError{Path: path, Msg: "cannot open the lock: " + err.Error(), Err: err}
+		return &ManifestError{Path: path, Msg: "cannot open the lock: " + err.Error(), Err: err}
 	}
 	defer f.Close()
 	if err := lockFile(f); err != nil {
-		return &PackagesError{Path: path, Msg: "cannot lock: " + err.Error(), Err: err}
+		return &ManifestError{Path: path, Msg: "cannot lock: " + err.Error(), Err: err}
 	}
 	defer unlockFile(f) // at once, even while a sidecar forked meanwhile holds a copy of f until its exec
 	pkgs, err := LoadPackages(home)
@@ -456,7 +412,7 @@ type InstallOptions struct {
 // when its target is relative and the link, followed step by step through
 // any other links on the way, never leaves the directory; anything else
 // (an escaping or dangling symlink, a device, a pipe) fails the install
-// with [ErrUnsafeFile]. The copy reads the directory through an [os.Root],
+// with errUnsafeFile. The copy reads the directory through an [os.Root],
 // so a file swapped for a link during the copy is refused too. Installing
 // a name that exists replaces the package in its place in the installed
 // order and enables it.
@@ -476,7 +432,7 @@ func Install(home, pluginDir string, opts InstallOptions) (*PackageEntry, error)
 		return nil, &PluginError{Plugin: name, Op: "install", Err: err}
 	}
 	if !validPluginName(name) {
-		return fail(fmt.Errorf("%w %q: use letters, digits, '.', '_' and '-' (InstallOptions.Name overrides the manifest name)", ErrInvalidPluginName, name))
+		return fail(fmt.Errorf("%w %q: use letters, digits, '.', '_' and '-' (InstallOptions.Name overrides the manifest name)", errInvalidPluginName, name))
 	}
 	scope := cmp.Or(opts.Scope, ScopeUser)
 	if scope != ScopeUser && scope != ScopeProject {
@@ -613,17 +569,17 @@ func copyTree(src, dst string) error {
 				return err
 			}
 			if filepath.IsAbs(link) || !filepath.IsLocal(filepath.Join(filepath.Dir(rel), link)) {
-				return fmt.Errorf("%w: symlink %s points outside the plugin directory (%s)", ErrUnsafeFile, rel, link)
+				return fmt.Errorf("%w: symlink %s points outside the plugin directory (%s)", errUnsafeFile, rel, link)
 			}
 			// The text stays inside, but a link on the way (d/e/f -> ../..)
 			// can still lead out: follow the whole chain inside the root,
 			// which refuses any step above it.
 			if _, err := sr.Stat(rel); err != nil {
-				return fmt.Errorf("%w: symlink %s (%s) does not resolve inside the plugin directory: %v", ErrUnsafeFile, rel, link, err)
+				return fmt.Errorf("%w: symlink %s (%s) does not resolve inside the plugin directory: %v", errUnsafeFile, rel, link, err)
 			}
 			return dr.Symlink(link, rel)
 		default:
-			return fmt.Errorf("%w: %s is a %s, not a regular file", ErrUnsafeFile, rel, mode.Type())
+			return fmt.Errorf("%w: %s is a %s, not a regular file", errUnsafeFile, rel, mode.Type())
 		}
 	})
 }
@@ -631,7 +587,7 @@ func copyTree(src, dst string) error {
 // copyFile copies the regular file rel, whose Lstat is info, from sr to
 // dr. The file opened must be the one inspected: if it was swapped for a
 // symlink (or anything else) in between, the copy fails with
-// [ErrUnsafeFile] instead of following it.
+// errUnsafeFile instead of following it.
 func copyFile(sr, dr *os.Root, rel string, info fs.FileInfo) error {
 	in, err := sr.Open(rel)
 	if err != nil {
@@ -641,7 +597,7 @@ func copyFile(sr, dr *os.Root, rel string, info fs.FileInfo) error {
 	if got, err := in.Stat(); err != nil {
 		return err
 	} else if !got.Mode().IsRegular() || !os.SameFile(got, info) {
-		return fmt.Errorf("%w: %s changed while it was being copied", ErrUnsafeFile, rel)
+		return fmt.Errorf("%w: %s changed while it was being copied", errUnsafeFile, rel)
 	}
 	perm := info.Mode().Perm()
 	out, err := dr.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)

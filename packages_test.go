@@ -203,8 +203,8 @@ func TestPackagesSaveRefusesInvalidRecord(t *testing.T) {
 	home := t.TempDir()
 	p := []PackageEntry{{Name: "a", Root: "r", Enabled: true}, {Name: "a", Root: "r"}}
 	err := savePackages(home, p)
-	if !errors.Is(err, ErrCorruptPackages) {
-		t.Fatalf("Save with a repeated name: err = %v, want ErrCorruptPackages", err)
+	if !errors.Is(err, errCorruptPackages) {
+		t.Fatalf("Save with a repeated name: err = %v, want errCorruptPackages", err)
 	}
 	if _, err := os.Stat(filepath.Join(home, packagesFile)); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("an invalid record was written (stat err %v)", err)
@@ -266,16 +266,16 @@ func TestLoadPackagesD3CorruptFileIsTypedError(t *testing.T) {
 			if p != nil {
 				t.Errorf("got %+v, want nil", p)
 			}
-			var pe *PackagesError
-			if !errors.As(err, &pe) || !errors.Is(err, ErrCorruptPackages) {
-				t.Fatalf("err = %v, want *PackagesError wrapping ErrCorruptPackages", err)
+			var pe *ManifestError
+			if !errors.As(err, &pe) || !errors.Is(err, errCorruptPackages) {
+				t.Fatalf("err = %v, want *ManifestError wrapping errCorruptPackages", err)
 			}
 			if pe.Path != path || pe.Field != tt.field || !strings.Contains(pe.Msg, tt.msg) {
 				t.Errorf("got {Path %q, Field %q, Msg %q}, want {%q, %q, containing %q}", pe.Path, pe.Field, pe.Msg, path, tt.field, tt.msg)
 			}
 			// D8: a corrupt record is never read as "nothing installed".
-			if _, err := Install(home, writePlugin(t, filepath.Join(t.TempDir(), "p"), runtimeManifest("p", "/x")), InstallOptions{}); !errors.Is(err, ErrCorruptPackages) {
-				t.Errorf("Install over a corrupt record: err = %v, want ErrCorruptPackages", err)
+			if _, err := Install(home, writePlugin(t, filepath.Join(t.TempDir(), "p"), runtimeManifest("p", "/x")), InstallOptions{}); !errors.Is(err, errCorruptPackages) {
+				t.Errorf("Install over a corrupt record: err = %v, want errCorruptPackages", err)
 			}
 			if got, _ := os.ReadFile(path); string(got) != tt.doc {
 				t.Errorf("the corrupt record was overwritten")
@@ -418,8 +418,8 @@ func TestInstallRejectsInvalidNames(t *testing.T) {
 	for _, name := range []string{"..", ".hidden", "a/b", `a\b`, "has space", "a:b", strings.Repeat("x", 129), "-dash"} {
 		t.Run(name, func(t *testing.T) {
 			_, err := Install(t.TempDir(), src, InstallOptions{Name: name})
-			if !errors.Is(err, ErrInvalidPluginName) {
-				t.Errorf("err = %v, want ErrInvalidPluginName", err)
+			if !errors.Is(err, errInvalidPluginName) {
+				t.Errorf("err = %v, want errInvalidPluginName", err)
 			}
 		})
 	}
@@ -490,13 +490,13 @@ func symlinkOrReturn(t *testing.T, target, link string) bool {
 	return true
 }
 
-// wantUnsafeInstall checks that Install refused with ErrUnsafeFile and
+// wantUnsafeInstall checks that Install refused with errUnsafeFile and
 // left neither a copy nor a record behind.
 func wantUnsafeInstall(t *testing.T, home string, err error) {
 	t.Helper()
 	var pe *PluginError
-	if !errors.As(err, &pe) || !errors.Is(err, ErrUnsafeFile) {
-		t.Fatalf("err = %v, want *PluginError wrapping ErrUnsafeFile", err)
+	if !errors.As(err, &pe) || !errors.Is(err, errUnsafeFile) {
+		t.Fatalf("err = %v, want *PluginError wrapping errUnsafeFile", err)
 	}
 	if _, err := os.Stat(filepath.Join(home, "plugins", "p")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("a refused install left a copy (stat err %v)", err)
@@ -616,8 +616,8 @@ func TestInstallD8CopyFileRefusesFileSwappedForLink(t *testing.T) {
 	if !symlinkOrReturn(t, "other", filepath.Join(src, "a")) {
 		return
 	}
-	if err := copyFile(sr, dr, "a", info); !errors.Is(err, ErrUnsafeFile) {
-		t.Errorf("err = %v, want ErrUnsafeFile", err)
+	if err := copyFile(sr, dr, "a", info); !errors.Is(err, errUnsafeFile) {
+		t.Errorf("err = %v, want errUnsafeFile", err)
 	}
 	if _, err := os.Stat(filepath.Join(dst, "a")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("the swapped file was copied (stat err %v)", err)

@@ -12,7 +12,8 @@ import (
 
 //go:generate go run ./cmd/extension-protocol-gen
 
-// The four frozen limits, in bytes (PROTOCOL.md §1.3).
+// The frozen limits, in bytes (PROTOCOL.md §1.3). The fourth,
+// contentRefObjectBytes, the largest content object, is FrameBytes (D22).
 const (
 	// FrameBytes: one NDJSON frame, including its "\n" (D2).
 	FrameBytes = 8 << 20
@@ -20,12 +21,11 @@ const (
 	ExternalizeFieldBytes = 64 << 10
 	// ContentRefChunkBytes: the most raw bytes one host/content/read page carries.
 	ContentRefChunkBytes = 256 << 10
-	// ContentRefObjectBytes: the largest content object.
-	ContentRefObjectBytes = 8 << 20
 )
 
-// Method is one entry of the frozen method registry (PROTOCOL.md §2.6).
-type Method struct {
+// methodInfo is one entry of the frozen method registry (PROTOCOL.md
+// §2.6), which the canonical schema lists under "methods".
+type methodInfo struct {
 	Name string
 	// Direction is host_to_extension_request, extension_to_host_request,
 	// host_to_extension_notification or extension_to_host_notification.
@@ -40,10 +40,10 @@ type Method struct {
 }
 
 // notification reports whether the method is a notification.
-func (m Method) notification() bool { return strings.HasSuffix(m.Direction, "_notification") }
+func (m methodInfo) notification() bool { return strings.HasSuffix(m.Direction, "_notification") }
 
-func method(name, direction, class string, params, result any) Method {
-	m := Method{Name: name, Direction: direction, Class: class, params: reflect.TypeOf(params), result: reflect.TypeOf(result)}
+func method(name, direction, class string, params, result any) methodInfo {
+	m := methodInfo{Name: name, Direction: direction, Class: class, params: reflect.TypeOf(params), result: reflect.TypeOf(result)}
 	m.Params = m.params.Name()
 	if m.result != nil { // nil for a notification
 		m.Result = m.result.Name()
@@ -59,7 +59,7 @@ const (
 )
 
 // registry holds the 16 methods sorted by name.
-var registry = []Method{
+var registry = []methodInfo{
 	method(MethodEvent, h2eNotify, "observation", EventParams{}, nil),
 	method(MethodInitialize, h2eRequest, "lifecycle", InitializeParams{}, InitializeResult{}),
 	method(MethodInitialized, h2eNotify, "lifecycle", InitializedParams{}, nil),
@@ -78,18 +78,15 @@ var registry = []Method{
 	method(MethodUIRequest, e2hRequest, "ui", UIRequestParams{}, UIRequestResult{}),
 }
 
-// Methods returns the 16 frozen methods sorted by name.
-func Methods() []Method { return slices.Clone(registry) }
-
-func lookupMethod(name string) (Method, bool) {
+func lookupMethod(name string) (methodInfo, bool) {
 	m, ok := methodsByName()[name]
 	return m, ok
 }
 
 // methodsByName indexes the registry: every inbound frame and every strict
 // decode of params or a result looks a method up.
-var methodsByName = sync.OnceValue(func() map[string]Method {
-	byName := map[string]Method{}
+var methodsByName = sync.OnceValue(func() map[string]methodInfo {
+	byName := map[string]methodInfo{}
 	for _, m := range registry {
 		byName[m.Name] = m
 	}
@@ -402,7 +399,7 @@ var canonicalSchema = sync.OnceValue(func() []byte {
 		"interceptEvents": Point("").enumValues(),
 		"limits": map[string]any{
 			"contentRefChunkBytes":  ContentRefChunkBytes,
-			"contentRefObjectBytes": ContentRefObjectBytes,
+			"contentRefObjectBytes": FrameBytes,
 			"externalizeFieldBytes": ExternalizeFieldBytes,
 			"frameBytes":            FrameBytes,
 		},

@@ -104,8 +104,9 @@ func TestSchemaStructure(t *testing.T) {
 			t.Errorf("limit %s = %d, want %d", k, doc.Limits[k], v)
 		}
 	}
-	if !(ExternalizeFieldBytes < ContentRefChunkBytes && ContentRefChunkBytes < ContentRefObjectBytes && ContentRefObjectBytes <= FrameBytes) {
-		t.Error("limits must satisfy field < chunk < object <= frame")
+	if l := doc.Limits; !(l["externalizeFieldBytes"] < l["contentRefChunkBytes"] && l["contentRefChunkBytes"] < l["contentRefObjectBytes"] && l["contentRefObjectBytes"] <= l["frameBytes"]) ||
+		l["frameBytes"] != FrameBytes || l["externalizeFieldBytes"] != ExternalizeFieldBytes || l["contentRefChunkBytes"] != ContentRefChunkBytes {
+		t.Error("limits must satisfy field < chunk < object <= frame, and equal the constants")
 	}
 }
 

@@ -18,29 +18,6 @@ import (
 	"time"
 )
 
-// StartError reports a sidecar that failed to start (D10). Err keeps the
-// cause unwrappable, so its protocol reason survives errors.Is.
-type StartError struct {
-	Plugin  string
-	Stage   string // "resolve", "pipes", "spawn" or "handshake"
-	Elapsed time.Duration
-	Stderr  string // the redacted stderr tail, at most the tail size
-	Err     error
-}
-
-// Error renders the D10 diagnostic.
-func (e *StartError) Error() string {
-	msg := fmt.Sprintf("extension sidecar %s startup %s failed after %v: %v",
-		e.Plugin, e.Stage, e.Elapsed.Round(time.Millisecond), e.Err)
-	if e.Stderr != "" {
-		msg += "; stderr: " + e.Stderr
-	}
-	return msg
-}
-
-// Unwrap returns the cause.
-func (e *StartError) Unwrap() error { return e.Err }
-
 // sidecarState is where a sidecar is in its life; the state only moves
 // forward: starting → ready → crashed → stopping → stopped, skipping any
 // step.

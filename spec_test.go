@@ -247,7 +247,7 @@ func TestProtocolTablesEqualTheRegistry(t *testing.T) {
 
 	want = map[string]string{
 		"frameBytes": strconv.Itoa(FrameBytes), "externalizeFieldBytes": strconv.Itoa(ExternalizeFieldBytes),
-		"contentRefChunkBytes": strconv.Itoa(ContentRefChunkBytes), "contentRefObjectBytes": strconv.Itoa(ContentRefObjectBytes),
+		"contentRefChunkBytes": strconv.Itoa(ContentRefChunkBytes), "contentRefObjectBytes": strconv.Itoa(FrameBytes),
 	}
 	got = map[string]string{}
 	for _, r := range specTable(t, "| Limit | Bytes | Meaning |") {

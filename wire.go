@@ -414,7 +414,8 @@ func decodeWireError(raw []byte) (*Error, bool) {
 	e := &Error{Code: int(o.Code), Message: o.Message}
 	if o.Data != nil && string(o.Data) != "null" {
 		var d errorData
-		if walk(errorDataNode(), o.Data, reflect.ValueOf(&d).Elem()) == nil && d.Reason.Valid() && d.Retryable == d.Reason.Retryable() {
+		err := walk(errorDataNode(), o.Data, reflect.ValueOf(&d).Elem())
+		if info, frozen := d.Reason.info(); err == nil && frozen && d.Retryable == info.Retryable {
 			e.Reason = d.Reason
 		} else {
 			e.Data = bytes.Clone(o.Data)

@@ -34,7 +34,7 @@ func TestPayloadIsReadAndVerifiedBeforeTheCallbackD22(t *testing.T) {
 	good := desc("/payload", int64(len(payload)), hexSum)
 	// honest answers the read at offset with the true pages.
 	honest := func(offset int64) string {
-		end := min(offset+extension.ContentPageBytes, int64(len(payload)))
+		end := min(offset+extension.ContentRefChunkBytes, int64(len(payload)))
 		next := end
 		if end == int64(len(payload)) {
 			next = 0
@@ -54,7 +54,7 @@ func TestPayloadIsReadAndVerifiedBeforeTheCallbackD22(t *testing.T) {
 	}{
 		{"honest", "null", "[" + good + "]", honest, 0, "", false},
 		{"tampered bytes", "null", "[" + good + "]", func(o int64) string {
-			end := min(o+extension.ContentPageBytes, int64(len(payload)))
+			end := min(o+extension.ContentRefChunkBytes, int64(len(payload)))
 			next := end
 			if end == int64(len(payload)) {
 				next = 0
@@ -76,7 +76,7 @@ func TestPayloadIsReadAndVerifiedBeforeTheCallbackD22(t *testing.T) {
 			return strings.Replace(honest(o), `"dataBase64":"`, `"dataBase64":"*`, 1)
 		}, -32600, extension.ReasonProtocolError, false},
 		{"page too large", "null", "[" + good + "]", func(o int64) string {
-			return page(ref, o, payload[:extension.ContentPageBytes+1], extension.ContentPageBytes+1, int64(len(payload)), hexSum)
+			return page(ref, o, payload[:extension.ContentRefChunkBytes+1], extension.ContentRefChunkBytes+1, int64(len(payload)), hexSum)
 		}, -32600, extension.ReasonProtocolError, false},
 		{"no progress", "null", "[" + good + "]", func(o int64) string { return page(ref, o, nil, o, int64(len(payload)), hexSum) }, -32600, extension.ReasonProtocolError, false},
 	} {

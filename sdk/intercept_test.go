@@ -79,7 +79,7 @@ func TestInterceptFailuresAreTheFrozenInternalError(t *testing.T) {
 				// detail kept off the wire; the connection survives.
 				f := p.call(intercept(2, extension.InputReceive, `{"text":"hi"}`))
 				wantError(t, f, "2", -32603, extension.ReasonInternal)
-				if f.Error.Message != extension.ReasonInternal.Message() || strings.Contains(f.raw, "hunter2") {
+				if f.Error.Message != extension.NewError(extension.ReasonInternal, "").Message || strings.Contains(f.raw, "hunter2") {
 					t.Fatalf("got %s, want the frozen message and nothing of the cause", f.raw)
 				}
 				wantResult(t, p.call(intercept(3, extension.ToolBefore, `{}`)), "3", continueResult)

@@ -75,7 +75,7 @@ func Done() extension.ProviderChunk { return extension.ProviderChunk{Type: exten
 // from a stream it ends the stream with that message.
 func ErrorChunk(message string) extension.ProviderChunk {
 	if message == "" {
-		message = extension.ReasonProviderFailed.Message()
+		message = extension.NewError(extension.ReasonProviderFailed, "").Message
 	}
 	return extension.ProviderChunk{Type: extension.ChunkError, Error: &extension.ProviderError{Code: extension.ProviderErrorFailed, Message: message}}
 }
@@ -176,7 +176,7 @@ func (s *server) pump(ctx context.Context, cancel context.CancelFunc, p *extensi
 		defer func() {
 			if v := recover(); v != nil {
 				s.logf("Provider.Stream for %s panicked: %v", p.ProviderRef, v)
-				end.Error = extension.ReasonProviderFailed.Message()
+				end.Error = extension.NewError(extension.ReasonProviderFailed, "").Message
 			}
 		}()
 		if chunks == nil {
@@ -193,7 +193,7 @@ func (s *server) pump(ctx context.Context, cancel context.CancelFunc, p *extensi
 			if c.Type == extension.ChunkError && c.Error != nil {
 				end.Error = c.Error.Message
 				if end.Error == "" {
-					end.Error = extension.ReasonProviderFailed.Message()
+					end.Error = extension.NewError(extension.ReasonProviderFailed, "").Message
 				}
 				return
 			}

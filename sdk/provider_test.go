@@ -94,7 +94,7 @@ func TestStreamEndsWithTheErrorInsteadOfAnErrorChunk(t *testing.T) {
 		want  string
 	}{
 		{"error chunk", sdk.ErrorChunk("quota exceeded"), "quota exceeded"},
-		{"blank error chunk", sdk.ErrorChunk(""), extension.ReasonProviderFailed.Message()},
+		{"blank error chunk", sdk.ErrorChunk(""), extension.NewError(extension.ReasonProviderFailed, "").Message},
 		{"invalid chunk", extension.ProviderChunk{Type: extension.ChunkUsage}, "the extension provider produced an invalid chunk"},
 		{"unknown type", extension.ProviderChunk{Type: "image"}, "the extension provider produced an invalid chunk"},
 	} {

@@ -202,10 +202,32 @@ func wantError(t *testing.T, f frame, id string, code int, reason extension.Reas
 		}
 		return
 	}
-	want := fmt.Sprintf(`{"reason":%q,"retryable":%t}`, reason, reason.Retryable())
+	want := fmt.Sprintf(`{"reason":%q,"retryable":%t}`, reason, retryable(t, reason))
 	if !sameJSON(f.Error.Data, want) {
 		t.Fatalf("got data %s in %s, want %s", f.Error.Data, f.raw, want)
 	}
+}
+
+// retryable reads the frozen retryable flag of reason from the canonical
+// schema's error table.
+func retryable(t *testing.T, reason extension.Reason) bool {
+	t.Helper()
+	var schema struct {
+		Errors []struct {
+			Reason    extension.Reason
+			Retryable bool
+		}
+	}
+	if err := json.Unmarshal(extension.CanonicalSchema(), &schema); err != nil {
+		t.Fatal(err)
+	}
+	for _, row := range schema.Errors {
+		if row.Reason == reason {
+			return row.Retryable
+		}
+	}
+	t.Fatalf("%s is not a frozen reason", reason)
+	return false
 }
 
 func sameJSON(got json.RawMessage, want string) bool {

@@ -519,8 +519,8 @@ func (b *bench) content8MiB(rt *extension.Runtime) ([]result, error) {
 	const name = "content_8mib"
 	payload := []byte(`{"text":"` + strings.Repeat("a", extension.FrameBytes-len(`{"text":""}`)) + `"}`)
 	var lines bytes.Buffer
-	for off := 0; off < len(payload); off += extension.ContentPageBytes {
-		lines.WriteString(base64.StdEncoding.EncodeToString(payload[off:min(off+extension.ContentPageBytes, len(payload))]))
+	for off := 0; off < len(payload); off += extension.ContentRefChunkBytes {
+		lines.WriteString(base64.StdEncoding.EncodeToString(payload[off:min(off+extension.ContentRefChunkBytes, len(payload))]))
 		lines.WriteByte('\n')
 	}
 	lines.WriteByte('\n')
