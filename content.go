@@ -49,7 +49,6 @@ type ContentReadResult struct {
 	Encoding   ContentEncoding `json:"encoding"`
 }
 
-
 // ContentOptions bounds the content store of each sidecar connection
 // (D22). Every zero field takes the default its comment names.
 type ContentOptions struct {
