@@ -174,15 +174,15 @@ func showFrames(frames []seenFrame) string {
 	return b.String()
 }
 
-// seenFrame is one frame the checker saw, parsed leniently so that a
-// faulty one can still be described; in is true for the sidecar's.
+// seenFrame is one frame of a session, read as the host reads it
+// (decodeMessage): the checker judges what the host would see.
 type seenFrame struct {
-	in     bool
-	raw    string // the frame, or its first frameKeep bytes
-	size   int    // the frame's length
-	f      looseFrame
-	json   bool   // the frame is one JSON object
-	envErr string // why the frame is not a valid envelope (PROTOCOL.md §2.4), or ""
+	in     bool        // written by the sidecar
+	raw    string      // the frame, or its first frameKeep bytes
+	size   int         // the frame's length
+	m      message     // the envelope, when it is a valid one
+	fe     *frameError // why it is not a valid envelope, or nil
+	nullID bool        // a valid response but for its id null: the answer to a frame whose id could not be read
 }
 
 // frameKeep bounds what a log keeps of one frame, and logFrames how many
@@ -192,83 +192,67 @@ const (
 	logFrames = 20000
 )
 
-type looseFrame struct {
-	ID     json.RawMessage `json:"id"`
-	Method string          `json:"method"`
-	Params json.RawMessage `json:"params"`
-	Result json.RawMessage `json:"result"`
-	Error  json.RawMessage `json:"error"`
+func (w seenFrame) kind() msgKind {
+	if w.fe != nil {
+		return w.fe.kind
+	}
+	return w.m.kind
 }
 
-func (w seenFrame) response() bool {
-	return w.json && w.f.Method == "" && (w.f.Result != nil || w.f.Error != nil)
+func (w seenFrame) response() bool { return w.kind() == kindResponse }
+
+// answers reports whether w is a response to request id, valid or not.
+func (w seenFrame) answers(id msgID) bool {
+	if w.fe != nil {
+		return w.fe.kind == kindResponse && w.fe.hasID && w.fe.id == id
+	}
+	return w.m.kind == kindResponse && !w.nullID && w.m.id == id
 }
 
-// answers reports whether w is a response with id (a JSON literal).
-func (w seenFrame) answers(id string) bool { return w.response() && string(w.f.ID) == id }
-
-// request reports whether w is a request for method ("" for any).
+// request reports whether w is a valid request for method ("" for any).
 func (w seenFrame) request(method string) bool {
-	return w.json && w.f.ID != nil && w.f.Method != "" && (method == "" || w.f.Method == method)
+	return w.fe == nil && w.m.kind == kindRequest && (method == "" || w.m.method == method)
 }
 
-// wireError decodes the error of a response; ok is false for a result.
+// wireError returns the error of a valid error response.
 func (w seenFrame) wireError() (e *Error, ok bool) {
-	if w.f.Error == nil {
-		return nil, false
-	}
-	e, valid := decodeWireError(w.f.Error)
-	if !valid {
-		e = &Error{Code: -1, Message: "malformed error member"}
-	}
-	return e, true
+	return w.m.err, w.fe == nil && w.m.err != nil
 }
 
-// frameLog is every frame of one session, in the order read or written.
+// frameLog is every frame of one session, in the order read or written,
+// filled by a Conn's Tap.
 type frameLog struct {
-	mu     sync.Mutex
+	ended <-chan struct{} // closed when nothing more will be logged; nil for never
+
+	mu     sync.Mutex // protects frames and grew
 	frames []seenFrame
 	grew   chan struct{} // closed and replaced when a frame is added
-	ended  bool
 }
 
-func newFrameLog() *frameLog { return &frameLog{grew: make(chan struct{})} }
+func newFrameLog(ended <-chan struct{}) *frameLog {
+	return &frameLog{ended: ended, grew: make(chan struct{})}
+}
 
 // add records a frame; line is copied.
 func (l *frameLog) add(in bool, line []byte) {
-	w := seenFrame{in: in, size: len(line)}
-	w.raw = string(line[:min(len(line), frameKeep)])
-	w.json = json.Unmarshal(line, &w.f) == nil && bytes.HasPrefix(bytes.TrimSpace(line), []byte("{"))
-	_, fe := decodeMessage(line)
-	if fe != nil && string(w.f.ID) == "null" {
-		// An answer to a frame whose id could not be read carries id null
-		// (PROTOCOL.md §2.4): the rest of it must still be a response.
-		_, fe = decodeMessage(bytes.Replace(line, []byte(`"id":null`), []byte(`"id":0`), 1))
-	}
-	if fe != nil {
-		w.envErr = fe.err.Message
-	}
-	if len(line) > frameKeep {
-		w.f.Params, w.f.Result = nil, nil // too large to keep; never needed whole
+	w := seenFrame{in: in, size: len(line), raw: string(line[:min(len(line), frameKeep)])}
+	if len(line) <= frameKeep { // a larger one is the checker's own oversized line
+		w.m, w.fe = decodeMessage(line)
+		if w.fe != nil && w.fe.kind == kindResponse && !w.fe.hasID {
+			// PROTOCOL.md §2.4: an answer to a frame whose id could not
+			// be read carries id null; the rest must still be a response.
+			if m, fe := decodeMessage(bytes.Replace(line, []byte(`"id":null`), []byte(`"id":0`), 1)); fe == nil {
+				w.m, w.fe, w.nullID = m, nil, true
+			}
+		}
 	}
 	l.mu.Lock()
-	if len(l.frames) >= logFrames {
-		l.mu.Unlock()
-		return
+	defer l.mu.Unlock()
+	if len(l.frames) < logFrames {
+		l.frames = append(l.frames, w)
+		close(l.grew)
+		l.grew = make(chan struct{})
 	}
-	l.frames = append(l.frames, w)
-	close(l.grew)
-	l.grew = make(chan struct{})
-	l.mu.Unlock()
-}
-
-// end marks the log complete: nothing more will be read.
-func (l *frameLog) end() {
-	l.mu.Lock()
-	l.ended = true
-	close(l.grew)
-	l.grew = make(chan struct{})
-	l.mu.Unlock()
 }
 
 func (l *frameLog) mark() int {
@@ -284,10 +268,10 @@ func (l *frameLog) since(i int) []seenFrame {
 }
 
 // wait returns the first frame from index from on that match accepts,
-// waiting for it until d passes or the log ends.
+// waiting for it until d passes, the log ends or ctx does.
 func (l *frameLog) wait(ctx context.Context, d time.Duration, from int, match func(seenFrame) bool) (seenFrame, bool) {
-	t := time.NewTimer(d)
-	defer t.Stop()
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
 	for {
 		l.mu.Lock()
 		for ; from < len(l.frames); from++ {
@@ -297,102 +281,86 @@ func (l *frameLog) wait(ctx context.Context, d time.Duration, from int, match fu
 				return w, true
 			}
 		}
-		grew, ended := l.grew, l.ended
+		grew := l.grew
 		l.mu.Unlock()
-		if ended {
-			return seenFrame{}, false
-		}
 		select {
 		case <-grew:
-		case <-t.C:
-			return seenFrame{}, false
+		case <-l.ended:
+			if l.mark() == from {
+				return seenFrame{}, false
+			}
 		case <-ctx.Done():
 			return seenFrame{}, false
 		}
 	}
 }
 
-// rawPeer is the checker speaking hand-written frames to a sidecar it
-// started itself through the launch gate's spec.
-type rawPeer struct {
-	c      *checker
-	proc   *process
-	log    *frameLog
-	wmu    sync.Mutex
-	read   chan struct{} // closed when the reader ends
-	lastID int64
+// session is a sidecar the checker starts itself through the launch
+// gate's spec, and speaks to through a Conn that keeps no barrier, so it
+// can send what a host would not (a request before extension/initialized),
+// and through the Conn's writer the frames a Conn refuses to build. The
+// Conn answers the sidecar's own requests unknown_method.
+type session struct {
+	c       *checker
+	proc    *process
+	conn    *Conn
+	log     *frameLog
+	lastID  msgID // the id of the last request call sent
+	stopped bool
 }
 
-// launch starts a sidecar for a raw session.
-func (c *checker) launch() (*rawPeer, error) {
+// launch starts a sidecar for a session.
+func (c *checker) launch() (*session, error) {
 	proc, _, err := startProcess(c.spec, c.spec.env(c.host.Env), &tail{})
 	if err != nil {
 		return nil, err
 	}
-	p := &rawPeer{c: c, proc: proc, log: newFrameLog(), read: make(chan struct{})}
-	go p.reader()
-	return p, nil
+	s := &session{c: c, proc: proc, log: newFrameLog(nil)}
+	s.conn = NewConn(proc.stdout, proc.stdin, nil, ConnOptions{Tap: s.log.add, WriteStallTimeout: c.opts.Timeout})
+	s.log.ended = s.conn.Done() // the reader logs every frame it reads before the connection ends
+	return s, nil
 }
 
-// reader logs every frame; a request of the sidecar is answered
-// unknown_method, since the raw sessions serve nothing.
-func (p *rawPeer) reader() {
-	defer close(p.read)
-	defer p.log.end()
-	fr := newFrameReader(p.proc.stdout)
-	for {
-		line, err := fr.readFrame()
-		if err != nil {
-			return
-		}
-		p.log.add(true, line)
-		if m, fe := decodeMessage(line); fe == nil && m.kind == kindRequest {
-			p.c.requests.Add(1)
-			p.write(encodeError(&m.id, Errorf(ReasonUnknownMethod, "the conformance checker's raw session serves no %s", m.method)))
+// call sends a request through the Conn and returns the sidecar's answer
+// as the log holds it, valid or not, and the frames of the exchange.
+func (s *session) call(method string, params any) (answer seenFrame, frames []seenFrame, ok bool) {
+	from := s.log.mark()
+	ctx, cancel := context.WithTimeout(s.c.ctx, s.c.opts.Timeout)
+	defer cancel()
+	s.conn.Call(ctx, method, params) // the answer, whatever it is, was logged before the call returned
+	frames = s.log.since(from)
+	if i := slices.IndexFunc(frames, func(w seenFrame) bool { return !w.in && w.request(method) }); i >= 0 {
+		s.lastID = frames[i].m.id
+		if j := slices.IndexFunc(frames, func(w seenFrame) bool { return w.in && w.answers(s.lastID) }); j >= 0 {
+			return frames[j], frames, true
 		}
 	}
-}
-
-// write sends one frame (with or without its "\n") within the timeout.
-func (p *rawPeer) write(frame []byte) error {
-	frame = bytes.TrimSuffix(frame, []byte("\n"))
-	p.wmu.Lock()
-	defer p.wmu.Unlock()
-	p.log.add(false, frame)
-	p.proc.stdin.SetWriteDeadline(time.Now().Add(p.c.opts.Timeout))
-	_, err := p.proc.stdin.Write(append(frame, '\n'))
-	return err
-}
-
-// send writes a request with the next id and returns its id as JSON.
-func (p *rawPeer) send(method string, params any) string {
-	p.lastID++
-	p.write(mustFrame((*msgID)(&p.lastID), method, params))
-	return strconv.FormatInt(p.lastID, 10)
-}
-
-// call sends a request and waits for its answer.
-func (p *rawPeer) call(method string, params any) (answer seenFrame, frames []seenFrame, ok bool) {
-	from := p.log.mark()
-	id := p.send(method, params)
-	answer, ok = p.log.wait(p.c.ctx, p.c.opts.Timeout, from, func(w seenFrame) bool { return w.in && w.answers(id) })
-	return answer, p.log.since(from), ok
+	return seenFrame{}, frames, false
 }
 
 // stop ends the session as D11 prescribes: stdin closed, grace to exit,
 // then the group is killed. It reports what had to be killed and the
-// exit error.
-func (p *rawPeer) stop(grace time.Duration) (killedWhat, error) {
-	killed, _ := p.proc.stop(grace, p.c.host.ReapTimeout, p.c.host.ExitDrain)
-	<-p.read
-	return killed, p.proc.waitErr
+// exit error, and counts the requests the sidecar sent.
+func (s *session) stop(grace time.Duration) (killedWhat, error) {
+	killed, _ := s.proc.stop(grace, s.c.host.ReapTimeout, s.c.host.ExitDrain)
+	s.conn.Close()
+	if s.stopped {
+		return killed, s.proc.waitErr
+	}
+	s.stopped = true
+	for _, w := range s.log.since(0) {
+		if w.in && w.kind() == kindRequest {
+			s.c.requests.Add(1)
+		}
+	}
+	return killed, s.proc.waitErr
 }
 
-// handshake runs extension/initialize on a raw session; with judge set it
+// handshake runs extension/initialize on a session; with judge set it
 // records the handshake scenarios. It reports whether the sidecar
 // answered a valid declaration.
-func (c *checker) handshake(p *rawPeer, judge bool) bool {
-	answer, frames, ok := p.call(MethodInitialize, c.host.initializeParams(c.spec.Runtime))
+func (c *checker) handshake(s *session, judge bool) bool {
+	answer, frames, ok := s.call(MethodInitialize, c.host.initializeParams(c.spec.Runtime))
 	var res InitializeResult
 	answered, problem := c.answerProblem(answer, ok, MethodInitialize, &res), ""
 	if strings.HasPrefix(answered, strictProblem) {
@@ -428,12 +396,12 @@ func (c *checker) answerProblem(answer seenFrame, ok bool, method string, result
 	switch {
 	case !ok:
 		return fmt.Sprintf("no answer to %s within %v", method, c.opts.Timeout)
-	case answer.envErr != "":
-		return "the answer is not a valid JSON-RPC response: " + answer.envErr
+	case answer.fe != nil:
+		return "the answer is not a valid JSON-RPC response: " + answer.fe.err.Message
 	case isErr:
 		return fmt.Sprintf("%s was refused: %d %s", method, e.Code, e.Message)
 	}
-	if err := DecodeResult(method, answer.f.Result, result); err != nil {
+	if err := DecodeResult(method, answer.m.result, result); err != nil {
 		return strictProblem + err.Error()
 	}
 	return ""
@@ -448,17 +416,17 @@ type probe struct {
 	echo                bool   // the answer carries the frame's id (else null)
 }
 
-// protocol is the first raw session: the handshake, the barrier from the
+// protocol is the first session: the handshake, the barrier from the
 // sidecar's side, strict envelopes, error data, notifications and a
 // bounded shutdown.
 func (c *checker) protocol() {
-	p, err := c.launch()
+	s, err := c.launch()
 	if err != nil {
 		c.judge("handshake/answered", "D10", "§3.5", nil, "the sidecar did not start: "+err.Error())
 		return
 	}
-	defer p.stop(0)
-	if !c.handshake(p, true) {
+	defer s.stop(0)
+	if !c.handshake(s, true) {
 		return
 	}
 	point := InputReceive
@@ -467,19 +435,19 @@ func (c *checker) protocol() {
 	}
 	payload, _ := json.Marshal(samplePayload(point, c.work))
 	early := InterceptParams{Event: point, Seq: 1, Payload: payload, TimeoutMillis: 1000}
-	answer, frames, ok := p.call(MethodIntercept, early)
-	c.judgeErrorID("barrier/request-before-initialized", "D6", "§3.4", answer, frames, ok, codeInvalidRequest, ReasonProtocolError, "2")
+	answer, frames, ok := s.call(MethodIntercept, early)
+	c.judgeErrorID("barrier/request-before-initialized", "D6", "§3.4", answer, frames, ok, codeInvalidRequest, ReasonProtocolError, 2, true)
 	problem := ""
-	for _, w := range p.log.since(0) {
-		if w.in && !w.answers("1") && !w.answers("2") {
+	for _, w := range s.log.since(0) {
+		if w.in && !w.answers(1) && !w.answers(2) {
 			problem = "the sidecar sent a frame before extension/initialized other than its initialize answer"
 			break
 		}
 	}
-	c.judge("barrier/nothing-before-initialized", "D6", "§3.4", p.log.since(0), problem)
-	p.write(mustFrame(nil, MethodInitialized, InitializedParams{}))
+	c.judge("barrier/nothing-before-initialized", "D6", "§3.4", s.log.since(0), problem)
+	s.conn.Notify(c.ctx, MethodInitialized, InitializedParams{})
 
-	p.lastID = 100 // the probes' ids: clear of the handshake's
+	// The probes' ids, clear of the Conn's own: 3 is the shutdown's.
 	probes := []probe{
 		{"envelope/string-id", "D4", "§2.3", `{"jsonrpc":"2.0","id":"7","method":"extension/provider/catalog","params":{}}`, codeInvalidRequest, ReasonProtocolError, false},
 		{"envelope/fractional-id", "D4", "§2.3", `{"jsonrpc":"2.0","id":7.5,"method":"extension/provider/catalog","params":{}}`, codeInvalidRequest, ReasonProtocolError, false},
@@ -498,22 +466,17 @@ func (c *checker) protocol() {
 		c.skip("errors/unserved-method", "D7", "§2.6", "the sidecar serves every method class it could be asked (it declares providers)")
 	}
 	survived := true
-	for _, pr := range probes {
-		from := p.log.mark()
-		p.lastID++
-		id := strconv.FormatInt(p.lastID, 10)
+	for i, pr := range probes {
+		id := msgID(101 + i)
 		frame := pr.frame
 		if strings.Contains(frame, "%d") {
-			frame = fmt.Sprintf(frame, p.lastID)
+			frame = fmt.Sprintf(frame, id)
 		}
-		p.write([]byte(frame))
-		want := "null"
-		if pr.echo {
-			want = id
-		}
-		answer, ok := p.log.wait(c.ctx, c.opts.Timeout, from, func(w seenFrame) bool { return w.in && w.response() })
+		from := s.log.mark()
+		s.conn.sendRaw([]byte(frame))
+		answer, ok := s.log.wait(c.ctx, c.opts.Timeout, from, func(w seenFrame) bool { return w.in && w.response() })
 		survived = survived && ok
-		c.judgeErrorID(pr.name, pr.rule, pr.section, answer, p.log.since(from), ok, pr.code, pr.reason, want)
+		c.judgeErrorID(pr.name, pr.rule, pr.section, answer, s.log.since(from), ok, pr.code, pr.reason, id, pr.echo)
 	}
 	problem = ""
 	if !survived {
@@ -522,15 +485,15 @@ func (c *checker) protocol() {
 	c.judge("envelope/connection-survives", "D2", "§2.4", nil, problem)
 
 	// Events, resources/changed and an unknown notification get no answer.
-	from := p.log.mark()
-	for _, s := range c.decl.Subscriptions {
-		payload, _ := json.Marshal(samplePayload(Point(s), c.work))
-		p.write(mustFrame(nil, MethodEvent, EventParams{Event: Point(s), Payload: payload}))
+	from := s.log.mark()
+	for _, sub := range c.decl.Subscriptions {
+		payload, _ := json.Marshal(samplePayload(Point(sub), c.work))
+		s.conn.Notify(c.ctx, MethodEvent, EventParams{Event: Point(sub), Payload: payload})
 	}
-	p.write(mustFrame(nil, MethodResourcesChanged, ResourcesChangedParams{Paths: []string{"skills/review.md"}}))
-	p.write([]byte(`{"jsonrpc":"2.0","method":"extension/no-such-notification","params":{}}`))
-	answer, _, ok = p.call(MethodShutdown, ShutdownParams{TimeoutMillis: c.opts.Timeout.Milliseconds()})
-	shutdownID := strconv.FormatInt(p.lastID, 10)
+	s.conn.Notify(c.ctx, MethodResourcesChanged, ResourcesChangedParams{Paths: []string{"skills/review.md"}})
+	s.conn.Notify(c.ctx, "extension/no-such-notification", struct{}{})
+	answer, _, ok = s.call(MethodShutdown, ShutdownParams{TimeoutMillis: c.opts.Timeout.Milliseconds()})
+	shutdownID := s.lastID
 
 	// D11: the shutdown is answered accepted, then stdin's end stops the
 	// sidecar with status 0.
@@ -538,8 +501,8 @@ func (c *checker) protocol() {
 	if problem = c.answerProblem(answer, ok, MethodShutdown, &res); problem == "" && !res.Accepted {
 		problem = `the answer is not {"accepted":true}`
 	}
-	c.judge("shutdown/answered", "D11", "§3.6", p.log.since(from), problem)
-	killed, exitErr := p.stop(c.host.StdinGrace)
+	c.judge("shutdown/answered", "D11", "§3.6", s.log.since(from), problem)
+	killed, exitErr := s.stop(c.host.StdinGrace)
 	problem = ""
 	switch {
 	case killed == killedChild:
@@ -550,77 +513,70 @@ func (c *checker) protocol() {
 	c.judge("shutdown/exit-0", "D11", "§3.6", nil, problem)
 	// Judged once the log has ended: an answer to a notification may come late.
 	problem = ""
-	for _, w := range p.log.since(from) {
+	for _, w := range s.log.since(from) {
 		if w.in && w.response() && !w.answers(shutdownID) {
 			problem = "the sidecar answered a notification"
 		}
 	}
-	c.judge("events/no-reply", "D20", "§2.6", p.log.since(from), problem)
+	c.judge("events/no-reply", "D20", "§2.6", s.log.since(from), problem)
 }
 
 // judgeErrorID records a scenario whose frame must be answered with an
-// error of code and reason, carrying id (or null).
-func (c *checker) judgeErrorID(name, rule, section string, answer seenFrame, frames []seenFrame, ok bool, code int, reason Reason, id string) {
+// error of code and reason, carrying id when echo is set, and id null
+// otherwise (a peer that cannot trust a faulty frame may answer it with
+// id null in any case, PROTOCOL.md §2.4).
+func (c *checker) judgeErrorID(name, rule, section string, answer seenFrame, frames []seenFrame, ok bool, code int, reason Reason, id msgID, echo bool) {
 	e, isErr := answer.wireError()
 	problem := ""
 	switch {
 	case !ok:
 		problem = fmt.Sprintf("no answer within %v", c.opts.Timeout)
-	case answer.envErr != "":
-		problem = "the answer is not a valid JSON-RPC response: " + answer.envErr
+	case answer.fe != nil:
+		problem = "the answer is not a valid JSON-RPC response: " + answer.fe.err.Message
 	case !isErr:
 		problem = fmt.Sprintf("answered with a result; want error %d with data reason %s", code, reason)
 	case e.Code != code || e.Reason != reason && !(e.Reason == "" && e.Data == nil && (code == codeInvalidRequest || code == codeParseError)):
 		// A -32600 or -32700 without data passes: data there is this
 		// module's addition (PROTOCOL.md §11), which upstream peers omit.
 		problem = fmt.Sprintf("answered error %d with data reason %q; want %d with %s (and data {\"reason\",\"retryable\"}, D7)", e.Code, e.Reason, code, reason)
-	case string(answer.f.ID) != id && string(answer.f.ID) != "null":
-		// A peer that cannot trust a faulty frame may answer it with id
-		// null (PROTOCOL.md §2.4); any other id answers something else.
-		problem = fmt.Sprintf("answered with id %s; want %s", answer.f.ID, id)
+	case !answer.nullID && !(echo && answer.m.id == id):
+		want := "null"
+		if echo {
+			want = strconv.FormatInt(int64(id), 10)
+		}
+		problem = fmt.Sprintf("answered with id %d; want %s", answer.m.id, want)
 	}
 	c.judge(name, rule, section, frames, problem)
 }
 
-// mustFrame encodes a frame of the checker's own; they always encode.
-func mustFrame(id *msgID, method string, params any) []byte {
-	frame, err := encodeRequest(id, method, params)
-	if err != nil {
-		panic(err)
-	}
-	return frame
-}
-
-// oversized is the second raw session: one line over the frame limit is
+// oversized is the second session: one line over the frame limit is
 // fatal to the sidecar's connection, which exits non-zero (D2, §3.6).
 func (c *checker) oversized() {
 	const name, rule, section = "framing/oversized-frame-is-fatal", "D2", "§2.1"
-	p, err := c.launch()
+	s, err := c.launch()
 	if err != nil {
 		c.judge(name, rule, section, nil, "the sidecar did not start: "+err.Error())
 		return
 	}
-	defer p.stop(0)
-	if !c.handshake(p, false) {
+	defer s.stop(0)
+	if !c.handshake(s, false) {
 		c.skip(name, rule, section, "the handshake failed")
 		return
 	}
-	p.write(mustFrame(nil, MethodInitialized, InitializedParams{}))
+	s.conn.Notify(c.ctx, MethodInitialized, InitializedParams{})
 	line := make([]byte, 0, FrameBytes+1024)
 	line = append(line, `{"jsonrpc":"2.0","method":"extension/resources/changed","params":{"paths":["`...)
 	line = append(line, bytes.Repeat([]byte("a"), FrameBytes+1024-len(line)-5)...)
 	line = append(line, `"]}}`...)
-	from := p.log.mark()
-	p.log.add(false, line[:200]) // the log keeps its head only
-	p.proc.stdin.SetWriteDeadline(time.Now().Add(c.opts.Timeout))
-	p.proc.stdin.Write(append(line, '\n')) // fails once the sidecar stops reading
+	from := s.log.mark()
+	s.conn.sendRaw(line) // its writing fails once the sidecar stops reading
 	problem := ""
-	if bound := 3 * c.opts.Timeout; !waitClosed(p.proc.exited, bound) {
+	if bound := 3 * c.opts.Timeout; !waitClosed(s.proc.exited, bound) {
 		problem = fmt.Sprintf("the sidecar was still running %v after an inbound line of 8 MiB + 1 KiB", bound)
-	} else if p.proc.waitErr == nil {
+	} else if s.proc.waitErr == nil {
 		problem = "the sidecar exited with status 0; a fatal connection failure exits non-zero (§3.6)"
 	}
-	c.judge(name, rule, section, p.log.since(from), problem)
+	c.judge(name, rule, section, s.log.since(from), problem)
 }
 
 // samplePayload returns a valid payload document of p.
@@ -725,7 +681,7 @@ func (f *checkFrontend) Ask(ctx context.Context, p Prompt) (map[string]json.RawM
 // point, content refs, provider catalogs and streams, UI, the ids of the
 // sidecar's own requests and the host's shutdown.
 func (c *checker) hosted() {
-	log := newFrameLog()
+	log := newFrameLog(nil)
 	fe := &checkFrontend{}
 	h := c.host
 	h.Frontend, h.Conn.Tap = fe, log.add
@@ -798,7 +754,7 @@ func (c *checker) intercept(ctx context.Context, rt *Runtime, s *sidecar, log *f
 	default:
 		problem = err.Error()
 		for _, w := range frames {
-			if w.in && w.response() && w.f.Result != nil && DecodeResult(MethodIntercept, w.f.Result, &InterceptResult{}) != nil {
+			if w.in && w.response() && w.fe == nil && w.m.result != nil && DecodeResult(MethodIntercept, w.m.result, &InterceptResult{}) != nil {
 				rule = "D3" // the verdict itself does not decode strictly
 			}
 		}
@@ -824,7 +780,7 @@ func (c *checker) content(ctx context.Context, rt *Runtime, s *sidecar, log *fra
 		for _, w := range frames {
 			if w.in && w.request(MethodContentRead) {
 				reads++
-				if a, ok := refused[string(w.f.ID)]; ok {
+				if a, ok := refused[w.m.id]; ok {
 					e, _ := a.wireError()
 					problem = fmt.Sprintf("a read was refused: %s: %s", e.Reason, e.Message)
 				}
@@ -906,7 +862,7 @@ func (c *checker) providers(ctx context.Context, rt *Runtime, s *sidecar, log *f
 	st.Close()
 	id, _ := json.Marshal(st.ID())
 	isEnd := func(w seenFrame) bool {
-		return w.in && w.f.Method == MethodStreamEnd && bytes.Contains(w.f.Params, id)
+		return w.in && w.fe == nil && w.m.method == MethodStreamEnd && bytes.Contains(w.m.params, id)
 	}
 	_, ended := log.wait(ctx, c.opts.Timeout, from, isEnd)
 	frames := log.since(from)
@@ -914,9 +870,9 @@ func (c *checker) providers(ctx context.Context, rt *Runtime, s *sidecar, log *f
 	endAt := slices.IndexFunc(frames, isEnd)
 	late := false // the cancel found the stream already over: {"cancelled":false}
 	if cancelAt >= 0 {
-		answer, ok := log.wait(ctx, c.opts.Timeout, from, func(w seenFrame) bool { return w.in && w.answers(string(frames[cancelAt].f.ID)) })
+		answer, ok := log.wait(ctx, c.opts.Timeout, from, func(w seenFrame) bool { return w.in && w.answers(frames[cancelAt].m.id) })
 		var res StreamCancelResult
-		late = ok && json.Unmarshal(answer.f.Result, &res) == nil && !res.Cancelled
+		late = ok && DecodeResult(MethodStreamCancel, answer.m.result, &res) == nil && !res.Cancelled
 	}
 	problem = ""
 	var end StreamEndParams
@@ -926,7 +882,7 @@ func (c *checker) providers(ctx context.Context, rt *Runtime, s *sidecar, log *f
 	case cancelAt < 0 || endAt < cancelAt || late:
 		c.skip("provider/cancel", "D21", "§5.5", "the stream ended before the cancel reached it")
 		return
-	case DecodeParams(MethodStreamEnd, frames[endAt].f.Params, &end) != nil || !end.Interrupted:
+	case DecodeParams(MethodStreamEnd, frames[endAt].m.params, &end) != nil || !end.Interrupted:
 		problem = `the end after a cancel must say "interrupted":true`
 	default:
 		problem = streamProblem(frames, st.ID())
@@ -941,13 +897,13 @@ func streamProblem(frames []seenFrame, id string) string {
 	quoted, _ := json.Marshal(id)
 	next, ends := int64(1), 0
 	for _, w := range frames {
-		if !w.in || !bytes.Contains(w.f.Params, quoted) {
+		if !w.in || w.fe != nil || !bytes.Contains(w.m.params, quoted) {
 			continue
 		}
-		switch w.f.Method {
+		switch w.m.method {
 		case MethodStreamChunk:
 			var ch StreamChunkParams
-			if err := DecodeParams(w.f.Method, w.f.Params, &ch); err != nil {
+			if err := DecodeParams(w.m.method, w.m.params, &ch); err != nil {
 				return "a chunk does not decode strictly: " + err.Error()
 			}
 			if ends > 0 {
@@ -959,7 +915,7 @@ func streamProblem(frames []seenFrame, id string) string {
 			next++
 		case MethodStreamEnd:
 			var end StreamEndParams
-			if err := DecodeParams(w.f.Method, w.f.Params, &end); err != nil {
+			if err := DecodeParams(w.m.method, w.m.params, &end); err != nil {
 				return "the end does not decode strictly: " + err.Error()
 			}
 			if ends++; ends > 1 {
@@ -1013,10 +969,10 @@ func (c *checker) ui(ctx context.Context, rt *Runtime, s *sidecar, log *frameLog
 			continue
 		}
 		seen = append(seen, w)
-		if a, ok := refused[string(w.f.ID)]; ok {
+		if a, ok := refused[w.m.id]; ok {
 			e, _ := a.wireError()
 			seen = append(seen, a)
-			problem = fmt.Sprintf("the host refused a %s: %s: %s", w.f.Method, e.Reason, e.Message)
+			problem = fmt.Sprintf("the host refused a %s: %s: %s", w.m.method, e.Reason, e.Message)
 		}
 	}
 	if len(seen) == 0 {
@@ -1032,31 +988,36 @@ func (c *checker) ui(ctx context.Context, rt *Runtime, s *sidecar, log *frameLog
 func (c *checker) ids(log *frameLog) {
 	frames := log.since(0)
 	var mine []seenFrame
-	sent, answered := map[string]bool{}, map[string]bool{}
+	sent, answered := map[msgID]bool{}, map[msgID]bool{}
 	for _, w := range frames {
 		if !w.in && w.request("") {
-			sent[string(w.f.ID)] = true
+			sent[w.m.id] = true
 		}
 	}
 	badRequest, badAnswer := "", ""
 	for _, w := range frames {
-		if !w.in {
-			continue
-		}
-		if w.json && w.f.Method != "" && w.f.ID != nil {
+		switch {
+		case !w.in:
+		case w.kind() == kindRequest:
 			mine = append(mine, w)
-			if id, ok := parseID(w.f.ID); (!ok || id < 1) && badRequest == "" {
-				badRequest = fmt.Sprintf("a %s request has id %s; ids are integers numbered from 1", w.f.Method, w.f.ID)
+			switch {
+			case badRequest != "":
+			case w.fe != nil && !w.fe.hasID:
+				badRequest = "a request's id is not an integer that fits in int64; ids are integers numbered from 1"
+			case w.fe == nil && w.m.id < 1:
+				badRequest = fmt.Sprintf("a %s request has id %d; ids are integers numbered from 1", w.m.method, w.m.id)
 			}
-		}
-		if w.response() {
-			id := string(w.f.ID)
-			switch _, ok := parseID(w.f.ID); {
+		case w.response():
+			id, ok := w.m.id, w.fe == nil && !w.nullID
+			if w.fe != nil {
+				id, ok = w.fe.id, w.fe.hasID
+			}
+			switch {
 			case badAnswer != "":
 			case !ok || !sent[id]:
-				badAnswer = fmt.Sprintf("an answer has id %s, which is no request the host sent", id)
+				badAnswer = fmt.Sprintf("an answer has id %s, which is no request the host sent", answerID(id, ok))
 			case answered[id]:
-				badAnswer = fmt.Sprintf("request %s was answered twice", id)
+				badAnswer = fmt.Sprintf("request %d was answered twice", id)
 			}
 			answered[id] = true
 		}
@@ -1069,13 +1030,21 @@ func (c *checker) ids(log *frameLog) {
 	c.judge("ids/answers-match-requests", "D4", "§2.3", nil, badAnswer)
 }
 
+// answerID shows an answer's id, or that it has no integer one.
+func answerID(id msgID, ok bool) string {
+	if !ok {
+		return "that is not an integer"
+	}
+	return strconv.FormatInt(int64(id), 10)
+}
+
 // hostRefusals indexes the host's error answers to the sidecar's requests
 // by id.
-func hostRefusals(frames []seenFrame) map[string]seenFrame {
-	out := map[string]seenFrame{}
+func hostRefusals(frames []seenFrame) map[msgID]seenFrame {
+	out := map[msgID]seenFrame{}
 	for _, a := range frames {
-		if _, isErr := a.wireError(); !a.in && isErr && a.response() {
-			out[string(a.f.ID)] = a
+		if _, isErr := a.wireError(); !a.in && isErr && !a.nullID {
+			out[a.m.id] = a
 		}
 	}
 	return out

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -182,9 +183,11 @@ type AnswerThen struct {
 //   - the supervisor (superviseLoop): the write-stall watchdog, and the
 //     teardown once the connection has ended.
 //
-// The connection ends at the first terminal error: the peer's EOF, a read or
-// write error, an oversized inbound frame, a write stall, a barrier
-// violation or [Conn.Close]. At that moment every pending call
+// The connection ends at the first terminal error: the peer's EOF, a read
+// error, an oversized inbound frame, a write stall, a barrier violation or
+// [Conn.Close]; or a write error, once the reader has read what the peer
+// wrote before it closed its end (at most WriterDrainTimeout later). At
+// that moment every pending call
 // fails with it and the handlers' context is cancelled; then r is closed,
 // the answers already queued get up to [ConnOptions.WriterDrainTimeout] to
 // be flushed, and w is closed.
@@ -232,6 +235,9 @@ type Conn struct {
 	readerDone chan struct{} // closed when the reader returns
 	writerDone chan struct{} // closed when the writer returns
 	drainStop  chan struct{} // closed by the supervisor when the drain time is up
+	writeDead  chan struct{} // closed once writeErr is set: nothing more is written
+	writeErr   error         // the first write error
+	writeOnce  sync.Once
 
 	closeReader func() error // closes r once
 	closeWriter func() error // closes w once
@@ -271,6 +277,7 @@ func NewConn(r io.ReadCloser, w io.WriteCloser, h Handler, opts ConnOptions) *Co
 		readerDone:  make(chan struct{}),
 		writerDone:  make(chan struct{}),
 		drainStop:   make(chan struct{}),
+		writeDead:   make(chan struct{}),
 		closeReader: sync.OnceValue(r.Close),
 		closeWriter: sync.OnceValue(w.Close),
 		pending:     make(map[msgID]chan callReply),
@@ -832,6 +839,13 @@ func (c *Conn) Notify(ctx context.Context, method string, params any) error {
 	return nil
 }
 
+// sendRaw queues line, without its "\n", as it is, waiting for room until
+// the connection ends: the checker's probes are frames a Conn refuses to
+// build (a malformed envelope, an oversized line).
+func (c *Conn) sendRaw(line []byte) {
+	c.send(&outFrame{data: append(slices.Clip(line), '\n')}, c.done, nil, nil)
+}
+
 // tryNotify sends a best-effort event without ever blocking (D20). When
 // EventBudget events are already queued or being written, or the write
 // queue is full, it returns an error matching errQueueFull and the event is
@@ -952,7 +966,7 @@ func (c *Conn) direct(f *outFrame) bool {
 		return false
 	}
 	defer c.wmu.Unlock()
-	if c.backlog.Load() != 0 || waitClosed(c.done, 0) {
+	if c.backlog.Load() != 0 || waitClosed(c.done, 0) || waitClosed(c.writeDead, 0) {
 		return false // once the connection has ended, the writer drains in order
 	}
 	if !c.begin(f) {
@@ -967,7 +981,7 @@ func (c *Conn) direct(f *outFrame) bool {
 	n, err := c.writeNow(f.data)
 	switch {
 	case err != nil:
-		c.fail(fmt.Errorf("extension: write frame: %w", err))
+		c.writeFailed(err)
 	case n < len(f.data):
 		f.data = f.data[n:]
 		c.rest = f
@@ -1125,7 +1139,7 @@ func (c *Conn) writeFrames(batch []*outFrame) bool {
 		}
 	}
 	if err := c.fw.writeFrame(data); err != nil {
-		c.fail(fmt.Errorf("extension: write frame: %w", err))
+		c.writeFailed(err)
 		return false
 	}
 	for _, f := range batch {
@@ -1192,6 +1206,16 @@ func (c *Conn) freeSlot(f *outFrame) {
 	}
 }
 
+// writeFailed stops the writing after a write error. The connection ends
+// with that error once the reader has read what is left of the input, or
+// WriterDrainTimeout later (superviseLoop).
+func (c *Conn) writeFailed(err error) {
+	c.writeOnce.Do(func() {
+		c.writeErr = fmt.Errorf("extension: write frame: %w", err)
+		close(c.writeDead)
+	})
+}
+
 // superviseLoop is the supervisor goroutine. While the connection lives it
 // is the write-stall watchdog; once it has ended, it tears down: it closes
 // r, which stops the reader, gives the writer WriterDrainTimeout to flush
@@ -1208,6 +1232,13 @@ watch:
 				c.fail(fmt.Errorf("%w: no byte progress for %v", errWriteStall, d.Round(time.Millisecond)))
 				c.closeWriter()
 			}
+		case <-c.writeDead:
+			// The peer closed its end; what it wrote before, such as its
+			// answer to extension/shutdown (D11), is still read until the
+			// input ends, for as long as a drain may take.
+			waitClosed(c.readerDone, c.opts.WriterDrainTimeout)
+			c.fail(c.writeErr)
+			break watch
 		case <-c.done:
 			break watch
 		}

@@ -324,6 +324,12 @@ func buildMessage(env *envelope) (message, *frameError) {
 		// forever.
 		fe.kind = kindResponse
 	}
+	if env.Method != nil {
+		fe.kind = kindRequest
+		if env.ID == nil {
+			fe.kind = kindNotification
+		}
+	}
 	if env.ID != nil {
 		id, ok := parseID(env.ID)
 		if !ok {
@@ -331,12 +337,6 @@ func buildMessage(env *envelope) (message, *frameError) {
 			return invalid("id must be an integer that fits in int64")
 		}
 		m.id, fe.id, fe.hasID = id, id, true
-	}
-	if env.Method != nil {
-		fe.kind = kindRequest
-		if env.ID == nil {
-			fe.kind = kindNotification
-		}
 	}
 	if string(env.JSONRPC) != `"2.0"` {
 		return invalid(`jsonrpc must be exactly "2.0"`)
