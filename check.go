@@ -808,7 +808,9 @@ func (c *checker) providers(ctx context.Context, rt *Runtime, s *sidecar, log *f
 	from := log.mark()
 	var res ProviderCatalogResult
 	problem := ""
-	if err := s.call(ctx, c.opts.Timeout, MethodProviderCatalog, ProviderCatalogParams{}, &res); err != nil {
+	cctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
+	defer cancel()
+	if err := s.call(cctx, MethodProviderCatalog, ProviderCatalogParams{}, &res); err != nil {
 		problem = err.Error()
 	}
 	for _, d := range res.Providers {
@@ -846,7 +848,7 @@ func (c *checker) providers(ctx context.Context, rt *Runtime, s *sidecar, log *f
 	}
 	c.judge("provider/stream", "D21", "§5.4", log.since(from), problem)
 
-	cctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
+	cctx, cancel = context.WithTimeout(ctx, c.opts.Timeout)
 	defer cancel()
 	from = log.mark()
 	st, err = rt.OpenStream(cctx, ref, "", req)

@@ -486,8 +486,8 @@ func isPowerOf10(n uint64) bool {
 // moment no longer overflows at once: with drops at once, 3-15% of a tight
 // loop of 100,000 events was lost on 2 busy cores.
 func (c *Conn) waitForRoom(m message) bool {
-	t := getTimer(c.opts.InlineBound)
-	defer putTimer(t)
+	t := time.NewTimer(c.opts.InlineBound)
+	defer t.Stop()
 	select {
 	case c.notifq <- m:
 		return true
@@ -677,18 +677,6 @@ const (
 // frame_too_large and the connection stays up. Every call takes the next id
 // (D4), even one that fails locally.
 func (c *Conn) Call(ctx context.Context, method string, params any) (json.RawMessage, error) {
-	return c.call(ctx, 0, method, params)
-}
-
-// errCallTimeout is the error of a call whose own timeout ended it.
-var errCallTimeout = errors.New("extension: call timed out")
-
-// call is Call with an optional timeout of its own (0: none), which ends
-// the call with an error matching errCallTimeout. A pooled timer bounds
-// it: the intercept hot path would otherwise build a context per call
-// (a context per call was one of the host's allocations and timers
-// under exthost bench's intercept_rtt).
-func (c *Conn) call(ctx context.Context, timeout time.Duration, method string, params any) (json.RawMessage, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("extension: call %s: %w", method, err)
 	}
@@ -709,23 +697,11 @@ func (c *Conn) call(ctx context.Context, timeout time.Duration, method string, p
 		c.forget(id, call)
 		return nil, err
 	}
-	var expired <-chan time.Time
-	if timeout > 0 {
-		t := getTimer(timeout)
-		defer putTimer(t)
-		expired = t.C
-	}
-	gaveUp := func() error {
+	switch c.send(f, ctx.Done(), c.done) {
+	case cancelled:
 		c.forget(id, call)
-		if ctx.Err() != nil {
-			return fmt.Errorf("extension: call %s: %w", method, ctx.Err())
-		}
-		return fmt.Errorf("%w: %s after %v", errCallTimeout, method, timeout)
-	}
-	switch c.send(f, ctx.Done(), c.done, expired) {
-	case sendStopA, sendStopC:
-		return nil, gaveUp()
-	case sendStopB:
+		return nil, fmt.Errorf("extension: call %s: %w", method, ctx.Err())
+	case ended:
 		return nil, c.Err()
 	}
 	if c.inline.Load() != 0 {
@@ -737,50 +713,12 @@ func (c *Conn) call(ctx context.Context, timeout time.Duration, method string, p
 	case r := <-call:
 		return r.result, r.err
 	case <-ctx.Done():
-	case <-expired:
 	}
-	err = gaveUp()
+	c.forget(id, call)
 	// A frame not yet started is skipped; one being written is finished,
 	// so the peer never sees a torn frame (D2).
 	f.state.CompareAndSwap(frameQueued, frameSkipped)
-	return nil, err
-}
-
-// timerPool holds stopped timers with empty channels, for getTimer.
-var timerPool = sync.Pool{New: func() any {
-	t := time.NewTimer(time.Hour)
-	t.Stop()
-	return t
-}}
-
-// getTimer returns a pooled timer set to fire after d; putTimer stops it
-// and returns it to the pool. A tick that fired meanwhile is drained, so
-// the next user never sees it even with GODEBUG=asynctimerchan=1 (with Go
-// 1.23 timers Stop already guarantees that).
-func getTimer(d time.Duration) *time.Timer {
-	t := timerPool.Get().(*time.Timer)
-	t.Reset(d)
-	return t
-}
-
-func putTimer(t *time.Timer) {
-	if !t.Stop() {
-		select {
-		case <-t.C:
-		default:
-		}
-	}
-	timerPool.Put(t)
-}
-
-// callResult is Call, then the strict decoding of the result into result,
-// a pointer to the method's result DTO.
-func (c *Conn) callResult(ctx context.Context, method string, params, result any) error {
-	raw, err := c.Call(ctx, method, params)
-	if err != nil {
-		return err
-	}
-	return DecodeResult(method, raw, result)
+	return nil, fmt.Errorf("extension: call %s: %w", method, ctx.Err())
 }
 
 // forget removes a pending call whose caller gave up; its response, if one
@@ -830,10 +768,10 @@ func (c *Conn) Notify(ctx context.Context, method string, params any) error {
 	}
 	// D6: the host's extension/initialized opens the barrier.
 	f.opens = c.opts.host && method == MethodInitialized
-	switch c.send(f, ctx.Done(), c.done, nil) {
-	case sendStopA:
+	switch c.send(f, ctx.Done(), c.done) {
+	case cancelled:
 		return fmt.Errorf("extension: notify %s: %w", method, ctx.Err())
-	case sendStopB:
+	case ended:
 		return c.Err()
 	}
 	return nil
@@ -843,7 +781,7 @@ func (c *Conn) Notify(ctx context.Context, method string, params any) error {
 // the connection ends: the checker's probes are frames a Conn refuses to
 // build (a malformed envelope, an oversized line).
 func (c *Conn) sendRaw(line []byte) {
-	c.send(&outFrame{data: append(slices.Clip(line), '\n')}, c.done, nil, nil)
+	c.send(&outFrame{data: append(slices.Clip(line), '\n')}, nil, c.done)
 }
 
 // tryNotify sends a best-effort event without ever blocking (D20). When
@@ -863,7 +801,7 @@ func (c *Conn) tryNotify(method string, params any) error {
 		return err
 	}
 	f.event = true
-	if c.send(f, nil, nil, nil) == sendDone {
+	if c.send(f, nil, nil) == sent {
 		return nil
 	}
 	// Not sent: the event gives its budget back and counts as dropped.
@@ -903,49 +841,47 @@ func newFrame(id *msgID, method string, params any) (*outFrame, error) {
 // room, but not past the writer's end, and is still flushed after the
 // connection ended.
 func (c *Conn) sendAnswer(f *outFrame) {
-	if c.send(f, c.writerDone, nil, nil) != sendDone {
+	if c.send(f, nil, c.writerDone) != sent {
 		c.freeSlot(f)
 	}
 }
 
-// sendResult is how send ended: the frame was taken, or which of its
-// stop channels fired first, or (not waiting) the queue was full.
+// sendResult is how send ended: the frame was sent (taken by a direct
+// write or the queue), the caller's wait was cancelled, the connection (or
+// its writer) ended first, or, not waiting, the queue was full.
 type sendResult int
 
 const (
-	sendDone sendResult = iota
-	sendStopA
-	sendStopB
-	sendStopC
-	sendFull
+	sent sendResult = iota
+	cancelled
+	ended
+	full
 )
 
 // send hands f to the wire: the calling goroutine writes it at once when
 // it can (direct); otherwise it joins the write queue, waiting for room
-// until a, b or t fires (a nil channel never does). With all three nil it
-// does not wait: a full queue is sendFull.
-func (c *Conn) send(f *outFrame, a, b <-chan struct{}, t <-chan time.Time) sendResult {
+// until cancel or end is closed (a nil channel never is). With both nil it
+// does not wait.
+func (c *Conn) send(f *outFrame, cancel, end <-chan struct{}) sendResult {
 	if c.direct(f) {
-		return sendDone
+		return sent
 	}
 	c.backlog.Add(1) // before the frame is queued: no direct write may overtake it
-	r := sendFull
-	if a == nil && b == nil && t == nil {
+	r := full
+	if cancel == nil && end == nil {
 		select {
 		case c.writeq <- f:
-			return sendDone
+			return sent
 		default:
 		}
 	} else {
 		select {
 		case c.writeq <- f:
-			return sendDone
-		case <-a:
-			r = sendStopA
-		case <-b:
-			r = sendStopB
-		case <-t:
-			r = sendStopC
+			return sent
+		case <-cancel:
+			r = cancelled
+		case <-end:
+			r = ended
 		}
 	}
 	c.backlog.Add(-1)

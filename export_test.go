@@ -10,7 +10,7 @@ import (
 // extension_test); they exist only in test builds.
 
 func (s *sidecar) Call(ctx context.Context, method string, params, result any) error {
-	return s.call(ctx, 0, method, params, result)
+	return s.call(ctx, method, params, result)
 }
 func (s *sidecar) PID() int                      { return s.proc.pid }
 func (s *sidecar) Stats() connStats              { return s.conn.stats() }

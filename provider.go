@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -369,8 +368,10 @@ func (s *sidecar) catalog(ctx context.Context) ([]ProviderDescriptor, error) {
 // fetchCatalog runs one extension/provider/catalog request for f.
 func (s *sidecar) fetchCatalog(f *catalogFetch) {
 	var res ProviderCatalogResult
-	err := s.call(context.Background(), s.cfg.Streams.CatalogTimeout, MethodProviderCatalog, ProviderCatalogParams{}, &res)
-	if errors.Is(err, errCallTimeout) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Streams.CatalogTimeout)
+	defer cancel()
+	err := s.call(ctx, MethodProviderCatalog, ProviderCatalogParams{}, &res)
+	if ctx.Err() != nil {
 		err = fmt.Errorf("extension %s did not answer %s within %v", s.spec.ID, MethodProviderCatalog, s.cfg.Streams.CatalogTimeout)
 	}
 	for _, d := range res.Providers {
@@ -466,11 +467,13 @@ func (rt *Runtime) OpenStream(ctx context.Context, ref, effort string, req Provi
 	st.mu.Unlock()
 	params := StreamOpenParams{StreamID: st.id, ProviderRef: d.Ref, Model: d.Model, Effort: effort, Request: req, SeqBase: 1}
 	var res StreamOpenResult
-	err = s.call(ctx, s.cfg.Streams.OpenTimeout, MethodStreamOpen, params, &res)
+	octx, cancel := context.WithTimeout(ctx, s.cfg.Streams.OpenTimeout)
+	defer cancel()
+	err = s.call(octx, MethodStreamOpen, params, &res)
 	switch {
 	case ctx.Err() != nil:
 		err = st.cancelled(ctx)
-	case errors.Is(err, errCallTimeout):
+	case octx.Err() != nil:
 		err = Errorf(ReasonProviderInterrupted, "extension %s did not answer %s within %v", s.spec.ID, MethodStreamOpen, s.cfg.Streams.OpenTimeout)
 	case err == nil && !res.Accepted:
 		err = Errorf(ReasonProviderFailed, "extension %s declined provider stream %s", s.spec.ID, d.Ref)
@@ -915,7 +918,7 @@ func (st *Stream) stop(err error) {
 		st.s.background(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), st.s.cfg.Streams.CancelTimeout)
 			defer cancel()
-			st.s.call(ctx, 0, MethodStreamCancel, StreamCancelParams{StreamID: st.id}, &StreamCancelResult{}) // the answer changes nothing (PROTOCOL.md §5.5)
+			st.s.call(ctx, MethodStreamCancel, StreamCancelParams{StreamID: st.id}, &StreamCancelResult{}) // the answer changes nothing (PROTOCOL.md §5.5)
 		})
 	}
 }
@@ -994,8 +997,8 @@ func (st *Stream) deliver(c ProviderChunk) bool {
 		return true
 	default:
 	}
-	t := getTimer(st.s.cfg.Streams.StallTimeout)
-	defer putTimer(t)
+	t := time.NewTimer(st.s.cfg.Streams.StallTimeout)
+	defer t.Stop()
 	select {
 	case st.out <- c:
 		return true

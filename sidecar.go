@@ -216,7 +216,10 @@ func (s *sidecar) handshake(ctx context.Context) error {
 	defer cancel()
 	rt := s.spec.Runtime
 	var res InitializeResult
-	err := s.conn.callResult(ctx, MethodInitialize, s.cfg.initializeParams(rt), &res)
+	raw, err := s.conn.Call(ctx, MethodInitialize, s.cfg.initializeParams(rt))
+	if err == nil {
+		err = DecodeResult(MethodInitialize, raw, &res)
+	}
 	if err == nil {
 		err = checkDeclaration(s.spec.ID, rt, &res)
 		// D27: the declaration's free text reaches host callers.
@@ -377,15 +380,14 @@ func (s *sidecar) usable() error {
 // into result, a pointer to the method's result DTO. Errors: the peer's
 // protocol error (message redacted); provider_interrupted naming the plugin
 // when the sidecar crashed or is shut down (D13); protocol_error for a
-// malformed result; the context's error when ctx ends first; an error
-// matching errCallTimeout when timeout (0: none) runs out first.
-func (s *sidecar) call(ctx context.Context, timeout time.Duration, method string, params, result any) error {
+// malformed result; the context's error when ctx ends first.
+func (s *sidecar) call(ctx context.Context, method string, params, result any) error {
 	if err := s.usable(); err != nil {
 		return err
 	}
-	raw, err := s.conn.call(ctx, timeout, method, params)
+	raw, err := s.conn.Call(ctx, method, params)
 	if err != nil {
-		if ctx.Err() != nil || errors.Is(err, errCallTimeout) {
+		if ctx.Err() != nil {
 			return err
 		}
 		if waitClosed(s.conn.Done(), 0) {
@@ -413,7 +415,10 @@ func (s *sidecar) doStop() error {
 	var late error
 	if wasReady {
 		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
-		late = s.conn.callResult(ctx, MethodShutdown, ShutdownParams{TimeoutMillis: s.cfg.ShutdownTimeout.Milliseconds()}, &ShutdownResult{})
+		var raw json.RawMessage
+		if raw, late = s.conn.Call(ctx, MethodShutdown, ShutdownParams{TimeoutMillis: s.cfg.ShutdownTimeout.Milliseconds()}); late == nil {
+			late = DecodeResult(MethodShutdown, raw, &ShutdownResult{})
+		}
 		cancel()
 	}
 	killed, reapErr := s.proc.stop(s.cfg.StdinGrace, s.cfg.ReapTimeout, s.cfg.ExitDrain)

@@ -630,7 +630,7 @@ func (rt *Runtime) Action(ctx context.Context, session, name string, args map[st
 	}
 	defer rt.end()
 	var res UIActionResult
-	err = s.call(ctx, 0, MethodUIAction, UIActionParams{ActionID: action, SessionID: session, Generation: rt.cfg.Session.Generation, Args: args}, &res)
+	err = s.call(ctx, MethodUIAction, UIActionParams{ActionID: action, SessionID: session, Generation: rt.cfg.Session.Generation, Args: args}, &res)
 	res.Message = s.say(res.Message)
 	return res, err
 }
@@ -654,7 +654,7 @@ func (rt *Runtime) Submit(ctx context.Context, session, plugin, surfaceID string
 		values = map[string]json.RawMessage{}
 	}
 	var res UISubmitResult
-	err = s.call(ctx, 0, MethodUISubmit, UISubmitParams{SurfaceID: surfaceID, SessionID: session, Generation: rt.cfg.Session.Generation, Values: values}, &res)
+	err = s.call(ctx, MethodUISubmit, UISubmitParams{SurfaceID: surfaceID, SessionID: session, Generation: rt.cfg.Session.Generation, Values: values}, &res)
 	return res.Accepted, err
 }
 

@@ -80,14 +80,22 @@ var walkers = sync.Pool{New: func() any { return &walker{dup: dupState{sets: map
 // settable and of n's Go type; on failure dst may be partly filled. Every
 // error it returns is a *ValidationError.
 func walk(n *vnode, doc []byte, dst reflect.Value) error {
+	_, err := walkDoc(n, doc, dst)
+	return err
+}
+
+// walkDoc is walk that also reports whether doc has whitespace between
+// its tokens.
+func walkDoc(n *vnode, doc []byte, dst reflect.Value) (spaced bool, err error) {
 	w := walkers.Get().(*walker)
 	w.s = scanner{data: doc}
 	w.path = w.path[:0]
 	w.dup.reset()
-	err := w.value(n, dst)
+	err = w.value(n, dst)
 	if err == nil {
 		err = w.s.end()
 	}
+	spaced = w.s.spaced
 	if err != nil {
 		// Errors are located here, once. The path is still the failing
 		// value's by construction: every error of the walk (the lexer's
@@ -98,7 +106,20 @@ func walk(n *vnode, doc []byte, dst reflect.Value) error {
 	}
 	w.release()
 	walkers.Put(w)
-	return err
+	return spaced, err
+}
+
+// compactValue checks that doc is one JSON value and returns it without
+// whitespace: doc itself when it has none, as when a program encoded it,
+// else a compacted copy.
+func compactValue(doc []byte) ([]byte, error) {
+	spaced, err := walkDoc(rawNode, doc, reflect.Value{})
+	if err != nil || !spaced {
+		return doc, err
+	}
+	var b bytes.Buffer
+	json.Compact(&b, doc) // valid: the walk accepted it
+	return b.Bytes(), nil
 }
 
 // walkerKeep is the most path tokens or member names a pooled walker
@@ -433,17 +454,8 @@ func (w *walker) free(n *vnode, dst reflect.Value) error {
 	if n.object && c != '{' && c != 0 { // skip names the end of the input
 		return &ValidationError{rule: ruleKind, Msg: "want a JSON object", want: "an object", got: kindOf[c]}
 	}
-	var dups *dupState
-	if n.kind == vAny {
-		dups = &w.dup
-	}
-	if mark := w.dup.push(); !w.s.skipValue(dups) {
-		// The walk again, from the start, to name the fault.
-		w.dup.pop(mark)
-		w.s.pos = start
-		if err := w.skip(n.kind == vAny); err != nil {
-			return err
-		}
+	if err := w.skip(n.kind == vAny); err != nil {
+		return err
 	}
 	if dst.IsValid() {
 		raw := w.s.data[start:w.s.pos]
@@ -789,91 +801,6 @@ func (s *scanner) next(closer byte) (more bool, err error) {
 		return false, nil
 	}
 	return false, s.fail(fmt.Sprintf("expected ',' or '%c'", closer))
-}
-
-// skipValue moves the scanner past one value of any shape, checking only
-// its syntax and the nesting bound, and reports whether it is valid; on
-// false the position is unspecified and the caller walks the value again
-// to name the fault. It keeps no path and calls no closure, so it is the
-// fast way past the raw members of an envelope: on an extension/event
-// frame, the envelope's walk went from about half to a third of the
-// sidecar's decoding (a CPU profile of exthost bench's observer).
-//
-// With dups, a member name repeated inside any object of the value fails
-// it too (D3), as the walk's vAny check does.
-func (s *scanner) skipValue(dups *dupState) bool {
-	var closers [64]byte // open objects and arrays; deeper input takes the slow walk
-	var marks [64]int    // each open object's mark in dups
-	depth := 0
-	member := func() bool {
-		key, escaped, err := s.key()
-		return err == nil && (dups == nil || !dups.seen(marks[depth-1], key, escaped))
-	}
-	closed := func() {
-		depth--
-		if dups != nil && closers[depth] == '}' {
-			dups.pop(marks[depth])
-		}
-	}
-	for {
-		// A value.
-		switch c := s.peek(); {
-		case c == '{' || c == '[':
-			if depth == len(closers) || s.depth+depth+1 > maxNesting {
-				return false
-			}
-			closers[depth] = c + 2 // '}' and ']' follow '{' and '[' by two
-			if dups != nil && c == '{' {
-				marks[depth] = dups.push()
-			}
-			depth++
-			s.pos++
-			if s.peek() == closers[depth-1] {
-				s.pos++
-				closed()
-				break // empty: a complete value
-			}
-			if c == '{' && !member() {
-				return false
-			}
-			continue // the first member's value, or the first element
-		case c == '"':
-			if _, _, err := s.str(); err != nil {
-				return false
-			}
-		case c == '-' || '0' <= c && c <= '9':
-			if _, err := s.num(); err != nil {
-				return false
-			}
-		case c == 't' || c == 'f' || c == 'n':
-			if err := s.literal(); err != nil {
-				return false
-			}
-		default:
-			return false
-		}
-		// After a complete value: close what it completes, or go on to the
-		// next member or element.
-		for {
-			if depth == 0 {
-				return true
-			}
-			switch s.peek() {
-			case closers[depth-1]:
-				s.pos++
-				closed()
-				continue
-			case ',':
-				s.pos++
-				if closers[depth-1] == '}' && !member() {
-					return false
-				}
-			default:
-				return false
-			}
-			break
-		}
-	}
 }
 
 // quoteName quotes a peer-supplied name for an error message, cut to 64

@@ -453,46 +453,7 @@ func encodeFrame(v any) ([]byte, error) {
 
 // encodeRequest encodes a request frame, or a notification when id is nil.
 func encodeRequest(id *msgID, method string, params any) ([]byte, error) {
-	if p, ok := params.(InterceptParams); ok && id != nil && len(p.Externalized) == 0 && isPlain(method) && isPlain(string(p.Event)) {
-		return appendIntercept(make([]byte, 0, len(p.Payload)+len(method)+128), *id, method, &p)
-	}
 	return encodeFrame(requestFrame{JSONRPC: "2.0", ID: id, Method: method, Params: orEmptyObject(params)})
-}
-
-// appendIntercept encodes an extension/intercept request by hand, the
-// same bytes encodeFrame writes: it is the host's most frequent frame, and
-// encoding it by reflection cost 2 of the host's 23 allocations per
-// intercept (exthost bench, intercept_rtt). The payload is compacted (and
-// so checked) as encoding/json does for a RawMessage.
-func appendIntercept(b []byte, id msgID, method string, p *InterceptParams) ([]byte, error) {
-	b = append(b, `{"jsonrpc":"2.0","id":`...)
-	b = strconv.AppendInt(b, int64(id), 10)
-	b = append(append(append(b, `,"method":"`...), method...), `","params":{"event":"`...)
-	b = append(append(b, p.Event...), `","seq":`...)
-	b = strconv.AppendInt(b, p.Seq, 10)
-	b = append(b, `,"payload":`...)
-	if p.Payload == nil {
-		b = append(b, "null"...) // as encoding/json writes a nil RawMessage
-	} else {
-		buf := bytes.NewBuffer(b)
-		if err := json.Compact(buf, p.Payload); err != nil {
-			return nil, err
-		}
-		b = buf.Bytes()
-	}
-	b = append(b, `,"timeoutMillis":`...)
-	b = strconv.AppendInt(b, p.TimeoutMillis, 10)
-	return append(b, "}}\n"...), nil
-}
-
-// isPlain reports whether s needs no escaping inside a JSON string.
-func isPlain(s string) bool {
-	for i := range len(s) {
-		if !plainByte[s[i]] {
-			return false
-		}
-	}
-	return true
 }
 
 // preEncoded is a result a handler of this package has encoded itself:
