@@ -236,49 +236,52 @@ func installCopies(home, pluginDir, under string, n int) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Numbers kept as written. Only the name differs between copies, so
-	// the one map serves them all.
-	var manifest map[string]any
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	if err := dec.Decode(&manifest); err != nil {
+	m, err := extension.ParseManifest(raw)
+	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	rt, ok := manifest["runtime"].(map[string]any)
-	if !ok {
+	if m.Runtime == nil {
 		return nil, fmt.Errorf("%s has no runtime block: exthost bench measures sidecars", path)
 	}
-	for _, k := range []string{"replaces", "providers", "uiActions", "capabilities"} {
-		delete(rt, k)
-	}
+	m.Runtime.Replaces, m.Runtime.Providers, m.Runtime.UIActions, m.Runtime.Capabilities = nil, nil, nil, nil
 	var ids []string
 	for i := 1; i <= n; i++ {
-		id := fmt.Sprintf("bench-%d", i)
-		manifest["name"] = id
-		dir := filepath.Join(under, id)
+		m.Name = fmt.Sprintf("bench-%d", i)
+		dir := filepath.Join(under, m.Name)
 		if err := os.CopyFS(dir, os.DirFS(pluginDir)); err != nil {
-			return nil, fmt.Errorf("copying the plugin directory for %s: %w", id, err)
+			return nil, fmt.Errorf("copying the plugin directory for %s: %w", m.Name, err)
 		}
-		if err := installManifest(home, dir, id, manifest); err != nil {
+		if err := installManifest(home, dir, m); err != nil {
 			return nil, err
 		}
-		ids = append(ids, id)
+		ids = append(ids, m.Name)
 	}
 	return ids, nil
 }
 
-// installManifest writes manifest into the plugin directory dir, making
-// it if need be, and installs dir in home, linked, as name.
-func installManifest(home, dir, name string, manifest map[string]any) error {
-	raw, err := json.MarshalIndent(manifest, "", "  ")
+// installManifest writes m into the plugin directory dir, making it if
+// need be, and installs dir in home, linked, as m.Name.
+func installManifest(home, dir string, m *extension.Manifest) error {
+	err := writeManifest(dir, m)
+	if err == nil {
+		_, err = extension.Install(home, dir, extension.InstallOptions{Name: m.Name, Link: true})
+	}
+	return err
+}
+
+// writeManifest writes m as the manifest of the plugin directory dir,
+// making it if need be. The manifest written must parse back: the struct
+// can hold what no manifest may say.
+func writeManifest(dir string, m *extension.Manifest) error {
+	raw, err := json.MarshalIndent(m, "", "  ")
+	if err == nil {
+		_, err = extension.ParseManifest(raw)
+	}
 	if err == nil {
 		err = os.MkdirAll(dir, 0o755)
 	}
 	if err == nil {
 		err = os.WriteFile(filepath.Join(dir, extension.ManifestFile), raw, 0o644)
-	}
-	if err == nil {
-		_, err = extension.Install(home, dir, extension.InstallOptions{Name: name, Link: true})
 	}
 	return err
 }
@@ -373,7 +376,7 @@ func (b *bench) intercepts(figure, baseline string, s sidecars) func() ([]result
 // never reached the observer, dropped by the host (D20) or the SDK.
 func (b *bench) observeThroughput() ([]result, error) {
 	const name = "observe_throughput"
-	rt, err := b.startPeerSidecar(name, observerPeer, map[string]any{"intercepts": []extension.Point{extension.ToolBefore, extension.ToolAfter}})
+	rt, err := b.startPeerSidecar(name, observerPeer, extension.RuntimeSpec{Intercepts: []extension.Point{extension.ToolBefore, extension.ToolAfter}})
 	if err != nil {
 		return nil, err
 	}
@@ -428,12 +431,13 @@ func (b *bench) observeThroughput() ([]result, error) {
 }
 
 // startPeerSidecar installs the bench's own sidecar peer in a home of its
-// own, its runtime block the command and rt, and starts it for figure.
-func (b *bench) startPeerSidecar(figure, peer string, rt map[string]any) (*extension.Runtime, error) {
+// own, its runtime block rt with the peer's command, and starts it for
+// figure.
+func (b *bench) startPeerSidecar(figure, peer string, rt extension.RuntimeSpec) (*extension.Runtime, error) {
 	home := filepath.Join(b.work, "home-"+peer)
-	rt["command"] = b.exe(peer)
-	manifest := map[string]any{"apiVersion": "reasonix.io/plugin/v1", "name": peer, "version": "1.0.0", "runtime": rt}
-	if err := installManifest(home, filepath.Join(b.work, peer), peer, manifest); err != nil {
+	rt.Command = b.exe(peer)
+	m := &extension.Manifest{APIVersion: "reasonix.io/plugin/v1", Name: peer, Version: "1.0.0", Runtime: &rt}
+	if err := installManifest(home, filepath.Join(b.work, peer), m); err != nil {
 		return nil, fmt.Errorf("%s: installing %s: %w", figure, peer, err)
 	}
 	return sidecars{host: b.host(home), ids: []string{peer}}.start(figure)
@@ -443,7 +447,7 @@ func (b *bench) startPeerSidecar(figure, peer string, rt map[string]any) (*exten
 // content_8mib against content_pipe, with one streamer sidecar and one
 // child running the baselines.
 func (b *bench) streamerFigures() ([]result, error) {
-	rt, err := b.startPeerSidecar("stream_throughput", streamerPeer, map[string]any{"capabilities": []string{"providers"}, "intercepts": []extension.Point{extension.InputReceive}})
+	rt, err := b.startPeerSidecar("stream_throughput", streamerPeer, extension.RuntimeSpec{Capabilities: []string{"providers"}, Intercepts: []extension.Point{extension.InputReceive}})
 	if err != nil {
 		return nil, err
 	}
