@@ -78,7 +78,7 @@ func runMode(args []string, stderr io.Writer) int {
 }
 
 // executable is exthost's own path, absolute (as os.Executable returns
-// it, and as the launch gate requires, D8) and with symlinks resolved.
+// it, and as the launch gate requires) and with symlinks resolved.
 // Resolved once, so that the bench's timed spawns do not pay for it.
 var executable = sync.OnceValues(func() (string, error) {
 	exe, err := os.Executable()
@@ -97,7 +97,9 @@ func self(mode string) (string, []string, error) {
 
 // referencePlugin writes, under work, the reference plugin's directory:
 // its manifest, with runtime.command and runtime.args running the
-// fullsidecar mode (args are verbatim and the command absolute, D8).
+// fullsidecar mode. The command names this binary by its absolute path:
+// the launch gate expands ${REASONIX_PLUGIN_ROOT} only as a command's
+// prefix, and passes args verbatim.
 func referencePlugin(work string) (string, error) {
 	m, err := extension.ParseManifest([]byte(fullsidecar.Manifest))
 	if err == nil {
