@@ -25,10 +25,13 @@ package main
 //     child as base64 lines of 256 KiB that it decodes and hashes. The
 //     target is a ratio of times of at most 3.3 (baseline/ours >= 0.3).
 //   - startup_1, startup_4: Host.Start of one sidecar and of four started
-//     together, against spawn_1 and spawn_4, as many minimal Go programs
-//     started together until each has answered one line.
+//     together, against spawn_1 and spawn_4, as many minimal processes
+//     (the echoline peer) started together until each has answered one
+//     line.
 //
-// Every child, sidecars and peers alike, runs with the bench's GOMAXPROCS.
+// Every child, sidecars and peers alike, is this binary in one of its
+// hidden modes (peers.go), so both sides of a ratio start from the same
+// binary, and runs with the bench's GOMAXPROCS.
 
 import (
 	"bufio"
@@ -54,19 +57,6 @@ import (
 	"time"
 
 	"github.com/reasonix-ext/extension"
-	"github.com/reasonix-ext/extension/cmd/exthost/internal/pingdto"
-)
-
-// benchPeers is where the bench's own programs live: the baselines'
-// peers and the observer sidecar, built with the same go as the plugin.
-const benchPeers = "github.com/reasonix-ext/extension/cmd/exthost/internal/"
-
-// The peer programs, by package (and so binary) name.
-const (
-	pingpongPeer = "pingpong" // the intercept baselines' child
-	echolinePeer = "echoline" // the startup baselines' child
-	observerPeer = "observer" // the observe_throughput sidecar
-	streamerPeer = "streamer" // the stream_throughput sidecar and, with -pipe, its baseline's child
 )
 
 // defaultBenchRounds is the default of -n: the whole run stays well
@@ -128,12 +118,11 @@ func benchCommand(fs *flag.FlagSet) func(*env) int {
 	}
 }
 
-// bench is one run: what setup built and installed, in a temporary
-// directory removed at the end.
+// bench is one run: what setup installed, in a temporary directory
+// removed at the end.
 type bench struct {
 	n    int
 	work string   // the temporary directory
-	bin  string   // the peer programs
 	env  []string // every child's environment: ours, plus our GOMAXPROCS
 	one  sidecars // the plugin measured, installed once
 	four sidecars // its copies bench-1..bench-4
@@ -158,7 +147,6 @@ func runBench(n int, args []string) ([]result, error) {
 	b := &bench{
 		n:    n,
 		work: work,
-		bin:  filepath.Join(work, "bin"),
 		// The baselines' peers and the sidecars run with the host's
 		// parallelism, so neither side of a ratio has more CPUs.
 		env: append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(runtime.GOMAXPROCS(0))),
@@ -184,34 +172,18 @@ func runBench(n int, args []string) ([]result, error) {
 	return results, nil
 }
 
-// setup builds the peers (and the reference plugin, when args names no
-// plugin directory) and installs the plugin once, in home1, and as its
-// copies, in home4.
+// setup installs the plugin in args (default: the reference plugin)
+// once, in home1, and as its copies, in home4.
 func (b *bench) setup(args []string) error {
-	var plugin, id string
-	var refErr error
-	var wg sync.WaitGroup
+	var plugin string
+	var err error
 	if len(args) == 1 {
 		plugin = args[0]
-	} else {
-		id = "fullsidecar"
-		// buildReference runs its own go build; running it beside the
-		// peers' build is as close to one build as reusing it allows.
-		wg.Go(func() { plugin, refErr = buildReference(b.work) })
-	}
-	_, err := goTool("build", "-o", b.bin+string(filepath.Separator),
-		benchPeers+pingpongPeer, benchPeers+echolinePeer, benchPeers+observerPeer, benchPeers+streamerPeer)
-	wg.Wait()
-	if err != nil {
-		// Reported alone: whatever fails this build (no module source
-		// here, most often) fails the reference plugin's too.
-		return fmt.Errorf("building the bench's peer programs (they are part of the module, so exthost bench runs from its source even with a PLUGIN_DIR): %w", err)
-	}
-	if refErr != nil {
-		return refErr
+	} else if plugin, err = referencePlugin(b.work); err != nil {
+		return err
 	}
 	home1 := filepath.Join(b.work, "home1")
-	entry, err := extension.Install(home1, plugin, extension.InstallOptions{Name: id, Link: true})
+	entry, err := extension.Install(home1, plugin, extension.InstallOptions{Link: true})
 	if err != nil {
 		return err
 	}
@@ -236,49 +208,52 @@ func installCopies(home, pluginDir, under string, n int) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Numbers kept as written. Only the name differs between copies, so
-	// the one map serves them all.
-	var manifest map[string]any
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	if err := dec.Decode(&manifest); err != nil {
+	m, err := extension.ParseManifest(raw)
+	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	rt, ok := manifest["runtime"].(map[string]any)
-	if !ok {
+	if m.Runtime == nil {
 		return nil, fmt.Errorf("%s has no runtime block: exthost bench measures sidecars", path)
 	}
-	for _, k := range []string{"replaces", "providers", "uiActions", "capabilities"} {
-		delete(rt, k)
-	}
+	m.Runtime.Replaces, m.Runtime.Providers, m.Runtime.UIActions, m.Runtime.Capabilities = nil, nil, nil, nil
 	var ids []string
 	for i := 1; i <= n; i++ {
-		id := fmt.Sprintf("bench-%d", i)
-		manifest["name"] = id
-		dir := filepath.Join(under, id)
+		m.Name = fmt.Sprintf("bench-%d", i)
+		dir := filepath.Join(under, m.Name)
 		if err := os.CopyFS(dir, os.DirFS(pluginDir)); err != nil {
-			return nil, fmt.Errorf("copying the plugin directory for %s: %w", id, err)
+			return nil, fmt.Errorf("copying the plugin directory for %s: %w", m.Name, err)
 		}
-		if err := installManifest(home, dir, id, manifest); err != nil {
+		if err := installManifest(home, dir, m); err != nil {
 			return nil, err
 		}
-		ids = append(ids, id)
+		ids = append(ids, m.Name)
 	}
 	return ids, nil
 }
 
-// installManifest writes manifest into the plugin directory dir, making
-// it if need be, and installs dir in home, linked, as name.
-func installManifest(home, dir, name string, manifest map[string]any) error {
-	raw, err := json.MarshalIndent(manifest, "", "  ")
+// installManifest writes m into the plugin directory dir, making it if
+// need be, and installs dir in home, linked, as m.Name.
+func installManifest(home, dir string, m *extension.Manifest) error {
+	err := writeManifest(dir, m)
+	if err == nil {
+		_, err = extension.Install(home, dir, extension.InstallOptions{Name: m.Name, Link: true})
+	}
+	return err
+}
+
+// writeManifest writes m as the manifest of the plugin directory dir,
+// making it if need be. The manifest written must parse back: the struct
+// can hold what no manifest may say.
+func writeManifest(dir string, m *extension.Manifest) error {
+	raw, err := json.MarshalIndent(m, "", "  ")
+	if err == nil {
+		_, err = extension.ParseManifest(raw)
+	}
 	if err == nil {
 		err = os.MkdirAll(dir, 0o755)
 	}
 	if err == nil {
 		err = os.WriteFile(filepath.Join(dir, extension.ManifestFile), raw, 0o644)
-	}
-	if err == nil {
-		_, err = extension.Install(home, dir, extension.InstallOptions{Name: name, Link: true})
 	}
 	return err
 }
@@ -373,7 +348,7 @@ func (b *bench) intercepts(figure, baseline string, s sidecars) func() ([]result
 // never reached the observer, dropped by the host (D20) or the SDK.
 func (b *bench) observeThroughput() ([]result, error) {
 	const name = "observe_throughput"
-	rt, err := b.startPeerSidecar(name, observerPeer, map[string]any{"intercepts": []extension.Point{extension.ToolBefore, extension.ToolAfter}})
+	rt, err := b.startPeerSidecar(name, observerPeer, extension.RuntimeSpec{Intercepts: []extension.Point{extension.ToolBefore, extension.ToolAfter}})
 	if err != nil {
 		return nil, err
 	}
@@ -428,12 +403,16 @@ func (b *bench) observeThroughput() ([]result, error) {
 }
 
 // startPeerSidecar installs the bench's own sidecar peer in a home of its
-// own, its runtime block the command and rt, and starts it for figure.
-func (b *bench) startPeerSidecar(figure, peer string, rt map[string]any) (*extension.Runtime, error) {
+// own, its runtime block rt running the peer's mode, and starts it for
+// figure.
+func (b *bench) startPeerSidecar(figure, peer string, rt extension.RuntimeSpec) (*extension.Runtime, error) {
 	home := filepath.Join(b.work, "home-"+peer)
-	rt["command"] = b.exe(peer)
-	manifest := map[string]any{"apiVersion": "reasonix.io/plugin/v1", "name": peer, "version": "1.0.0", "runtime": rt}
-	if err := installManifest(home, filepath.Join(b.work, peer), peer, manifest); err != nil {
+	m := &extension.Manifest{APIVersion: "reasonix.io/plugin/v1", Name: peer, Version: "1.0.0", Runtime: &rt}
+	var err error
+	if rt.Command, rt.Args, err = self(peer); err == nil {
+		err = installManifest(home, filepath.Join(b.work, peer), m)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("%s: installing %s: %w", figure, peer, err)
 	}
 	return sidecars{host: b.host(home), ids: []string{peer}}.start(figure)
@@ -443,7 +422,7 @@ func (b *bench) startPeerSidecar(figure, peer string, rt map[string]any) (*exten
 // content_8mib against content_pipe, with one streamer sidecar and one
 // child running the baselines.
 func (b *bench) streamerFigures() ([]result, error) {
-	rt, err := b.startPeerSidecar("stream_throughput", streamerPeer, map[string]any{"capabilities": []string{"providers"}, "intercepts": []extension.Point{extension.InputReceive}})
+	rt, err := b.startPeerSidecar("stream_throughput", streamerPeer, extension.RuntimeSpec{Capabilities: []string{"providers"}, Intercepts: []extension.Point{extension.InputReceive}})
 	if err != nil {
 		return nil, err
 	}
@@ -460,7 +439,7 @@ func (b *bench) streamerFigures() ([]result, error) {
 // n/200) streams of 10·n chunks each, alternating.
 func (b *bench) streamThroughput(rt *extension.Runtime) ([]result, error) {
 	const name = "stream_throughput"
-	child, err := b.startPeer(streamerPeer, "", "-pipe")
+	child, err := b.startPeer(streamPipePeer, "")
 	if err != nil {
 		return nil, fmt.Errorf("stream_pipe: %w", err)
 	}
@@ -524,7 +503,7 @@ func (b *bench) content8MiB(rt *extension.Runtime) ([]result, error) {
 		lines.WriteByte('\n')
 	}
 	lines.WriteByte('\n')
-	child, err := b.startPeer(streamerPeer, "", "-content")
+	child, err := b.startPeer(contentPipePeer, "")
 	if err != nil {
 		return nil, fmt.Errorf("content_pipe: %w", err)
 	}
@@ -556,7 +535,7 @@ func (b *bench) content8MiB(rt *extension.Runtime) ([]result, error) {
 
 // startup measures startup_1 and startup_4, the ready time of one and of
 // four sidecars started together, against spawn_1 and spawn_4, as many
-// minimal Go programs started together until each has answered a line.
+// minimal processes started together until each has answered a line.
 func (b *bench) startup() ([]result, error) {
 	generation := func(figure string, s sidecars) func() (func() error, error) {
 		return func() (func() error, error) {
@@ -578,14 +557,6 @@ func (b *bench) startup() ([]result, error) {
 		return nil, err
 	}
 	return []result{r[1].against(r[0]), r[0], r[3].against(r[2]), r[2]}, nil
-}
-
-// exe is the path of a built peer program.
-func (b *bench) exe(name string) string {
-	if runtime.GOOS == "windows" {
-		name += ".exe"
-	}
-	return filepath.Join(b.bin, name)
 }
 
 // peer is a running peer program and our ends of its stdin and stdout.
@@ -614,11 +585,15 @@ func (b *bench) peers(name string, k int, hello string) ([]*peer, error) {
 	return peers, nil
 }
 
-// startPeer starts the peer program name, whose stderr is ours so that
-// its complaints are seen, and has it echo hello, if any. The peer is
+// startPeer starts the peer mode name, whose stderr is ours so that its
+// complaints are seen, and has it echo hello, if any. The peer is
 // returned whenever it started, for stopAll.
-func (b *bench) startPeer(name, hello string, args ...string) (*peer, error) {
-	cmd := exec.Command(b.exe(name), args...)
+func (b *bench) startPeer(name, hello string) (*peer, error) {
+	exe, args, err := self(name)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(exe, args...)
 	cmd.Env = b.env
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
@@ -682,7 +657,7 @@ func pingpong(w *bufio.Writer, r *bufio.Reader, id int64) error {
 	if err != nil {
 		return err
 	}
-	frame, err := json.Marshal(pingdto.Request{JSONRPC: "2.0", ID: id, Method: extension.MethodIntercept,
+	frame, err := json.Marshal(pingRequest{JSONRPC: "2.0", ID: id, Method: extension.MethodIntercept,
 		Params: extension.InterceptParams{Event: extension.ToolBefore, Seq: id, Payload: payload, TimeoutMillis: 5000}})
 	if err != nil {
 		return err
@@ -696,7 +671,7 @@ func pingpong(w *bufio.Writer, r *bufio.Reader, id int64) error {
 	if err != nil {
 		return fmt.Errorf("reading the peer's answer: %w", err)
 	}
-	var a pingdto.Answer
+	var a pingAnswer
 	if err := json.Unmarshal(line, &a); err != nil {
 		return err
 	}

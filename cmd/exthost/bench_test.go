@@ -93,7 +93,7 @@ func TestBenchUsage(t *testing.T) {
 // action, and the copies, whose manifests grant none, declare none.
 func TestBenchCopiesStartBesideTheReferencePlugin(t *testing.T) {
 	work := t.TempDir()
-	dir, err := buildReference(work)
+	dir, err := referencePlugin(work)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,7 +56,7 @@ type target struct{ dir, name string }
 
 // pluginTargets resolves what demo and check run: every enabled runtime
 // plugin installed in home, the plugin directory in args, or the bundled
-// reference plugin, built into a temporary directory that cleanup
+// reference plugin, written into a temporary directory that cleanup
 // removes.
 func pluginTargets(e *env, home string, args []string) ([]target, func(), error) {
 	nothing := func() {}
@@ -85,9 +85,8 @@ func pluginTargets(e *env, home string, args []string) ([]target, func(), error)
 		return nil, nothing, err
 	}
 	cleanup := func() { os.RemoveAll(work) }
-	progress(e, "building the reference plugin…")
-	dir, err := buildReference(work)
-	return []target{{dir, "fullsidecar"}}, cleanup, err
+	dir, err := referencePlugin(work)
+	return []target{{dir, ""}}, cleanup, err
 }
 
 // printReport renders a report for people: one line per scenario, with

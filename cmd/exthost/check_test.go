@@ -74,7 +74,7 @@ func TestCheckUsageErrorsExitTwo(t *testing.T) {
 // TestDemoAndCheckRunWhatAHomeHasInstalled: with -home, demo and check
 // run the plugins installed there, as "exthost install" put them.
 func TestDemoAndCheckRunWhatAHomeHasInstalled(t *testing.T) {
-	dir, err := buildReference(t.TempDir())
+	dir, err := referencePlugin(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

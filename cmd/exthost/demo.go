@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -20,9 +19,6 @@ import (
 
 	"github.com/reasonix-ext/extension"
 )
-
-// referencePackage is the bundled reference plugin, built on the fly.
-const referencePackage = "github.com/reasonix-ext/extension/sdk/examples/fullsidecar"
 
 // demoCommand runs one agent turn against a plugin and prints a transcript.
 func demoCommand(fs *flag.FlagSet) func(*env) int {
@@ -691,45 +687,4 @@ func defaultTurn(work string) []scriptStep {
 		{Title: "resources changed", Resources: []string{"skills/review.md"}},
 		{Title: "session.end (observed)", Event: extension.SessionEnd, Payload: doc(extension.SessionPayload{SessionPath: session, Phase: "end"})},
 	}
-}
-
-// buildReference builds the reference plugin into a plugin directory
-// under work, beside a copy of the manifest kept with its source
-// (sdk/examples/fullsidecar/reasonix-plugin.json).
-func buildReference(work string) (string, error) {
-	dir := filepath.Join(work, "fullsidecar")
-	if err := os.MkdirAll(filepath.Join(dir, "bin"), 0o755); err != nil {
-		return "", err
-	}
-	src, err := goTool("list", "-f", "{{.Dir}}", referencePackage)
-	if err != nil {
-		return "", err
-	}
-	manifest, err := os.ReadFile(filepath.Join(strings.TrimSpace(src), extension.ManifestFile))
-	if err != nil {
-		return "", err
-	}
-	if err := os.WriteFile(filepath.Join(dir, extension.ManifestFile), manifest, 0o644); err != nil {
-		return "", err
-	}
-	if _, err := goTool("build", "-o", filepath.Join(dir, "bin", "fullsidecar"), referencePackage); err != nil {
-		return "", err
-	}
-	return dir, nil
-}
-
-// goTool runs the go command and returns its standard output.
-func goTool(args ...string) (string, error) {
-	cmd := exec.Command("go", args...)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		var ee *exec.ExitError
-		if errors.As(err, &ee) || errors.Is(err, exec.ErrNotFound) {
-			return "", fmt.Errorf("building the reference plugin (run exthost from the module, or pass a PLUGIN_DIR): go %s: %v\n%s", args[0], err, stderr.String())
-		}
-		return "", err
-	}
-	return string(out), nil
 }

@@ -16,7 +16,7 @@ import (
 )
 
 // TestDemoRunsTheReferencePlugin runs the README's main job for real: it
-// builds the reference plugin, runs the default turn against it and finds
+// writes the reference plugin, runs the default turn against it and finds
 // every step of the turn with its outcome, every one of the 16 methods on
 // the wire, whole frames, and the sidecar's stderr shown at the step that
 // made it write.
@@ -54,6 +54,7 @@ func TestDemoRunsTheReferencePlugin(t *testing.T) {
 	}
 	for _, want := range []string{
 		`FULL TRUST: plugin "fullsidecar", version "1.0.0"`,
+		`args:           "_run", "fullsidecar"`, // the reference plugin is exthost itself, in its hidden mode
 		`ui: [fullsidecar] INFO: fullsidecar online`,
 		`prompt fullsidecar-demo-form from fullsidecar (input) "fullsidecar demo", answered by the demo: {"loud":true,"name":"Ada"}`,
 		`ui: [fullsidecar] HELLO, ADA!`,
@@ -128,7 +129,7 @@ func frames(transcript string) []wireLine {
 // every answer printed after the request it answers, under the same step:
 // the frames are printed in the order they crossed the pipe.
 func TestDemoWireShowsEachAnswerAfterItsRequestUnderItsStep(t *testing.T) {
-	dir, err := buildReference(t.TempDir())
+	dir, err := referencePlugin(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

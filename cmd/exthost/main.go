@@ -82,6 +82,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 2
 	}
 	name := args[0]
+	if name == runArg {
+		return runMode(args[1:], stderr) // not a command: see peers.go
+	}
 	if slices.Contains([]string{"-h", "-help", "--help"}, name) {
 		name = "help"
 	}

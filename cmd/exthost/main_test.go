@@ -3,14 +3,28 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/reasonix-ext/extension"
 )
+
+// TestMain stands in for exthost when a test's command runs one of its
+// hidden modes: os.Executable is then this test binary.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == runArg {
+		main()
+	}
+	// Under -race, the children are race binaries too, which sleep 1 s
+	// before exiting: past the host's shutdown bound.
+	os.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
+	os.Exit(m.Run())
+}
 
 // corpusCase is a record of ../../testdata/redact/secrets.txt.
 type corpusCase struct {
@@ -73,6 +87,8 @@ func TestRunUsage(t *testing.T) {
 		{"help for an unknown command", []string{"help", "nope"}, 2, `unknown command "nope"`},
 		{"bad flag", []string{"redact", "-no-such-flag"}, 2, "flag provided but not defined"},
 		{"redact takes no arguments", []string{"redact", "file.txt"}, 2, "unexpected arguments"},
+		{"unknown hidden mode", []string{"_run", "nope"}, 2, `exthost _run: "nope" is not a mode; exthost runs these as its own sidecars and bench peers: content-pipe, echoline, fullsidecar,`},
+		{"hidden mode with arguments", []string{"_run", "echoline", "x"}, 2, `"echoline x" is not a mode`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -87,6 +103,17 @@ func TestRunUsage(t *testing.T) {
 				t.Errorf("stdout = %q, want nothing (usage goes to stderr)", stdout)
 			}
 		})
+	}
+}
+
+// TestHelpHidesTheHiddenModes: the modes exthost runs itself in are no
+// command of its users.
+func TestHelpHidesTheHiddenModes(t *testing.T) {
+	_, _, stderr := runExthost("", "help")
+	for _, hidden := range append(slices.Collect(maps.Keys(modes)), runArg) {
+		if strings.Contains(stderr, hidden) {
+			t.Errorf("help names %q:\n%s", hidden, stderr)
+		}
 	}
 }
 
