@@ -341,7 +341,7 @@ func TestChaosEveryFaultEndsInATypedErrorD13D18D19D21D22(t *testing.T) {
 	fe := &chaosFrontend{}
 	h := testHost(home)
 	h.Frontend = fe
-	h.Streams.GapTimeout, h.Streams.EndGapTimeout = chaosRoomy, 200*time.Millisecond
+	h.GapTimeout, h.EndGapTimeout = chaosRoomy, 200*time.Millisecond
 	h.ShutdownTimeout, h.StdinGrace = 300*time.Millisecond, 200*time.Millisecond
 	life := uint64(0)
 	h.Env = append(os.Environ(), "") // the last entry is the life's CHAOS_SEED
@@ -350,9 +350,9 @@ func TestChaosEveryFaultEndsInATypedErrorD13D18D19D21D22(t *testing.T) {
 		h.Env[len(h.Env)-1] = fmt.Sprintf("CHAOS_SEED=%d", seed^life)
 		fault, at := chaosPlan(seed ^ life)
 		// A generation takes the Host's bounds when it starts.
-		h.FastInterceptTimeout, h.Streams.OpenTimeout = chaosRoomy, chaosRoomy
+		h.FastInterceptTimeout, h.OpenTimeout = chaosRoomy, chaosRoomy
 		if timedOut(fault) {
-			h.FastInterceptTimeout, h.Streams.OpenTimeout = chaosBudget, chaosBudget
+			h.FastInterceptTimeout, h.OpenTimeout = chaosBudget, chaosBudget
 		}
 		return fault, at
 	}

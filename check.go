@@ -401,7 +401,7 @@ func (c *checker) answerProblem(answer seenFrame, ok bool, method string, result
 	case isErr:
 		return fmt.Sprintf("%s was refused: %d %s", method, e.Code, e.Message)
 	}
-	if err := DecodeResult(method, answer.m.result, result); err != nil {
+	if err := Decode(method, answer.m.result, result); err != nil {
 		return strictProblem + err.Error()
 	}
 	return ""
@@ -754,7 +754,7 @@ func (c *checker) intercept(ctx context.Context, rt *Runtime, s *sidecar, log *f
 	default:
 		problem = err.Error()
 		for _, w := range frames {
-			if w.in && w.response() && w.fe == nil && w.m.result != nil && DecodeResult(MethodIntercept, w.m.result, &InterceptResult{}) != nil {
+			if w.in && w.response() && w.fe == nil && w.m.result != nil && Decode(MethodIntercept, w.m.result, &InterceptResult{}) != nil {
 				rule = "D3" // the verdict itself does not decode strictly
 			}
 		}
@@ -874,7 +874,7 @@ func (c *checker) providers(ctx context.Context, rt *Runtime, s *sidecar, log *f
 	if cancelAt >= 0 {
 		answer, ok := log.wait(ctx, c.opts.Timeout, from, func(w seenFrame) bool { return w.in && w.answers(frames[cancelAt].m.id) })
 		var res StreamCancelResult
-		late = ok && DecodeResult(MethodStreamCancel, answer.m.result, &res) == nil && !res.Cancelled
+		late = ok && Decode(MethodStreamCancel, answer.m.result, &res) == nil && !res.Cancelled
 	}
 	problem = ""
 	var end StreamEndParams
@@ -884,7 +884,7 @@ func (c *checker) providers(ctx context.Context, rt *Runtime, s *sidecar, log *f
 	case cancelAt < 0 || endAt < cancelAt || late:
 		c.skip("provider/cancel", "D21", "§5.5", "the stream ended before the cancel reached it")
 		return
-	case DecodeParams(MethodStreamEnd, frames[endAt].m.params, &end) != nil || !end.Interrupted:
+	case Decode(MethodStreamEnd, frames[endAt].m.params, &end) != nil || !end.Interrupted:
 		problem = `the end after a cancel must say "interrupted":true`
 	default:
 		problem = streamProblem(frames, st.ID())
@@ -905,7 +905,7 @@ func streamProblem(frames []seenFrame, id string) string {
 		switch w.m.method {
 		case MethodStreamChunk:
 			var ch StreamChunkParams
-			if err := DecodeParams(w.m.method, w.m.params, &ch); err != nil {
+			if err := Decode(w.m.method, w.m.params, &ch); err != nil {
 				return "a chunk does not decode strictly: " + err.Error()
 			}
 			if ends > 0 {
@@ -917,7 +917,7 @@ func streamProblem(frames []seenFrame, id string) string {
 			next++
 		case MethodStreamEnd:
 			var end StreamEndParams
-			if err := DecodeParams(w.m.method, w.m.params, &end); err != nil {
+			if err := Decode(w.m.method, w.m.params, &end); err != nil {
 				return "the end does not decode strictly: " + err.Error()
 			}
 			if ends++; ends > 1 {

@@ -619,7 +619,7 @@ func (strictHandler) HandleRequest(ctx context.Context, method string, params js
 	if !ok {
 		return nil, NewError(ReasonUnknownMethod, "method not found: "+method)
 	}
-	if err := DecodeParams(method, params, reflect.New(m.params).Interface()); err != nil {
+	if err := Decode(method, params, reflect.New(m.params).Interface()); err != nil {
 		return nil, err
 	}
 	return map[string]bool{"ok": true}, nil

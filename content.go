@@ -49,28 +49,11 @@ type ContentReadResult struct {
 	Encoding   ContentEncoding `json:"encoding"`
 }
 
-// ContentOptions bounds the content store of each sidecar connection
-// (D22). Every zero field takes the default its comment names.
-type ContentOptions struct {
-	// MaxObjects is how many objects a store holds; storing one more
-	// evicts the oldest. Default 64.
-	MaxObjects int
-	// MaxBytes is how many bytes a store holds in all; storing past it
-	// evicts the oldest until it fits. Default 64 MiB.
-	MaxBytes int
-}
-
-func (o ContentOptions) withDefaults() ContentOptions {
-	o.MaxObjects = orDefault(o.MaxObjects, 64)
-	o.MaxBytes = orDefault(o.MaxBytes, 64<<20)
-	return o
-}
-
 // contentStore is one connection's store of externalized payloads
 // (PROTOCOL.md §6.4): objects by ref, evicted oldest first, all gone once
 // closed.
 type contentStore struct {
-	opts ContentOptions
+	maxObjects, maxBytes int // Host.MaxContentObjects, Host.MaxContentBytes
 
 	mu     sync.Mutex // protects the following
 	objs   map[string]contentObject
@@ -98,7 +81,7 @@ func (cs *contentStore) put(data []byte, pointer string) ExternalizedField {
 	if cs.objs == nil {
 		cs.objs = map[string]contentObject{}
 	}
-	for len(cs.order) > 0 && (len(cs.order)+1 > cs.opts.MaxObjects || cs.bytes+len(data) > cs.opts.MaxBytes) {
+	for len(cs.order) > 0 && (len(cs.order)+1 > cs.maxObjects || cs.bytes+len(data) > cs.maxBytes) {
 		cs.bytes -= len(cs.objs[cs.order[0]].data)
 		delete(cs.objs, cs.order[0])
 		cs.order = cs.order[1:]
@@ -181,9 +164,9 @@ func randomID(prefix string) string {
 	return prefix + hex.EncodeToString(b[:])
 }
 
-// ContentReader reads one page of a content object, as host/content/read
+// readPage reads one page of a content object, as host/content/read
 // answers it.
-type ContentReader func(ctx context.Context, p ContentReadParams) (ContentReadResult, error)
+type readPage = func(ctx context.Context, p ContentReadParams) (ContentReadResult, error)
 
 // Rehydrate resolves the externalizable member of an owner document
 // (PROTOCOL.md §6.2): inline is the member as it came (nil when absent),
@@ -191,34 +174,34 @@ type ContentReader func(ctx context.Context, p ContentReadParams) (ContentReadRe
 // pointer ("/payload" or "/replacement"). Without descriptors it returns
 // inline. Otherwise inline must be absent or null and ext one descriptor
 // at pointer (else protocol_error), then the object is read through read
-// and verified by [ReadContent]. The errors carry the reason of §6.2:
+// and verified by readContent. The errors carry the reason of §6.2:
 // protocol_error, frame_too_large or content_ref_expired.
-func Rehydrate(ctx context.Context, inline json.RawMessage, ext []ExternalizedField, pointer string, read ContentReader) (json.RawMessage, error) {
+func Rehydrate(ctx context.Context, inline json.RawMessage, ext []ExternalizedField, pointer string, read func(context.Context, ContentReadParams) (ContentReadResult, error)) (json.RawMessage, error) {
 	switch {
 	case len(ext) == 0:
 		return inline, nil
 	case inline != nil && string(inline) != "null":
-		return nil, Errorf(ReasonProtocolError, "%s has an inline value beside its externalized descriptor", pointer)
+		return nil, errorf(ReasonProtocolError, "%s has an inline value beside its externalized descriptor", pointer)
 	case len(ext) != 1:
-		return nil, Errorf(ReasonProtocolError, "externalized holds %d descriptors; want exactly one, for %s", len(ext), pointer)
+		return nil, errorf(ReasonProtocolError, "externalized holds %d descriptors; want exactly one, for %s", len(ext), pointer)
 	case ext[0].JSONPointer != pointer:
-		return nil, Errorf(ReasonProtocolError, "the externalized descriptor points at %q; want %q", ext[0].JSONPointer, pointer)
+		return nil, errorf(ReasonProtocolError, "the externalized descriptor points at %q; want %q", ext[0].JSONPointer, pointer)
 	}
-	return ReadContent(ctx, ext[0], read)
+	return readContent(ctx, ext[0], read)
 }
 
-// ReadContent reads the whole object d describes, page by page from
+// readContent reads the whole object d describes, page by page from
 // offset 0, and checks each page and the total (PROTOCOL.md §6.3): the
 // echoed ref and offset, the encoding, the size bound (frame_too_large),
 // the base64, the page size, progress, and at the end the byte count and
 // SHA-256 against d. Every other failure is protocol_error; the reader's
 // own errors (content_ref_expired for an unknown ref) pass as they are.
-func ReadContent(ctx context.Context, d ExternalizedField, read ContentReader) ([]byte, error) {
+func readContent(ctx context.Context, d ExternalizedField, read readPage) ([]byte, error) {
 	if d.TotalBytes > FrameBytes {
-		return nil, Errorf(ReasonFrameTooLarge, "content %s is %d bytes, over the %d-byte limit", d.ContentRef, d.TotalBytes, FrameBytes)
+		return nil, errorf(ReasonFrameTooLarge, "content %s is %d bytes, over the %d-byte limit", d.ContentRef, d.TotalBytes, FrameBytes)
 	}
 	bad := func(format string, args ...any) error {
-		return Errorf(ReasonProtocolError, "content %s: "+format, append([]any{d.ContentRef}, args...)...)
+		return errorf(ReasonProtocolError, "content %s: "+format, append([]any{d.ContentRef}, args...)...)
 	}
 	// The next page is asked for as soon as its offset is known, before
 	// this one is decoded and hashed, so the two sides work at once: an
@@ -272,7 +255,7 @@ func ReadContent(ctx context.Context, d ExternalizedField, read ContentReader) (
 		case page.Encoding != EncodingUTF8:
 			return nil, bad("encoding %q is not utf8", page.Encoding)
 		case page.TotalBytes > FrameBytes:
-			return nil, Errorf(ReasonFrameTooLarge, "content %s is %d bytes, over the %d-byte limit", d.ContentRef, page.TotalBytes, FrameBytes)
+			return nil, errorf(ReasonFrameTooLarge, "content %s is %d bytes, over the %d-byte limit", d.ContentRef, page.TotalBytes, FrameBytes)
 		case page.TotalBytes != d.TotalBytes || !strings.EqualFold(page.SHA256, d.SHA256):
 			return nil, bad("the page at %d describes another object (%d bytes, sha256 %.12s...)", offset, page.TotalBytes, page.SHA256)
 		case page.NextOffset != 0 && page.NextOffset <= offset:

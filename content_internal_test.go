@@ -13,9 +13,10 @@ import (
 
 // storeSidecar is a sidecar with only its content store, which is all
 // host/content/read touches.
-func storeSidecar(o ContentOptions) *sidecar {
+func storeSidecar(maxBytes int) *sidecar {
+	h := Host{MaxContentBytes: maxBytes}.withDefaults()
 	s := &sidecar{}
-	s.content.opts = o.withDefaults()
+	s.content.maxObjects, s.content.maxBytes = h.MaxContentObjects, h.MaxContentBytes
 	return s
 }
 
@@ -34,12 +35,12 @@ func readRequest(s *sidecar, params string) (ContentReadResult, error) {
 		return ContentReadResult{}, errors.New("the hand-encoded page differs from encoding/json's: " + string(res.(preEncoded))[:80])
 	}
 	var page ContentReadResult
-	err = DecodeResult(MethodContentRead, json.RawMessage(res.(preEncoded)), &page)
+	err = Decode(MethodContentRead, json.RawMessage(res.(preEncoded)), &page)
 	return page, err
 }
 
 func TestContentReadPagesD22(t *testing.T) {
-	s := storeSidecar(ContentOptions{})
+	s := storeSidecar(0)
 	for _, c := range []struct {
 		size  int
 		pages []int64 // the offsets of the pages, in order
@@ -93,7 +94,7 @@ func TestContentStoreEvictsOldestFirstD22(t *testing.T) {
 		_, err := readRequest(s, `{"contentRef":"`+d.ContentRef+`","offset":0}`)
 		return errors.Is(err, ReasonContentRefExpired)
 	}
-	s := storeSidecar(ContentOptions{})
+	s := storeSidecar(0)
 	var refs []ExternalizedField
 	for range 64 {
 		refs = append(refs, s.content.put([]byte(`{}`), "/payload"))
@@ -106,7 +107,7 @@ func TestContentStoreEvictsOldestFirstD22(t *testing.T) {
 		t.Fatal("the 65th object must evict the first, and only it")
 	}
 
-	s = storeSidecar(ContentOptions{MaxBytes: 1000})
+	s = storeSidecar(1000)
 	a, b := s.content.put(make([]byte, 400), "/payload"), s.content.put(make([]byte, 400), "/payload")
 	c := s.content.put(make([]byte, 400), "/payload")
 	if !expired(s, a) || expired(s, b) || expired(s, c) {
@@ -124,7 +125,7 @@ func TestContentStoreEvictsOldestFirstD22(t *testing.T) {
 // end, never read past the object's bounds, and return only bytes whose
 // length and SHA-256 are the descriptor's (D22, PROTOCOL.md §6.3).
 func FuzzReadContent(f *testing.F) {
-	s := storeSidecar(ContentOptions{})
+	s := storeSidecar(0)
 	for _, size := range []int{0, 10, ContentRefChunkBytes, ContentRefChunkBytes + 1} {
 		d := s.content.put(bytes.Repeat([]byte("z"), size), "/payload")
 		dj, _ := json.Marshal(d)
@@ -154,7 +155,7 @@ func FuzzReadContent(f *testing.F) {
 			if calls >= len(lines) {
 				return page, NewError(ReasonContentRefExpired, "")
 			}
-			err := DecodeResult(MethodContentRead, lines[calls], &page)
+			err := Decode(MethodContentRead, lines[calls], &page)
 			return page, err
 		}
 		data, err := ReadContent(context.Background(), d, read)
@@ -178,7 +179,7 @@ func FuzzReadContent(f *testing.F) {
 func TestStoredEventPayloadIsTheHostsOwnCopyD22(t *testing.T) {
 	// A sidecar that is not ready: the event is stored for it, then not
 	// sent (the store is all this looks at).
-	s := storeSidecar(ContentOptions{})
+	s := storeSidecar(0)
 	s.spec = &launchSpec{ID: "s"}
 	rt := &Runtime{cfg: &Host{}, chains: map[Point][]*sidecar{InputReceive: {s}}, byID: map[string]*sidecar{}, warned: map[string]bool{}}
 	payload := []byte(`{"text":"` + strings.Repeat("a", ExternalizeFieldBytes) + `"}`)

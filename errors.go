@@ -114,9 +114,9 @@ func NewError(reason Reason, message string) *Error {
 	return &Error{Code: cmp.Or(info.Code, codeInternal), Message: cmp.Or(message, info.Message), Reason: reason} // no frozen code is 0
 }
 
-// Errorf is [NewError] with a formatted message. A %w verb is honoured: the
+// errorf is [NewError] with a formatted message. A %w verb is honoured: the
 // wrapped error becomes Err and stays reachable with errors.As.
-func Errorf(reason Reason, format string, args ...any) *Error {
+func errorf(reason Reason, format string, args ...any) *Error {
 	err := fmt.Errorf(format, args...)
 	return causedError(errUnwrap(err), reason, "%s", err.Error())
 }

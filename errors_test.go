@@ -8,7 +8,7 @@ import (
 )
 
 func TestErrorsIsMatchesByReasonD7(t *testing.T) {
-	local := Errorf(ReasonProviderInterrupted, "extension sidecar %s crashed", "acme")
+	local := errorf(ReasonProviderInterrupted, "extension sidecar %s crashed", "acme")
 	wrapped := fmt.Errorf("intercept: %w", local)
 	if !errors.Is(wrapped, ReasonProviderInterrupted) {
 		t.Error("errors.Is(wrapped, ReasonProviderInterrupted) = false")

@@ -22,7 +22,7 @@ func ExampleHost() {
 	h := &extension.Host{
 		Home:      home,
 		Session:   extension.SessionContext{SessionID: "s-1", WorkspaceRoot: "/work/repo", Generation: 1},
-		OnWarning: func(w extension.Warning) { log.Printf("extension %s: %v", w.Plugin, w.Err) },
+		OnWarning: func(w *extension.PluginError) { log.Printf("extension %s: %v", w.Plugin, w.Err) },
 	}
 	rt, err := h.Start(context.Background())
 	if err != nil {

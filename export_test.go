@@ -2,7 +2,6 @@ package extension
 
 import (
 	"context"
-	"fmt"
 	"time"
 )
 
@@ -25,7 +24,6 @@ func (s *sidecar) ID() string                  { return s.spec.ID }
 func (rt *Runtime) Session() SessionContext    { return rt.cfg.Session }
 func (rt *Runtime) Sidecars() []*sidecar       { return rt.sidecars }
 func (rt *Runtime) Sidecar(id string) *sidecar { return rt.byID[id] }
-func (w Warning) String() string               { return fmt.Sprintf("%s: %v", w.Plugin, w.Err) }
 
 var ErrWriteStall = errWriteStall
 
@@ -93,3 +91,11 @@ func (r Reason) Valid() bool     { _, ok := r.info(); return ok }
 func (r Reason) Code() int       { return NewError(r, "").Code }
 func (r Reason) Retryable() bool { info, _ := r.info(); return info.Retryable }
 func (r Reason) Message() string { info, _ := r.info(); return info.Message }
+
+// Functions the tests call directly, each the product's unexported one.
+var (
+	ParseAction = parseAction
+	ReadContent = readContent
+)
+
+func (p Point) Valid() bool { return p.valid() }

@@ -21,7 +21,7 @@
 // [ManifestError] and [ErrClosed].
 //
 // A sidecar author imports the sibling package sdk, which builds on
-// [Conn], [DecodeParams], [Unmarshal] and the DTOs of this package.
+// [Conn], [Decode], [Unmarshal] and the DTOs of this package.
 //
 // An implementer in another language reads PROTOCOL.md, checks documents
 // with [Validate] against the canonical schema ([CanonicalSchema],
@@ -89,7 +89,7 @@
 //
 // D22: payloads over [ExternalizeFieldBytes] travel as content refs in a
 // bounded per-connection store, read in pages of [ContentRefChunkBytes] and
-// verified by length and SHA-256 ([Rehydrate], [ReadContent]); a
+// verified by length and SHA-256 ([Rehydrate]); a
 // payload over [FrameBytes] is refused locally (PROTOCOL.md §6).
 //
 // # Structured UI
@@ -128,6 +128,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -203,10 +204,45 @@ type Host struct {
 	// slot provider:<ref>, and then its descriptor replaces the entry
 	// (D28); any other such declaration fails the generation.
 	BaseCatalog []ProviderDescriptor
-	// Streams bounds provider catalogs and streams (D21).
-	Streams StreamOptions
-	// Content bounds each sidecar's store of externalized payloads (D22).
-	Content ContentOptions
+	// CatalogTimeout bounds one extension/provider/catalog call. Default
+	// 10 s.
+	CatalogTimeout time.Duration
+	// OpenTimeout bounds the wait for the answer to
+	// extension/provider/stream/open. Default 10 s.
+	OpenTimeout time.Duration
+	// CancelTimeout bounds the extension/provider/stream/cancel sent in
+	// the background when a caller gives a stream up. Default 2 s.
+	CancelTimeout time.Duration
+	// StreamWindow is how far ahead of the next expected seq a chunk may
+	// wait; a chunk beyond it fails the stream as interrupted (D21).
+	// Default 256.
+	StreamWindow int
+	// GapTimeout is how long a missing seq may stay missing, from the
+	// moment its gap appeared, and EndGapTimeout how long after the
+	// stream's stream/end; either fails the stream with stream_gap (D21).
+	// Defaults 5 s and 1 s.
+	GapTimeout, EndGapTimeout time.Duration
+	// StreamQueue is the number of entries of a stream's delivery queue,
+	// one of them kept for the stream's outcome. Default 256.
+	StreamQueue int
+	// MaxStreamBytes bounds the text a stream holds that its caller has
+	// not read, waiting behind a gap or in its queue (a chunk's text,
+	// signature and tool call); past it the stream fails as interrupted.
+	// Default 32 MiB.
+	MaxStreamBytes int
+	// StreamStallTimeout is how long the host waits, with a stream's queue
+	// full, for its reader to take a chunk; then that stream alone fails as
+	// interrupted. Meanwhile the host reads nothing more from the sidecar,
+	// which slows it down (D26). Default 1 s.
+	StreamStallTimeout time.Duration
+	// MaxContentObjects is how many externalized payloads each sidecar's
+	// content store holds; storing one more evicts the oldest (D22).
+	// Default 64.
+	MaxContentObjects int
+	// MaxContentBytes is how many bytes each sidecar's content store holds
+	// in all; storing past it evicts the oldest until it fits (D22).
+	// Default 64 MiB.
+	MaxContentBytes int
 
 	// Frontend, if set, receives the sidecars' structured UI: surfaces
 	// and prompts, checked (D23) and of the current generation only
@@ -230,12 +266,13 @@ type Host struct {
 	// replaces the budget of every point of that plugin (D18). Default 60 s.
 	MaxInterceptTimeout time.Duration
 
-	// OnWarning, if set, receives each warning as it happens: optional
+	// OnWarning, if set, receives each warning as it happens, a
+	// [*PluginError] naming the plugin and what it failed: optional
 	// sidecars that failed to start, in installed order (D10); optional
 	// interceptors skipped after a failure or violation, and dropped
 	// events, once per plugin and category per generation (D19, D20). It
 	// may be called from several goroutines at once.
-	OnWarning func(Warning)
+	OnWarning func(*PluginError)
 	// OnAudit, if set, receives each audit record: an extension allow
 	// that overrode a host deny at permission.decision (D16). It may be
 	// called from several goroutines at once.
@@ -252,13 +289,6 @@ type Host struct {
 // defaultMaxInterceptTimeout is the default of Host.MaxInterceptTimeout
 // (D18), which TrustSummary.Text shows too.
 const defaultMaxInterceptTimeout = 60 * time.Second
-
-// Warning is a non-fatal problem of one plugin, such as an optional
-// sidecar that failed to start.
-type Warning struct {
-	Plugin string
-	Err    error
-}
 
 // withDefaults returns a copy of h with every zero field that has a
 // default set to it; a generation reads its settings from the copy.
@@ -280,8 +310,17 @@ func (h Host) withDefaults() *Host {
 		h.Env = os.Environ()
 	}
 	h.Conn.host = true
-	h.Streams = h.Streams.withDefaults()
-	h.Content = h.Content.withDefaults()
+	h.CatalogTimeout = orDefault(h.CatalogTimeout, 10*time.Second)
+	h.OpenTimeout = orDefault(h.OpenTimeout, 10*time.Second)
+	h.CancelTimeout = orDefault(h.CancelTimeout, 2*time.Second)
+	h.StreamWindow = orDefault(h.StreamWindow, streamWindow)            // D21
+	h.GapTimeout = orDefault(h.GapTimeout, streamGapTimeout)            // D21
+	h.EndGapTimeout = orDefault(h.EndGapTimeout, streamEndGapTimeout)   // D21
+	h.StreamQueue = max(orDefault(h.StreamQueue, 256), 2)               // one chunk and the outcome at least
+	h.StreamStallTimeout = orDefault(h.StreamStallTimeout, time.Second) // D26
+	h.MaxStreamBytes = orDefault(h.MaxStreamBytes, 32<<20)              // D21
+	h.MaxContentObjects = orDefault(h.MaxContentObjects, 64)            // D22
+	h.MaxContentBytes = orDefault(h.MaxContentBytes, 64<<20)            // D22
 	return &h
 }
 
@@ -296,7 +335,7 @@ type Runtime struct {
 	chains     map[Point][]*sidecar // D15 order, without the point's slot owner
 
 	mu       sync.Mutex // protects warnings, warned
-	warnings []Warning
+	warnings []*PluginError
 	warned   map[string]bool // category|plugin already warned (D19, D20)
 
 	opsMu   sync.Mutex // protects ops, idle
@@ -321,10 +360,10 @@ func (rt *Runtime) Declaration(id string) (InitializeResult, bool) {
 
 // Warnings returns the generation's warnings so far: first the startup
 // warnings in installed order, then those of its operations as they came.
-func (rt *Runtime) Warnings() []Warning {
+func (rt *Runtime) Warnings() []*PluginError {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
-	return append([]Warning(nil), rt.warnings...)
+	return slices.Clone(rt.warnings)
 }
 
 // Start builds one runtime generation (D10): every installed, enabled
@@ -394,7 +433,7 @@ func (cfg *Host) start(ctx context.Context) (*Runtime, error) {
 	// Startup warnings come in installed order (D10), refusals of the
 	// launch gate and failed starts alike, once the outcome is known.
 	var failed error
-	var warnings []Warning
+	var warnings []*PluginError
 	for i, err := range errs {
 		switch id := gates[i].id; {
 		case err == nil:
@@ -403,7 +442,7 @@ func (cfg *Host) start(ctx context.Context) (*Runtime, error) {
 		case gates[i].required && failed == nil:
 			failed = fmt.Errorf("required extension runtime %s failed to start: %w", id, err)
 		case !gates[i].required:
-			warnings = append(warnings, Warning{Plugin: id, Err: fmt.Errorf("optional extension runtime failed to start: %w", err)})
+			warnings = append(warnings, &PluginError{Plugin: id, Op: "start", Err: fmt.Errorf("optional extension runtime failed to start: %w", err)})
 		}
 	}
 	if failed != nil {
@@ -421,7 +460,7 @@ func (cfg *Host) start(ctx context.Context) (*Runtime, error) {
 	return rt, nil
 }
 
-func (rt *Runtime) warn(w Warning) {
+func (rt *Runtime) warn(w *PluginError) {
 	rt.mu.Lock()
 	rt.warnings = append(rt.warnings, w)
 	rt.mu.Unlock()
@@ -430,17 +469,17 @@ func (rt *Runtime) warn(w Warning) {
 	}
 }
 
-// warnOnce warns about plugin once per category per generation (D19,
-// D20); err is built only for that first time, since a drop at a full
-// queue can come on every event.
-func (rt *Runtime) warnOnce(category, plugin string, err func() error) {
+// warnOnce warns that plugin failed op, once per plugin and category per
+// generation (D19, D20); err is built only for that first time, since a
+// drop at a full queue can come on every event.
+func (rt *Runtime) warnOnce(category, plugin, op string, err func() error) {
 	rt.mu.Lock()
 	key := category + "|" + plugin
 	seen := rt.warned[key]
 	rt.warned[key] = true
 	rt.mu.Unlock()
 	if !seen {
-		rt.warn(Warning{Plugin: plugin, Err: err()})
+		rt.warn(&PluginError{Plugin: plugin, Op: op, Err: err()})
 	}
 }
 
@@ -490,7 +529,7 @@ func (rt *Runtime) begin() error {
 	rt.opsMu.Lock()
 	defer rt.opsMu.Unlock()
 	if rt.closing {
-		return Errorf(ReasonProviderInterrupted, "the runtime generation is closed or retired")
+		return errorf(ReasonProviderInterrupted, "the runtime generation is closed or retired")
 	}
 	rt.ops++
 	return nil

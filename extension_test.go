@@ -244,7 +244,7 @@ func TestOptionalFailuresWarnInInstalledOrderD10(t *testing.T) {
 	)
 	var live []string
 	h := testHost(home)
-	h.OnWarning = func(w extension.Warning) { live = append(live, w.Plugin) }
+	h.OnWarning = func(w *extension.PluginError) { live = append(live, w.Plugin) }
 	rt, err := h.Start(bg)
 	if err != nil {
 		t.Fatal(err)

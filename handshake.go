@@ -221,7 +221,7 @@ func (c *Conn) sidecarAdmit(m *message) (reject *Error, admitted bool) {
 	case c.side == barrierOpen:
 		if m.kind == kindRequest && m.method == MethodInitialize {
 			// D6: the handshake happens once per connection.
-			return Errorf(ReasonProtocolError, "%s after the handshake", m.method), false
+			return errorf(ReasonProtocolError, "%s after the handshake", m.method), false
 		}
 		return nil, true
 	case m.kind == kindNotification:
@@ -235,7 +235,7 @@ func (c *Conn) sidecarAdmit(m *message) (reject *Error, admitted bool) {
 		c.side = initializing // D6: one handshake, even when pipelined
 		return nil, true
 	}
-	return Errorf(ReasonProtocolError, "%s before extension/initialized", m.method), false
+	return errorf(ReasonProtocolError, "%s before extension/initialized", m.method), false
 }
 
 // answered applies the sidecar's side of the lifecycle to the answer of a
@@ -274,11 +274,11 @@ func (c *Conn) answered(method string, handlerErr error) error {
 // and the version rule.
 func checkInitialize(raw []byte) error {
 	var p InitializeParams
-	if err := DecodeParams(MethodInitialize, raw, &p); err != nil {
+	if err := Decode(MethodInitialize, raw, &p); err != nil {
 		return err
 	}
 	if p.ProtocolID != ProtocolID {
-		return Errorf(ReasonUnsupportedVersion, "this sidecar speaks %s, the host sent protocolId %q", ProtocolID, p.ProtocolID)
+		return errorf(ReasonUnsupportedVersion, "this sidecar speaks %s, the host sent protocolId %q", ProtocolID, p.ProtocolID)
 	}
 	return checkVersion(p.ProtocolVersion)
 }
@@ -290,10 +290,10 @@ func checkInitialize(raw []byte) error {
 func checkVersion(v string) error {
 	major, err := strconv.Atoi(v)
 	if err != nil {
-		return Errorf(ReasonProtocolError, "protocolVersion %q is not an integer major version", v)
+		return errorf(ReasonProtocolError, "protocolVersion %q is not an integer major version", v)
 	}
 	if major != protocolMajor {
-		return Errorf(ReasonUnsupportedVersion, "the peer speaks protocol major %d, this side speaks %d", major, protocolMajor)
+		return errorf(ReasonUnsupportedVersion, "the peer speaks protocol major %d, this side speaks %d", major, protocolMajor)
 	}
 	return nil
 }

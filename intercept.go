@@ -215,7 +215,7 @@ func (rt *Runtime) intercept(ctx context.Context, p Point, payload any, ref stri
 			// D17, D19: the owner is required-class; a missing one fails
 			// the operation rather than letting the host default stand.
 			return nil, &PluginError{Plugin: o.plugin, Op: string(p),
-				Err: Errorf(ReasonProviderInterrupted, "extension %s owns the %s slot but is not running", o.plugin, o.slot)}
+				Err: errorf(ReasonProviderInterrupted, "extension %s owns the %s slot but is not running", o.plugin, o.slot)}
 		}
 		if _, err := rt.rule(ctx, owner, p, out, host.HostDecision, true); err != nil {
 			return nil, err
@@ -269,7 +269,7 @@ func (rt *Runtime) owners(p Point, payload json.RawMessage, ref string) (claims 
 // Intercept or Observe, which must be a JSON object, then begins the
 // operation; when it succeeds the caller ends it.
 func (rt *Runtime) operation(p Point, payload any) (json.RawMessage, error) {
-	if !p.Valid() {
+	if !p.valid() {
 		return nil, fmt.Errorf("extension: %q is not a hook point", p)
 	}
 	var raw []byte
@@ -291,7 +291,7 @@ func (rt *Runtime) operation(p Point, payload any) (json.RawMessage, error) {
 		return nil, errors.New("extension: a payload must be a JSON object")
 	}
 	if len(raw) > FrameBytes {
-		return nil, Errorf(ReasonFrameTooLarge, "the %s payload is %d bytes compacted, over the %d-byte limit of a content object", p, len(raw), FrameBytes)
+		return nil, errorf(ReasonFrameTooLarge, "the %s payload is %d bytes compacted, over the %d-byte limit of a content object", p, len(raw), FrameBytes)
 	}
 	return raw, rt.begin()
 }
@@ -308,7 +308,7 @@ func (rt *Runtime) rule(ctx context.Context, s *sidecar, p Point, out *Intercept
 		return false, rt.failure(s, p, "error", err, owner)
 	}
 	violation := func(format string, args ...any) error {
-		return rt.failure(s, p, "violation", Errorf(ReasonProtocolError, "extension %s at %s: "+format, append([]any{s.spec.ID, p}, args...)...), owner)
+		return rt.failure(s, p, "violation", errorf(ReasonProtocolError, "extension %s at %s: "+format, append([]any{s.spec.ID, p}, args...)...), owner)
 	}
 	switch res.Decision {
 	case DecisionContinue:
@@ -367,7 +367,7 @@ func (rt *Runtime) failure(s *sidecar, p Point, category string, err error, owne
 	if owner || s.spec.Runtime.Required || len(s.spec.Runtime.Replaces) > 0 {
 		return &PluginError{Plugin: s.spec.ID, Op: string(p), Err: err}
 	}
-	rt.warnOnce(category, s.spec.ID, func() error { return fmt.Errorf("skipping optional extension %s at %s: %w", s.spec.ID, p, err) })
+	rt.warnOnce(category, s.spec.ID, string(p), func() error { return fmt.Errorf("skipping optional extension %s at %s: %w", s.spec.ID, p, err) })
 	return nil
 }
 
@@ -393,11 +393,11 @@ func (rt *Runtime) callIntercept(ctx context.Context, s *sidecar, p Point, paylo
 	switch {
 	case err == nil, ctx.Err() != nil:
 	case bctx.Err() != nil:
-		return res, Errorf(ReasonInterceptTimeout, "extension %s did not answer %s within %v", s.spec.ID, p, budget)
+		return res, errorf(ReasonInterceptTimeout, "extension %s did not answer %s within %v", s.spec.ID, p, budget)
 	case errors.Is(err, ReasonInterceptTimeout):
 		// The sidecar's own deadline (the timeoutMillis it was sent) came
 		// first: the same outcome, so the same error, whichever timer won.
-		return res, Errorf(ReasonInterceptTimeout, "extension %s ran out of its %v for %s (it answered intercept_timeout)", s.spec.ID, budget, p)
+		return res, errorf(ReasonInterceptTimeout, "extension %s ran out of its %v for %s (it answered intercept_timeout)", s.spec.ID, budget, p)
 	}
 	return res, err
 }
@@ -429,7 +429,7 @@ func (rt *Runtime) Observe(p Point, payload any) error {
 			if s != nil {
 				s.conn.droppedEvents.Add(1)
 			}
-			rt.warnOnce(MethodEvent, id, func() error { return fmt.Errorf("extension %s dropped the %s event: %w", id, p, err) })
+			rt.warnOnce(MethodEvent, id, MethodEvent, func() error { return fmt.Errorf("extension %s dropped the %s event: %w", id, p, err) })
 			return
 		}
 		params := EventParams{Event: p, Payload: raw}
@@ -477,12 +477,12 @@ func (rt *Runtime) ResourcesChanged(paths []string) error {
 func (rt *Runtime) bestEffort(id string, s *sidecar, method string, params any, p Point) {
 	var err error // built only for a plugin that is not running: this runs per event
 	if s == nil {
-		err = Errorf(ReasonProviderInterrupted, "extension %s is not running", id)
+		err = errorf(ReasonProviderInterrupted, "extension %s is not running", id)
 	} else if err = s.usable(); err == nil {
 		err = s.conn.tryNotify(method, params)
 	}
 	if err != nil {
-		rt.warnOnce(method, id, func() error {
+		rt.warnOnce(method, id, method, func() error {
 			what := method
 			if p != "" {
 				what = "the " + string(p) + " event"
@@ -643,8 +643,8 @@ var points = column(pointTable, func(row pointInfo) Point { return row.point })
 // Points returns the 17 hook points, sorted.
 func Points() []Point { return slices.Clone(points) }
 
-// Valid reports whether p is one of the 17 hook points.
-func (p Point) Valid() bool { return slices.Contains(points, p) }
+// valid reports whether p is one of the 17 hook points.
+func (p Point) valid() bool { return slices.Contains(points, p) }
 
 func (Point) enumValues() []string { return enumStrings(points...) }
 
@@ -733,7 +733,7 @@ func replacementRule(p Point, v any) (pointer, msg string) {
 		return nonBlank("summary", x.Summary)
 	case *SessionPayload:
 		// The five phases are exactly the points session.<phase>.
-		if !Point("session." + x.Phase).Valid() {
+		if !Point("session." + x.Phase).valid() {
 			return "/phase", fmt.Sprintf("phase %q is not start, end, load, save or rotate", x.Phase)
 		}
 		if Point("session."+x.Phase) != p {

@@ -81,10 +81,10 @@ func validated(t *testing.T, p extension.Point, doc string) string {
 // replace (from an optional plugin: warned and skipped; from a required
 // one: the operation fails).
 func TestInterceptMatrixEveryPointD16(t *testing.T) {
-	var warnings []extension.Warning
+	var warnings []*extension.PluginError
 	var mu sync.Mutex
 	collect := func(h *extension.Host) {
-		h.OnWarning = func(w extension.Warning) { mu.Lock(); warnings = append(warnings, w); mu.Unlock() }
+		h.OnWarning = func(w *extension.PluginError) { mu.Lock(); warnings = append(warnings, w); mu.Unlock() }
 	}
 	cont := startRuntime(t, nil, verdictPlugin("v", "continue", false, nil, nil))
 	block := startRuntime(t, nil, verdictPlugin("v", "block", false, nil, nil))
@@ -331,8 +331,10 @@ func TestInterceptBudgetsOnTheWireD18(t *testing.T) {
 }
 
 func TestOptionalTimeoutWarnsOnceAndIsSkippedD19(t *testing.T) {
-	var warnings []extension.Warning
-	rt := startRuntime(t, func(h *extension.Host) { h.OnWarning = func(w extension.Warning) { warnings = append(warnings, w) } },
+	var warnings []*extension.PluginError
+	rt := startRuntime(t, func(h *extension.Host) {
+		h.OnWarning = func(w *extension.PluginError) { warnings = append(warnings, w) }
+	},
 		verdictPlugin("slow", "hold", false, map[string]any{"timeoutMillis": 100}, nil),
 		verdictPlugin("zz-fast", "append", false, nil, nil))
 	for _, p := range []extension.Point{extension.InputReceive, extension.InputReceive, extension.SystemPromptBuild} {
@@ -379,7 +381,7 @@ func TestSidecarReportedTimeoutIsTheSameTimeoutD18(t *testing.T) {
 
 func TestCallerCancellationIsNotThePluginsFault(t *testing.T) {
 	var warnings int
-	rt := startRuntime(t, func(h *extension.Host) { h.OnWarning = func(extension.Warning) { warnings++ } },
+	rt := startRuntime(t, func(h *extension.Host) { h.OnWarning = func(*extension.PluginError) { warnings++ } },
 		verdictPlugin("slow", "hold", true, nil, nil))
 	ctx, cancel := context.WithCancel(bg)
 	cancel()
@@ -392,9 +394,11 @@ func TestCallerCancellationIsNotThePluginsFault(t *testing.T) {
 // TestObserveNeverBlocksD20: against a sidecar that never reads, 10,000
 // events return at once, every drop is counted, and one warning names it.
 func TestObserveNeverBlocksD20(t *testing.T) {
-	var warnings []extension.Warning
+	var warnings []*extension.PluginError
 	decl := `{"protocolVersion":"1","name":"mute","version":"1","stateSchemaVersion":0,"subscriptions":["session.start"]}`
-	rt := startRuntime(t, func(h *extension.Host) { h.OnWarning = func(w extension.Warning) { warnings = append(warnings, w) } },
+	rt := startRuntime(t, func(h *extension.Host) {
+		h.OnWarning = func(w *extension.PluginError) { warnings = append(warnings, w) }
+	},
 		plugin{name: "mute", fixture: "stop-reading", env: map[string]string{"FIXTURE_RESULT": decl},
 			runtime: map[string]any{"intercepts": []string{"session.start"}}})
 	const n = 10000

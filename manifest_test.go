@@ -655,7 +655,7 @@ var updateGolden = flag.Bool("update", false, "rewrite golden files under testda
 
 // resolveLaunch runs the launch gate for the installed plugin id, the way
 // a host resolves one plugin: a plugin missing from
-// <home>/plugin-packages.json is refused with [ErrNotInstalled], an
+// <home>/plugin-packages.json is refused with errNotInstalled, an
 // unreadable record with its [*ManifestError], both as a [*StartError].
 func resolveLaunch(home, id, workspaceRoot string) (*launchSpec, error) {
 	pkgs, err := LoadPackages(home)
@@ -665,7 +665,7 @@ func resolveLaunch(home, id, workspaceRoot string) (*launchSpec, error) {
 	e := findEntry(pkgs, id)
 	if e == nil {
 		// D8: only an installed plugin launches.
-		return nil, &StartError{Plugin: id, Stage: "launch", Err: fmt.Errorf("%w in %s; install it first", ErrNotInstalled, filepath.Join(home, packagesFile))}
+		return nil, &StartError{Plugin: id, Stage: "launch", Err: fmt.Errorf("%w in %s; install it first", errNotInstalled, filepath.Join(home, packagesFile))}
 	}
 	return launchGate(home, e, workspaceRoot)
 }
@@ -721,11 +721,11 @@ func wantRefusal(t *testing.T, spec *launchSpec, err error, plugin string, senti
 func TestLaunchGateD8RefusesUninstalledPlugin(t *testing.T) {
 	home := t.TempDir()
 	spec, err := resolveLaunch(home, "ghost", "")
-	wantRefusal(t, spec, err, "ghost", ErrNotInstalled)
+	wantRefusal(t, spec, err, "ghost", errNotInstalled)
 
 	installRuntime(t, home, "present", "/opt/present", InstallOptions{})
 	spec, err = resolveLaunch(home, "ghost", "")
-	wantRefusal(t, spec, err, "ghost", ErrNotInstalled)
+	wantRefusal(t, spec, err, "ghost", errNotInstalled)
 }
 
 func TestLaunchGateD8RefusesDisabledPlugin(t *testing.T) {
@@ -987,8 +987,8 @@ func TestLaunchGateD8PluginIDIsInstalledName(t *testing.T) {
 				}
 			}
 			if tt.wantID != "starter-extension" {
-				if _, err := resolveLaunch(home, "starter-extension", ""); !errors.Is(err, ErrNotInstalled) {
-					t.Errorf("the manifest name resolved too: err = %v, want ErrNotInstalled", err)
+				if _, err := resolveLaunch(home, "starter-extension", ""); !errors.Is(err, errNotInstalled) {
+					t.Errorf("the manifest name resolved too: err = %v, want errNotInstalled", err)
 				}
 			}
 		})

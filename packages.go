@@ -72,9 +72,10 @@ const (
 // [errors.Is]. They arrive wrapped in a [*PluginError], a [*StartError]
 // or a [*ManifestError] that names the plugin or the file.
 var (
-	// ErrNotInstalled: the plugin has no entry in plugin-packages.json
-	// (from SetEnabled and Remove, in a *PluginError).
-	ErrNotInstalled = errors.New("plugin is not installed")
+	// errNotInstalled: the plugin has no entry in plugin-packages.json
+	// (from SetEnabled and Remove, in a *PluginError). It matches
+	// fs.ErrNotExist.
+	errNotInstalled error = notInstalled{}
 	// errDisabled: the plugin's entry is disabled.
 	errDisabled = errors.New("plugin is disabled")
 	// ErrNoRuntime: the plugin's manifest declares no runtime.
@@ -128,6 +129,12 @@ func (e *PackageEntry) rootPath(home string) string {
 	}
 	return filepath.Clean(root)
 }
+
+// notInstalled is the error of errNotInstalled.
+type notInstalled struct{}
+
+func (notInstalled) Error() string        { return "plugin is not installed" }
+func (notInstalled) Is(target error) bool { return target == fs.ErrNotExist }
 
 // findEntry returns the entry installed as name, or nil.
 func findEntry(entries []PackageEntry, name string) *PackageEntry {
@@ -285,7 +292,8 @@ func writeFileAtomic(path string, data []byte) error {
 }
 
 // SetEnabled marks the installed plugin name as enabled or disabled; a
-// disabled plugin never launches (D8).
+// disabled plugin never launches (D8). A name that is not installed fails
+// with an error matching fs.ErrNotExist.
 func SetEnabled(home, name string, enabled bool) error {
 	op := "disable"
 	if enabled {
@@ -296,7 +304,8 @@ func SetEnabled(home, name string, enabled bool) error {
 
 // Remove deletes the installed plugin name from the record and then, when
 // the package is a copy at <home>/plugins/<name>/, deletes that copy. A
-// linked directory is left alone.
+// linked directory is left alone. A name that is not installed fails with
+// an error matching fs.ErrNotExist.
 func Remove(home, name string) error {
 	var removed PackageEntry
 	// The copy is deleted under the lock too: deleted after it, it could
@@ -315,12 +324,12 @@ func Remove(home, name string) error {
 
 // updateEntry is updatePackages for op on the installed plugin name: fn
 // gets the record and name's entry in it, and without one the change fails
-// with [ErrNotInstalled]. A failure is a [*PluginError] for op.
+// with an error matching fs.ErrNotExist. A failure is a [*PluginError] for op.
 func updateEntry(home, name, op string, fn func(pkgs *[]PackageEntry, e *PackageEntry), after func() error) error {
 	err := updatePackages(home, func(pkgs *[]PackageEntry) error {
 		e := findEntry(*pkgs, name)
 		if e == nil {
-			return ErrNotInstalled
+			return errNotInstalled
 		}
 		fn(pkgs, e)
 		return nil

@@ -109,8 +109,8 @@ func TestPackagesD8OperationsOnUnknownPlugin(t *testing.T) {
 		t.Run(tt.op, func(t *testing.T) {
 			err := tt.fn(home, "ghost")
 			var pe *PluginError
-			if !errors.As(err, &pe) || !errors.Is(err, ErrNotInstalled) {
-				t.Fatalf("err = %v, want *PluginError wrapping ErrNotInstalled", err)
+			if !errors.As(err, &pe) || !errors.Is(err, errNotInstalled) || !errors.Is(err, fs.ErrNotExist) {
+				t.Fatalf("err = %v, want *PluginError wrapping errNotInstalled, which matches fs.ErrNotExist", err)
 			}
 			if pe.Plugin != "ghost" || pe.Op != tt.op {
 				t.Errorf("PluginError = {%q, %q}, want {%q, %q}", pe.Plugin, pe.Op, "ghost", tt.op)

@@ -225,54 +225,6 @@ type StreamEndParams struct {
 	Interrupted bool   `json:"interrupted,omitempty"`
 }
 
-// StreamOptions bounds provider catalogs and streams (D21, PROTOCOL.md
-// §5). Every zero field takes the default its comment names.
-type StreamOptions struct {
-	// CatalogTimeout bounds one extension/provider/catalog call. Default
-	// 10 s.
-	CatalogTimeout time.Duration
-	// OpenTimeout bounds the wait for the answer to
-	// extension/provider/stream/open. Default 10 s.
-	OpenTimeout time.Duration
-	// CancelTimeout bounds the extension/provider/stream/cancel sent in
-	// the background when a caller gives a stream up. Default 2 s.
-	CancelTimeout time.Duration
-	// Window is how far ahead of the next expected seq a chunk may wait;
-	// a chunk beyond it fails the stream as interrupted. Default 256.
-	Window int
-	// GapTimeout is how long a missing seq may stay missing, from the
-	// moment its gap appeared, and EndGapTimeout how long after the
-	// stream's stream/end; either fails the stream with stream_gap.
-	// Defaults 5 s and 1 s.
-	GapTimeout, EndGapTimeout time.Duration
-	// Queue is the number of entries of a stream's delivery queue, one of
-	// them kept for the stream's outcome. Default 256.
-	Queue int
-	// MaxBufferedBytes bounds the text a stream holds that its caller has
-	// not read, waiting behind a gap or in its queue (a chunk's text,
-	// signature and tool call); past it the stream fails as interrupted.
-	// Default 32 MiB.
-	MaxBufferedBytes int
-	// StallTimeout is how long the host waits, with a stream's queue full,
-	// for its reader to take a chunk; then that stream alone fails as
-	// interrupted. Meanwhile the host reads nothing more from the sidecar,
-	// which slows it down (D26). Default 1 s.
-	StallTimeout time.Duration
-}
-
-func (o StreamOptions) withDefaults() StreamOptions {
-	o.CatalogTimeout = orDefault(o.CatalogTimeout, 10*time.Second)
-	o.OpenTimeout = orDefault(o.OpenTimeout, 10*time.Second)
-	o.CancelTimeout = orDefault(o.CancelTimeout, 2*time.Second)
-	o.Window = orDefault(o.Window, streamWindow)
-	o.GapTimeout = orDefault(o.GapTimeout, streamGapTimeout)
-	o.EndGapTimeout = orDefault(o.EndGapTimeout, streamEndGapTimeout)
-	o.Queue = max(orDefault(o.Queue, 256), 2) // one chunk and the outcome at least
-	o.StallTimeout = orDefault(o.StallTimeout, time.Second)
-	o.MaxBufferedBytes = orDefault(o.MaxBufferedBytes, 32<<20)
-	return o
-}
-
 // pluginOfRef returns the plugin X of a plugin ref plugin/X/<rest>, X and
 // rest non-empty (PROTOCOL.md §5.1), and false for any other ref.
 func pluginOfRef(ref string) (string, bool) {
@@ -313,7 +265,7 @@ func (rt *Runtime) Catalog(ctx context.Context) ([]ProviderDescriptor, error) {
 			return nil, ctx.Err() // the caller gave up: no partial list, no warning
 		}
 		if err != nil {
-			rt.warnOnce(MethodProviderCatalog, s.spec.ID, func() error {
+			rt.warnOnce(MethodProviderCatalog, s.spec.ID, MethodProviderCatalog, func() error {
 				return fmt.Errorf("skipping the provider catalog of extension %s: %w", s.spec.ID, err)
 			})
 			continue
@@ -351,7 +303,7 @@ func (s *sidecar) catalog(ctx context.Context) ([]ProviderDescriptor, error) {
 		f = &catalogFetch{done: make(chan struct{})}
 		s.cat = f
 		if !s.background(func() { s.fetchCatalog(f) }) {
-			f.err = Errorf(ReasonProviderInterrupted, "extension sidecar %s is shut down", s.spec.ID)
+			f.err = errorf(ReasonProviderInterrupted, "extension sidecar %s is shut down", s.spec.ID)
 			s.cat = nil
 			close(f.done)
 		}
@@ -368,11 +320,11 @@ func (s *sidecar) catalog(ctx context.Context) ([]ProviderDescriptor, error) {
 // fetchCatalog runs one extension/provider/catalog request for f.
 func (s *sidecar) fetchCatalog(f *catalogFetch) {
 	var res ProviderCatalogResult
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Streams.CatalogTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.CatalogTimeout)
 	defer cancel()
 	err := s.call(ctx, MethodProviderCatalog, ProviderCatalogParams{}, &res)
 	if ctx.Err() != nil {
-		err = fmt.Errorf("extension %s did not answer %s within %v", s.spec.ID, MethodProviderCatalog, s.cfg.Streams.CatalogTimeout)
+		err = fmt.Errorf("extension %s did not answer %s within %v", s.spec.ID, MethodProviderCatalog, s.cfg.CatalogTimeout)
 	}
 	for _, d := range res.Providers {
 		if err == nil && catalogRef(s.spec.ID, d.Ref) {
@@ -398,7 +350,7 @@ func (rt *Runtime) checkBaseCatalog() error {
 	for _, s := range rt.sidecars {
 		for _, d := range s.result.Providers {
 			if slices.ContainsFunc(rt.cfg.BaseCatalog, func(b ProviderDescriptor) bool { return b.Ref == d.Ref }) && rt.slots["provider:"+d.Ref] != s.spec.ID {
-				return &PluginError{Plugin: s.spec.ID, Op: MethodInitialize, Err: Errorf(ReasonCapabilityNotDeclared,
+				return &PluginError{Plugin: s.spec.ID, Op: MethodInitialize, Err: errorf(ReasonCapabilityNotDeclared,
 					"extension %s declares provider %q, which the host's base catalog already has; to replace that entry, add %q to the manifest's runtime.replaces", s.spec.ID, d.Ref, "provider:"+d.Ref)}
 			}
 		}
@@ -417,14 +369,14 @@ func (rt *Runtime) resolve(ref string) (*sidecar, ProviderDescriptor, error) {
 	}
 	s := rt.byID[id]
 	if s == nil {
-		return nil, ProviderDescriptor{}, Errorf(ReasonProviderInterrupted, "unknown provider ref %q: extension %s is not running", ref, id)
+		return nil, ProviderDescriptor{}, errorf(ReasonProviderInterrupted, "unknown provider ref %q: extension %s is not running", ref, id)
 	}
 	for _, d := range s.result.Providers {
 		if d.Ref == ref || strings.HasPrefix(d.Ref, ref+"/") {
 			return s, d, s.usable()
 		}
 	}
-	return nil, ProviderDescriptor{}, Errorf(ReasonCapabilityNotDeclared, "unknown provider ref %q: extension %s does not declare it", ref, id)
+	return nil, ProviderDescriptor{}, errorf(ReasonCapabilityNotDeclared, "unknown provider ref %q: extension %s does not declare it", ref, id)
 }
 
 // OpenStream opens a stream of the model ref (plugin/<plugin>/<provider>/
@@ -467,16 +419,16 @@ func (rt *Runtime) OpenStream(ctx context.Context, ref, effort string, req Provi
 	st.mu.Unlock()
 	params := StreamOpenParams{StreamID: st.id, ProviderRef: d.Ref, Model: d.Model, Effort: effort, Request: req, SeqBase: 1}
 	var res StreamOpenResult
-	octx, cancel := context.WithTimeout(ctx, s.cfg.Streams.OpenTimeout)
+	octx, cancel := context.WithTimeout(ctx, s.cfg.OpenTimeout)
 	defer cancel()
 	err = s.call(octx, MethodStreamOpen, params, &res)
 	switch {
 	case ctx.Err() != nil:
 		err = st.cancelled(ctx)
 	case octx.Err() != nil:
-		err = Errorf(ReasonProviderInterrupted, "extension %s did not answer %s within %v", s.spec.ID, MethodStreamOpen, s.cfg.Streams.OpenTimeout)
+		err = errorf(ReasonProviderInterrupted, "extension %s did not answer %s within %v", s.spec.ID, MethodStreamOpen, s.cfg.OpenTimeout)
 	case err == nil && !res.Accepted:
-		err = Errorf(ReasonProviderFailed, "extension %s declined provider stream %s", s.spec.ID, d.Ref)
+		err = errorf(ReasonProviderFailed, "extension %s declined provider stream %s", s.spec.ID, d.Ref)
 	}
 	if err != nil {
 		st.stop(err)
@@ -486,7 +438,7 @@ func (rt *Runtime) OpenStream(ctx context.Context, ref, effort string, req Provi
 }
 
 // The default bounds of stream reassembly (D21, PROTOCOL.md §5.4); the
-// fields of [StreamOptions] replace them.
+// stream fields of [Host] replace them.
 const (
 	// streamWindow is how far ahead of the next expected seq a chunk may
 	// be: a chunk with seq >= next+streamWindow fails the stream as
@@ -593,7 +545,7 @@ func (r *reassembler) chunk(seq int64, c ProviderChunk) streamStep {
 	case r.ended && seq > r.last.LastSeq: // rule 4
 		return r.finish(st, pastEnd(seq, r.last.LastSeq))
 	case seq-next >= r.size(): // rule 2; no overflow, as next >= 1
-		return r.finish(st, Errorf(ReasonProviderInterrupted,
+		return r.finish(st, errorf(ReasonProviderInterrupted,
 			"chunk %d is outside the window of %d chunks from chunk %d", seq, r.size(), next))
 	case seq == next:
 		st.chunks = append(st.chunks, c)
@@ -628,7 +580,7 @@ func (r *reassembler) end(p StreamEndParams) streamStep {
 		if p.LastSeq == r.last.LastSeq && p.Error == r.last.Error && p.Interrupted == r.last.Interrupted {
 			return st
 		}
-		return r.finish(st, Errorf(ReasonProviderInterrupted,
+		return r.finish(st, errorf(ReasonProviderInterrupted,
 			"a second stream/end (lastSeq %d) differs from the first (lastSeq %d)", p.LastSeq, r.last.LastSeq))
 	}
 	r.ended, r.last, r.endAt = true, p, now
@@ -642,7 +594,7 @@ func (r *reassembler) end(p StreamEndParams) streamStep {
 
 // pastEnd is the interruption of rule 4.
 func pastEnd(seq, lastSeq int64) *Error {
-	return Errorf(ReasonProviderInterrupted, "chunk %d is past the stream's last chunk %d", seq, lastSeq)
+	return errorf(ReasonProviderInterrupted, "chunk %d is past the stream's last chunk %d", seq, lastSeq)
 }
 
 // deadline returns when the gap timers of rule 5 fail the stream unless the
@@ -832,9 +784,9 @@ type Stream struct {
 }
 
 func newStream(rt *Runtime, s *sidecar, id, ref string) *Stream {
-	o := &s.cfg.Streams
-	st := &Stream{rt: rt, s: s, id: id, ref: ref, out: make(chan ProviderChunk, o.Queue-1), done: make(chan struct{}), aborted: make(chan struct{})}
-	st.r = reassembler{redact: s.say, window: int64(o.Window), gapTimeout: o.GapTimeout, endGapTimeout: o.EndGapTimeout}
+	o := s.cfg
+	st := &Stream{rt: rt, s: s, id: id, ref: ref, out: make(chan ProviderChunk, o.StreamQueue-1), done: make(chan struct{}), aborted: make(chan struct{})}
+	st.r = reassembler{redact: s.say, window: int64(o.StreamWindow), gapTimeout: o.GapTimeout, endGapTimeout: o.EndGapTimeout}
 	return st
 }
 
@@ -890,7 +842,7 @@ func chunkBytes(c ProviderChunk) int64 {
 // extension/provider/stream/cancel in the background (D21). Close is
 // idempotent; after the end it only drops what was not read.
 func (st *Stream) Close() {
-	st.stop(Errorf(ReasonStreamCancelled, "provider stream %s of %s was closed by its caller", st.id, st.ref))
+	st.stop(errorf(ReasonStreamCancelled, "provider stream %s of %s was closed by its caller", st.id, st.ref))
 }
 
 // cancelled is the outcome of a stream whose caller's ctx ended.
@@ -916,7 +868,7 @@ func (st *Stream) stop(err error) {
 	}
 	if open {
 		st.s.background(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), st.s.cfg.Streams.CancelTimeout)
+			ctx, cancel := context.WithTimeout(context.Background(), st.s.cfg.CancelTimeout)
 			defer cancel()
 			st.s.call(ctx, MethodStreamCancel, StreamCancelParams{StreamID: st.id}, &StreamCancelResult{}) // the answer changes nothing (PROTOCOL.md §5.5)
 		})
@@ -941,8 +893,8 @@ func (st *Stream) chunk(seq int64, c ProviderChunk) {
 	kept := int64(st.r.waiting) + st.r.delivered
 	step := st.r.chunk(seq, c)
 	if int64(st.r.waiting)+st.r.delivered > kept { // c waits or was released, not dropped
-		if limit := int64(st.s.cfg.Streams.MaxBufferedBytes); st.held.Add(chunkBytes(c)) > limit {
-			st.finish(Errorf(ReasonProviderInterrupted, "provider stream %s of %s holds over %d bytes its caller has not read", st.id, st.ref, limit))
+		if limit := int64(st.s.cfg.MaxStreamBytes); st.held.Add(chunkBytes(c)) > limit {
+			st.finish(errorf(ReasonProviderInterrupted, "provider stream %s of %s holds over %d bytes its caller has not read", st.id, st.ref, limit))
 			return
 		}
 	}
@@ -997,13 +949,13 @@ func (st *Stream) deliver(c ProviderChunk) bool {
 		return true
 	default:
 	}
-	t := time.NewTimer(st.s.cfg.Streams.StallTimeout)
+	t := time.NewTimer(st.s.cfg.StreamStallTimeout)
 	defer t.Stop()
 	select {
 	case st.out <- c:
 		return true
 	case <-t.C:
-		st.finish(Errorf(ReasonProviderInterrupted, "provider stream %s of %s: its reader took no chunk for %v with %d waiting", st.id, st.ref, st.s.cfg.Streams.StallTimeout, cap(st.out)))
+		st.finish(errorf(ReasonProviderInterrupted, "provider stream %s of %s: its reader took no chunk for %v with %d waiting", st.id, st.ref, st.s.cfg.StreamStallTimeout, cap(st.out)))
 	case <-st.aborted: // stop or disconnected finishes it
 	}
 	return false

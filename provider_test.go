@@ -310,7 +310,7 @@ func TestStreamOfAKilledSidecarIsInterruptedAndNeverFallsBackD13(t *testing.T) {
 
 func TestStreamWhoseReaderStopsFailsAloneD26(t *testing.T) {
 	rt := startRuntime(t, func(h *extension.Host) {
-		h.Streams.Queue, h.Streams.StallTimeout = 4, 50*time.Millisecond
+		h.StreamQueue, h.StreamStallTimeout = 4, 50*time.Millisecond
 	}, streamPlugin("fx", nil))
 	stuck := ask(t, rt, "plugin/fx/fx/m", "count:1000") // never read until the end
 	moving := ask(t, rt, "plugin/fx/fx/m", "count:1000")
@@ -399,7 +399,7 @@ func TestStreamOutcomesThroughTheHostD21(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			rt := startRuntime(t, func(h *extension.Host) { h.Streams.EndGapTimeout = 20 * time.Millisecond }, rawStreamPlugin(c.frames...))
+			rt := startRuntime(t, func(h *extension.Host) { h.EndGapTimeout = 20 * time.Millisecond }, rawStreamPlugin(c.frames...))
 			chunks, err := drain(ask(t, rt, "plugin/raw/fx/m", ""))
 			if texts(chunks) != c.chunks {
 				t.Errorf("chunks %q, want %q", texts(chunks), c.chunks)
@@ -528,7 +528,7 @@ func TestStreamHoldsBoundedBytesD21(t *testing.T) {
 	for seq := 2; seq <= 8; seq++ {
 		frames = append(frames, chunkLine(seq, text))
 	}
-	rt := startRuntime(t, func(h *extension.Host) { h.Streams.MaxBufferedBytes = 1000 }, rawStreamPlugin(frames...))
+	rt := startRuntime(t, func(h *extension.Host) { h.MaxStreamBytes = 1000 }, rawStreamPlugin(frames...))
 	chunks, err := drain(ask(t, rt, "plugin/raw/fx/m", ""))
 	if len(chunks) != 0 || !errors.Is(err, extension.ReasonProviderInterrupted) || !strings.Contains(err.Error(), "1000 bytes") {
 		t.Fatalf("%d chunks, %v; want an interruption once 1000 bytes wait", len(chunks), err)

@@ -78,7 +78,7 @@ type sidecar struct {
 // nothing is left running and the error is a *StartError.
 func launchSidecar(ctx context.Context, spec *launchSpec, cfg *Host, rt *Runtime) (*sidecar, error) {
 	s := &sidecar{spec: spec, cfg: cfg, rt: rt, start: time.Now(), classified: make(chan struct{}), watched: make(chan struct{}), streams: map[string]*Stream{}}
-	s.content.opts = cfg.Content
+	s.content.maxObjects, s.content.maxBytes = cfg.MaxContentObjects, cfg.MaxContentBytes
 	s.redactor = cfg.Redactor.withValues(slices.Sorted(maps.Values(spec.Runtime.Env)))
 	s.tail = &tail{size: cfg.StderrTailBytes, redactor: s.redactor}
 	if cfg.OnStderr != nil {
@@ -128,7 +128,7 @@ func (s *sidecar) HandleRequest(ctx context.Context, method string, params json.
 		return nil, NewError(ReasonUnknownMethod, "method not found: "+method)
 	}
 	var p ContentReadParams
-	if err := DecodeParams(method, params, &p); err != nil {
+	if err := Decode(method, params, &p); err != nil {
 		return nil, err // a negative offset among them: invalid_params
 	}
 	return s.content.answer(p)
@@ -145,9 +145,9 @@ func (s *sidecar) HandleNotification(ctx context.Context, method string, params 
 	var id string
 	switch method {
 	case MethodStreamChunk:
-		err, id = DecodeParams(method, params, &chunk), chunk.StreamID
+		err, id = Decode(method, params, &chunk), chunk.StreamID
 	case MethodStreamEnd:
-		err, id = DecodeParams(method, params, &end), end.StreamID
+		err, id = Decode(method, params, &end), end.StreamID
 	default:
 		return
 	}
@@ -218,7 +218,7 @@ func (s *sidecar) handshake(ctx context.Context) error {
 	var res InitializeResult
 	raw, err := s.conn.Call(ctx, MethodInitialize, s.cfg.initializeParams(rt))
 	if err == nil {
-		err = DecodeResult(MethodInitialize, raw, &res)
+		err = Decode(MethodInitialize, raw, &res)
 	}
 	if err == nil {
 		err = checkDeclaration(s.spec.ID, rt, &res)
@@ -236,7 +236,7 @@ func (s *sidecar) handshake(ctx context.Context) error {
 		if s.state == stateStarting {
 			s.result, s.state = res, stateReady
 		} else if err = s.failure; err == nil {
-			err = Errorf(ReasonProtocolError, "extension sidecar %s ended during the handshake", s.spec.ID)
+			err = errorf(ReasonProtocolError, "extension sidecar %s ended during the handshake", s.spec.ID)
 		}
 		s.mu.Unlock()
 	}
@@ -276,7 +276,7 @@ func checkDeclaration(id string, rt *RuntimeSpec, res *InitializeResult) error {
 		return fmt.Errorf("extension %s: %w", id, err)
 	}
 	undeclared := func(format string, args ...any) error {
-		return Errorf(ReasonCapabilityNotDeclared, "extension %s: "+format, append([]any{id}, args...)...)
+		return errorf(ReasonCapabilityNotDeclared, "extension %s: "+format, append([]any{id}, args...)...)
 	}
 	for _, sub := range res.Subscriptions {
 		if !slices.Contains(rt.Intercepts, Point(sub)) {
@@ -371,9 +371,9 @@ func (s *sidecar) usable() error {
 	case stateCrashed:
 		return s.interrupted(s.failure)
 	case stateStopping, stateStopped:
-		return Errorf(ReasonProviderInterrupted, "extension sidecar %s is shut down", s.spec.ID)
+		return errorf(ReasonProviderInterrupted, "extension sidecar %s is shut down", s.spec.ID)
 	}
-	return Errorf(ReasonProtocolError, "extension sidecar %s is not initialized", s.spec.ID)
+	return errorf(ReasonProtocolError, "extension sidecar %s is not initialized", s.spec.ID)
 }
 
 // call sends one request to the sidecar and strictly decodes its result
@@ -398,7 +398,7 @@ func (s *sidecar) call(ctx context.Context, method string, params, result any) e
 		}
 		return s.redactErr(err)
 	}
-	return s.redactErr(DecodeResult(method, raw, result))
+	return s.redactErr(Decode(method, raw, result))
 }
 
 // doStop shuts the sidecar down as D11 prescribes; s.stop runs it once. The
@@ -417,7 +417,7 @@ func (s *sidecar) doStop() error {
 		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
 		var raw json.RawMessage
 		if raw, late = s.conn.Call(ctx, MethodShutdown, ShutdownParams{TimeoutMillis: s.cfg.ShutdownTimeout.Milliseconds()}); late == nil {
-			late = DecodeResult(MethodShutdown, raw, &ShutdownResult{})
+			late = Decode(MethodShutdown, raw, &ShutdownResult{})
 		}
 		cancel()
 	}
@@ -428,9 +428,9 @@ func (s *sidecar) doStop() error {
 	s.setState(stateStopped)
 	switch {
 	case reapErr != nil:
-		return Errorf(ReasonShutdownTimeout, "extension sidecar %s: %w", s.spec.ID, reapErr)
+		return errorf(ReasonShutdownTimeout, "extension sidecar %s: %w", s.spec.ID, reapErr)
 	case late != nil && errors.Is(late, context.DeadlineExceeded):
-		return Errorf(ReasonShutdownTimeout, "extension sidecar %s did not answer extension/shutdown within %v", s.spec.ID, s.cfg.ShutdownTimeout)
+		return errorf(ReasonShutdownTimeout, "extension sidecar %s did not answer extension/shutdown within %v", s.spec.ID, s.cfg.ShutdownTimeout)
 	case late != nil && errors.Is(late, s.conn.Err()) && killed == killedNothing && s.proc.waitErr == nil:
 		// The connection ended under the call, not the sidecar's answer:
 		// it answered and exited while the host was still writing to it
@@ -439,9 +439,9 @@ func (s *sidecar) doStop() error {
 	case late != nil:
 		return fmt.Errorf("extension sidecar %s: extension/shutdown: %w", s.spec.ID, s.redactErr(late))
 	case killed == killedChild:
-		return Errorf(ReasonShutdownTimeout, "extension sidecar %s did not exit cleanly within %v of stdin closing; its process group was killed", s.spec.ID, s.cfg.StdinGrace)
+		return errorf(ReasonShutdownTimeout, "extension sidecar %s did not exit cleanly within %v of stdin closing; its process group was killed", s.spec.ID, s.cfg.StdinGrace)
 	case killed == killedLeftovers:
-		return Errorf(ReasonShutdownTimeout, "extension sidecar %s exited but left processes in its group (D12), which were killed", s.spec.ID)
+		return errorf(ReasonShutdownTimeout, "extension sidecar %s exited but left processes in its group (D12), which were killed", s.spec.ID)
 	case wasReady && s.proc.waitErr != nil:
 		// D11: a sidecar that was asked to stop exits with status 0.
 		return &PluginError{Plugin: s.spec.ID, Op: "shutdown", Err: fmt.Errorf("the sidecar %v after extension/shutdown; a clean stop exits with status 0", s.proc.waitErr)}

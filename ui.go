@@ -213,14 +213,14 @@ func DecodeSurface(kind SurfaceKind, payload json.RawMessage) (any, error) {
 	case SurfaceNotification:
 		v = new(UINotificationPayload)
 	default:
-		return nil, Errorf(ReasonInvalidParams, "unknown surface kind %q", kind)
+		return nil, errorf(ReasonInvalidParams, "unknown surface kind %q", kind)
 	}
 	if err := Unmarshal(payload, v); err != nil {
 		return nil, causedError(err, ReasonInvalidParams, "invalid %s surface payload: %v", kind, err)
 	}
 	for _, f := range uiStrings(v) {
 		if why := structuredOnly(*f.s); why != "" {
-			return nil, Errorf(ReasonInvalidParams, "invalid %s surface payload: %s holds %s; UI payloads are structured data only (D23)", kind, f.pointer, why)
+			return nil, errorf(ReasonInvalidParams, "invalid %s surface payload: %s holds %s; UI payloads are structured data only (D23)", kind, f.pointer, why)
 		}
 	}
 	return v, nil
@@ -497,15 +497,15 @@ func (s *sidecar) ui(ctx context.Context, method string, params json.RawMessage)
 	var prompt PromptKind
 	if method == MethodUIRequest {
 		var rp UIRequestParams
-		if err := DecodeParams(method, params, &rp); err != nil {
+		if err := Decode(method, params, &rp); err != nil {
 			return nil, err
 		}
 		p, prompt = UIPublishParams{SurfaceID: rp.SurfaceID, SessionID: rp.SessionID, Generation: rp.Generation, Payload: rp.Payload}, rp.Kind
-	} else if err := DecodeParams(method, params, &p); err != nil {
+	} else if err := Decode(method, params, &p); err != nil {
 		return nil, err
 	}
 	if !slices.Contains(s.spec.Runtime.Capabilities, "ui") {
-		return nil, Errorf(ReasonCapabilityNotDeclared, "extension %s calls %s without the ui capability in its manifest", s.spec.ID, method)
+		return nil, errorf(ReasonCapabilityNotDeclared, "extension %s calls %s without the ui capability in its manifest", s.spec.ID, method)
 	}
 	stale := !s.cfg.bound.current(p.SessionID, p.Generation)
 	kind := p.Kind
@@ -524,7 +524,7 @@ func (s *sidecar) ui(ctx context.Context, method string, params json.RawMessage)
 	if card, ok := v.(*UICardPayload); ok {
 		for i, a := range card.Actions {
 			if !slices.ContainsFunc(s.result.UIActions, func(d UIActionDecl) bool { return d.ActionID == a.ActionID }) {
-				return nil, Errorf(ReasonInvalidParams, "invalid card surface payload: /actions/%d/actionId is not an action extension %s declared", i, s.spec.ID)
+				return nil, errorf(ReasonInvalidParams, "invalid card surface payload: /actions/%d/actionId is not an action extension %s declared", i, s.spec.ID)
 			}
 		}
 	}
@@ -565,13 +565,13 @@ func (s *sidecar) ui(ctx context.Context, method string, params json.RawMessage)
 	return UIPublishResult{Accepted: true}, nil
 }
 
-// ParseAction splits an action's name, /<plugin>:<action>, into its
+// parseAction splits an action's name, /<plugin>:<action>, into its
 // plugin and action ID, which must match ^[a-z0-9][a-z0-9-]*$ (D9).
-func ParseAction(name string) (plugin, action string, err error) {
+func parseAction(name string) (plugin, action string, err error) {
 	rest, ok := strings.CutPrefix(name, "/")
 	plugin, action, ok2 := strings.Cut(rest, ":")
 	if !ok || !ok2 || strings.TrimSpace(plugin) == "" || !validActionID(action) {
-		return "", "", Errorf(ReasonInvalidParams, "%q is not an action name /<plugin>:<action> with an action id of lowercase letters, digits and dashes", name)
+		return "", "", errorf(ReasonInvalidParams, "%q is not an action name /<plugin>:<action> with an action id of lowercase letters, digits and dashes", name)
 	}
 	return plugin, action, nil
 }
@@ -596,13 +596,13 @@ func (rt *Runtime) Actions() []string {
 func (rt *Runtime) uiTarget(plugin, session string) (*sidecar, error) {
 	s := rt.byID[plugin]
 	if s == nil {
-		return nil, Errorf(ReasonInternal, "no extension %s runs in this generation", plugin)
+		return nil, errorf(ReasonInternal, "no extension %s runs in this generation", plugin)
 	}
 	if err := s.usable(); err != nil {
 		return nil, err
 	}
 	if session != rt.cfg.Session.SessionID {
-		return nil, Errorf(ReasonInvalidParams, "stale session %q: this generation serves %q", session, rt.cfg.Session.SessionID)
+		return nil, errorf(ReasonInvalidParams, "stale session %q: this generation serves %q", session, rt.cfg.Session.SessionID)
 	}
 	return s, nil
 }
@@ -614,7 +614,7 @@ func (rt *Runtime) uiTarget(plugin, session string) (*sidecar, error) {
 // (provider_interrupted), another session (invalid_params), and the
 // sidecar's own.
 func (rt *Runtime) Action(ctx context.Context, session, name string, args map[string]string) (UIActionResult, error) {
-	plugin, action, err := ParseAction(name)
+	plugin, action, err := parseAction(name)
 	if err != nil {
 		return UIActionResult{}, err
 	}
@@ -623,7 +623,7 @@ func (rt *Runtime) Action(ctx context.Context, session, name string, args map[st
 		return UIActionResult{}, err
 	}
 	if !slices.ContainsFunc(s.result.UIActions, func(a UIActionDecl) bool { return a.ActionID == action }) {
-		return UIActionResult{}, Errorf(ReasonInvalidParams, "extension %s declares no UI action %q", plugin, action)
+		return UIActionResult{}, errorf(ReasonInvalidParams, "extension %s declares no UI action %q", plugin, action)
 	}
 	if err := rt.begin(); err != nil {
 		return UIActionResult{}, err
@@ -640,7 +640,7 @@ func (rt *Runtime) Action(ctx context.Context, session, name string, args map[st
 // blank surfaceID is invalid_params.
 func (rt *Runtime) Submit(ctx context.Context, session, plugin, surfaceID string, values map[string]json.RawMessage) (bool, error) {
 	if strings.TrimSpace(surfaceID) == "" {
-		return false, Errorf(ReasonInvalidParams, "a submit needs a surface id")
+		return false, errorf(ReasonInvalidParams, "a submit needs a surface id")
 	}
 	s, err := rt.uiTarget(plugin, session)
 	if err != nil {

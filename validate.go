@@ -522,40 +522,32 @@ func Unmarshal(doc []byte, v any) error {
 
 var emptyObject = []byte("{}")
 
-// DecodeParams strictly decodes the params of method into v, a pointer to
-// the method's params DTO: absent or empty params read as {} (D5), and
-// the document must pass the strict walk. A failure is an *Error with
-// reason invalid_params that wraps the *ValidationError naming the JSON
-// pointer.
-func DecodeParams(method string, params json.RawMessage, v any) error {
+// Decode strictly decodes the params or the result of method into v, a
+// pointer to the method's params DTO or to its result DTO (D3). Absent or
+// empty params read as {} (D5). A failure is an *Error that wraps the
+// *ValidationError naming the JSON pointer: reason invalid_params for
+// params, protocol_error for a result, since a peer's malformed result is
+// the peer's protocol violation (PROTOCOL.md §3.3, §8.3).
+func Decode(method string, doc json.RawMessage, v any) error {
 	m, ok := lookupMethod(method)
-	if !ok {
+	switch {
+	case !ok:
 		return NewError(ReasonUnknownMethod, "method not found: "+method)
+	case m.result != nil && reflect.TypeOf(v) == reflect.PointerTo(m.result):
+		return strictDecode(m.result, doc, v, ReasonProtocolError)
 	}
-	return strictDecode(m.params, params, v, ReasonInvalidParams)
-}
-
-// DecodeResult strictly decodes the result of method into v, a pointer to
-// the method's result DTO. A peer's malformed result is the peer's protocol
-// violation, so a failure is an *Error with reason protocol_error that
-// wraps the *ValidationError (PROTOCOL.md §3.3, §8.3).
-func DecodeResult(method string, result json.RawMessage, v any) error {
-	m, ok := lookupMethod(method)
-	if !ok || m.result == nil {
-		return NewError(ReasonUnknownMethod, "method has no result: "+method)
-	}
-	return strictDecode(m.result, result, v, ReasonProtocolError)
+	return strictDecode(m.params, doc, v, ReasonInvalidParams)
 }
 
 func strictDecode(want reflect.Type, doc []byte, v any, reason Reason) error {
 	if reflect.TypeOf(v) != reflect.PointerTo(want) || reflect.ValueOf(v).IsNil() {
-		return Errorf(ReasonInternal, "decoding %s needs a *%s, got %T", want.Name(), want.Name(), v)
+		return errorf(ReasonInternal, "decoding %s needs a *%s, got %T", want.Name(), want.Name(), v)
 	}
 	if len(bytes.TrimSpace(doc)) == 0 {
 		doc = emptyObject // D5
 	}
 	if err := Unmarshal(doc, v); err != nil {
-		return Errorf(reason, "invalid %s: %w", want.Name(), err)
+		return errorf(reason, "invalid %s: %w", want.Name(), err)
 	}
 	return nil
 }

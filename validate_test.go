@@ -51,9 +51,9 @@ func TestEveryMethodFixtureRoundTrips(t *testing.T) {
 					t.Errorf("%s did not round-trip:\n in: %s\nout: %s", typ.Name(), raw, out)
 				}
 			}
-			check(f["params"], m.params, DecodeParams)
+			check(f["params"], m.params, Decode)
 			if m.result != nil {
-				check(f["result"], m.result, DecodeResult)
+				check(f["result"], m.result, Decode)
 			}
 		})
 	}
@@ -302,22 +302,22 @@ func TestDeepNestingIsBoundedNotRecursedD3(t *testing.T) {
 	}
 }
 
-func TestDecodeParamsMapsToInvalidParamsAndResultsToProtocolError(t *testing.T) {
+func TestDecodeMapsParamsToInvalidParamsAndResultsToProtocolError(t *testing.T) {
 	var p ShutdownParams
-	err := DecodeParams(MethodShutdown, json.RawMessage(`{"timeoutMillis":"5"}`), &p)
+	err := Decode(MethodShutdown, json.RawMessage(`{"timeoutMillis":"5"}`), &p)
 	var ve *ValidationError
 	if !errors.Is(err, ReasonInvalidParams) || !errors.As(err, &ve) || ve.Pointer != "/timeoutMillis" {
-		t.Fatalf("DecodeParams = %v, want invalid_params wrapping a pointer error", err)
+		t.Fatalf("Decode of params = %v, want invalid_params wrapping a pointer error", err)
 	}
 	var r ShutdownResult
-	if err := DecodeResult(MethodShutdown, json.RawMessage(`{}`), &r); !errors.Is(err, ReasonProtocolError) {
-		t.Fatalf("DecodeResult = %v, want protocol_error", err)
+	if err := Decode(MethodShutdown, json.RawMessage(`{}`), &r); !errors.Is(err, ReasonProtocolError) {
+		t.Fatalf("Decode of a result = %v, want protocol_error", err)
 	}
-	if err := DecodeParams(MethodShutdown, json.RawMessage(`{"timeoutMillis":1}`), &r); !errors.Is(err, ReasonInternal) {
-		t.Fatalf("DecodeParams into the wrong DTO = %v, want internal", err)
+	if err := Decode(MethodShutdown, json.RawMessage(`{"timeoutMillis":1}`), &InterceptResult{}); !errors.Is(err, ReasonInternal) {
+		t.Fatalf("Decode into another method's DTO = %v, want internal", err)
 	}
-	if err := DecodeParams("extension/bogus", nil, &p); !errors.Is(err, ReasonUnknownMethod) {
-		t.Fatalf("DecodeParams(bogus) = %v, want unknown_method", err)
+	if err := Decode("extension/bogus", nil, &p); !errors.Is(err, ReasonUnknownMethod) {
+		t.Fatalf("Decode(bogus) = %v, want unknown_method", err)
 	}
 }
 
@@ -326,12 +326,12 @@ func TestDecodeParamsMapsToInvalidParamsAndResultsToProtocolError(t *testing.T) 
 // refuses them and one without accepts them.
 func TestAbsentParamsReadAsEmptyObjectD5(t *testing.T) {
 	var p ShutdownParams
-	if err := DecodeParams(MethodShutdown, nil, &p); !errors.Is(err, ReasonInvalidParams) || !strings.Contains(err.Error(), "timeoutMillis") {
-		t.Fatalf("DecodeParams(shutdown, nil) = %v, want invalid_params naming timeoutMillis", err)
+	if err := Decode(MethodShutdown, nil, &p); !errors.Is(err, ReasonInvalidParams) || !strings.Contains(err.Error(), "timeoutMillis") {
+		t.Fatalf("Decode(shutdown, nil) = %v, want invalid_params naming timeoutMillis", err)
 	}
 	var ip InitializedParams
-	if err := DecodeParams(MethodInitialized, nil, &ip); err != nil {
-		t.Fatalf("DecodeParams(initialized, nil) = %v, want nil", err)
+	if err := Decode(MethodInitialized, nil, &ip); err != nil {
+		t.Fatalf("Decode(initialized, nil) = %v, want nil", err)
 	}
 }
 
@@ -453,7 +453,7 @@ func BenchmarkStrictDecode(b *testing.B) {
 			b.Fatal(fe)
 		}
 		var p InterceptParams
-		if err := DecodeParams(m.method, m.params, &p); err != nil {
+		if err := Decode(m.method, m.params, &p); err != nil {
 			b.Fatal(err)
 		}
 	}

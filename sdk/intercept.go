@@ -97,7 +97,7 @@ func Deny(reason string) Verdict { return verdict(extension.DecisionDeny, reason
 // intercept answers extension/intercept (PROTOCOL.md §4.2).
 func (s *server) intercept(ctx context.Context, raw json.RawMessage) (any, error) {
 	var p extension.InterceptParams
-	if err := extension.DecodeParams(extension.MethodIntercept, raw, &p); err != nil {
+	if err := extension.Decode(extension.MethodIntercept, raw, &p); err != nil {
 		return nil, err
 	}
 	fn := callback(s.opts.Intercept, p.Event)
@@ -138,7 +138,7 @@ func (s *server) intercept(ctx context.Context, raw json.RawMessage) (any, error
 // event delivers extension/event, or returns why the event is dropped.
 func (s *server) event(ctx context.Context, raw json.RawMessage) error {
 	var p extension.EventParams
-	err := extension.DecodeParams(extension.MethodEvent, raw, &p)
+	err := extension.Decode(extension.MethodEvent, raw, &p)
 	fn := callback(s.opts.Observe, p.Event)
 	if err != nil || fn == nil {
 		return err
@@ -212,5 +212,5 @@ func ReadContent(ctx context.Context, d extension.ExternalizedField) ([]byte, er
 	if !ok {
 		return nil, errors.New("sdk: ReadContent needs the context of a callback")
 	}
-	return extension.ReadContent(ctx, d, s.readPage)
+	return extension.Rehydrate(ctx, nil, []extension.ExternalizedField{d}, d.JSONPointer, s.readPage)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"iter"
 
 	"github.com/reasonix-ext/extension"
@@ -89,7 +90,7 @@ func (s *server) provider(ctx context.Context, method string, raw json.RawMessag
 	}
 	switch method {
 	case extension.MethodProviderCatalog:
-		if err := extension.DecodeParams(method, raw, &extension.ProviderCatalogParams{}); err != nil {
+		if err := extension.Decode(method, raw, &extension.ProviderCatalogParams{}); err != nil {
 			return nil, err
 		}
 		descs, err := pr.Catalog(ctx)
@@ -99,7 +100,7 @@ func (s *server) provider(ctx context.Context, method string, raw json.RawMessag
 		return extension.ProviderCatalogResult{Providers: append([]extension.ProviderDescriptor{}, descs...)}, nil
 	case extension.MethodStreamCancel:
 		var p extension.StreamCancelParams
-		if err := extension.DecodeParams(method, raw, &p); err != nil {
+		if err := extension.Decode(method, raw, &p); err != nil {
 			return nil, err
 		}
 		s.streamsMu.Lock()
@@ -111,7 +112,7 @@ func (s *server) provider(ctx context.Context, method string, raw json.RawMessag
 		return extension.StreamCancelResult{Cancelled: cancel != nil}, nil
 	}
 	var p extension.StreamOpenParams
-	if err := extension.DecodeParams(method, raw, &p); err != nil {
+	if err := extension.Decode(method, raw, &p); err != nil {
 		return nil, err
 	}
 	sctx, cancel := context.WithCancel(ctx) // ctx is the connection's: it ends with it
@@ -125,7 +126,7 @@ func (s *server) provider(ctx context.Context, method string, raw json.RawMessag
 	switch {
 	case dup:
 		cancel()
-		return nil, extension.Errorf(extension.ReasonProtocolError, "stream %q is already open", p.StreamID)
+		return nil, extension.NewError(extension.ReasonProtocolError, fmt.Sprintf("stream %q is already open", p.StreamID))
 	case busy:
 		// The streams' pumps are callbacks too: their number is bounded
 		// like the handlers' (PROTOCOL.md §2.5).

@@ -57,12 +57,12 @@ func (p *peer) streamFrames() (seqs []int64, chunks []extension.ProviderChunk, e
 		switch f.Method {
 		case extension.MethodStreamChunk:
 			var c extension.StreamChunkParams
-			if err := extension.DecodeParams(f.Method, f.Params, &c); err != nil {
+			if err := extension.Decode(f.Method, f.Params, &c); err != nil {
 				p.t.Fatalf("chunk %s: %v", f.raw, err)
 			}
 			seqs, chunks = append(seqs, c.Seq), append(chunks, c.Chunk)
 		case extension.MethodStreamEnd:
-			if err := extension.DecodeParams(f.Method, f.Params, &end); err != nil {
+			if err := extension.Decode(f.Method, f.Params, &end); err != nil {
 				p.t.Fatalf("end %s: %v", f.raw, err)
 			}
 			return
@@ -131,7 +131,7 @@ func TestStreamCancelStopsTheStreamD21(t *testing.T) {
 			wantResult(t, f, "3", `{"cancelled":true}`)
 			answered = true
 		case extension.MethodStreamEnd:
-			extension.DecodeParams(f.Method, f.Params, &end)
+			extension.Decode(f.Method, f.Params, &end)
 			ended = true
 		default:
 			t.Fatalf("after cancel: %s", f.raw)

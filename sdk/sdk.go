@@ -298,7 +298,7 @@ func (s *server) HandleNotification(ctx context.Context, method string, params j
 		err = s.event(ctx, params)
 	case extension.MethodResourcesChanged:
 		var p extension.ResourcesChangedParams
-		if err = extension.DecodeParams(method, params, &p); err == nil && s.opts.ResourcesChanged != nil {
+		if err = extension.Decode(method, params, &p); err == nil && s.opts.ResourcesChanged != nil {
 			s.opts.ResourcesChanged(ctx, p.Paths)
 		}
 	}
@@ -312,7 +312,7 @@ func (s *server) HandleNotification(ctx context.Context, method string, params j
 // connection once it is answered.
 func (s *server) initialize(ctx context.Context, raw json.RawMessage) (any, error) {
 	var p extension.InitializeParams
-	if err := extension.DecodeParams(extension.MethodInitialize, raw, &p); err != nil {
+	if err := extension.Decode(extension.MethodInitialize, raw, &p); err != nil {
 		return nil, err
 	}
 	s.session.Store(&p.Session)
@@ -364,7 +364,7 @@ func (s *server) subscriptions() []extension.Point {
 // side closes and Serve returns nil (PROTOCOL.md §3.6).
 func (s *server) shutdownRequest(ctx context.Context, raw json.RawMessage) (any, error) {
 	var p extension.ShutdownParams
-	if err := extension.DecodeParams(extension.MethodShutdown, raw, &p); err != nil {
+	if err := extension.Decode(extension.MethodShutdown, raw, &p); err != nil {
 		return nil, err
 	}
 	if s.opts.Shutdown != nil {

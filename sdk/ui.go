@@ -114,7 +114,7 @@ func needOptions(v any) error {
 	if form, ok := v.(*extension.UIFormPayload); ok {
 		for i, f := range form.Fields {
 			if (f.Kind == extension.PromptSelect || f.Kind == extension.PromptMultiselect) && len(f.Options) == 0 {
-				return extension.Errorf(extension.ReasonInvalidParams, "/fields/%d is a %s field without options", i, f.Kind)
+				return extension.NewError(extension.ReasonInvalidParams, fmt.Sprintf("/fields/%d is a %s field without options", i, f.Kind))
 			}
 		}
 	}
@@ -192,7 +192,7 @@ func (u *HostUI) Multiselect(ctx context.Context, surfaceID, message string, opt
 func (s *server) call(ctx context.Context, method string, params, result any) error {
 	raw, err := s.connection().Call(ctx, method, params)
 	if err == nil {
-		err = extension.DecodeResult(method, raw, result)
+		err = extension.Decode(method, raw, result)
 	}
 	return err
 }
@@ -206,7 +206,7 @@ func (s *server) uiCallback(ctx context.Context, method string, raw json.RawMess
 		if s.opts.Action == nil {
 			return nil, extension.NewError(extension.ReasonUnknownMethod, "method not found: "+method)
 		}
-		if err := extension.DecodeParams(method, raw, &p); err != nil {
+		if err := extension.Decode(method, raw, &p); err != nil {
 			return nil, err
 		}
 		res, err := s.opts.Action(ctx, &p)
@@ -220,7 +220,7 @@ func (s *server) uiCallback(ctx context.Context, method string, raw json.RawMess
 	if s.opts.Submit == nil {
 		return nil, extension.NewError(extension.ReasonUnknownMethod, "method not found: "+method)
 	}
-	if err := extension.DecodeParams(method, raw, &p); err != nil {
+	if err := extension.Decode(method, raw, &p); err != nil {
 		return nil, err
 	}
 	if err := s.opts.Submit(ctx, &p); err != nil {

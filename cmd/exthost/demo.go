@@ -295,7 +295,7 @@ func (d *demo) run(e *env, home, scriptFile string) error {
 		Home:      home,
 		Session:   extension.SessionContext{SessionID: "demo-session", WorkspaceRoot: work, Generation: 1},
 		Frontend:  d,
-		OnWarning: func(w extension.Warning) { d.warn(w.Plugin, w.Err) },
+		OnWarning: func(w *extension.PluginError) { d.warn(w.Plugin, w.Err) },
 		OnStderr: func(plugin, line string) {
 			d.add(entry{text: "      stderr " + plugin + ": " + line})
 		},
@@ -647,7 +647,7 @@ func loadScript(path string) ([]scriptStep, error) {
 			problem = fmt.Sprintf("does %d things (%s); a step does exactly one of intercept, event, stream, action, answer, submit, resources", len(k), strings.Join(k, ", "))
 		case s.stray() != "":
 			problem = fmt.Sprintf("has %q, which %s steps do not take", s.stray(), strings.Fields(k[0])[0])
-		case s.Intercept != "" && !s.Intercept.Valid(), s.Event != "" && !s.Event.Valid():
+		case s.Intercept != "" && !slices.Contains(extension.Points(), s.Intercept), s.Event != "" && !slices.Contains(extension.Points(), s.Event):
 			problem = fmt.Sprintf("%q is not a hook point (%v)", cmp.Or(s.Intercept, s.Event), extension.Points())
 		case (s.Intercept != "" || s.Event != "") && (len(s.Payload) == 0 || bytes.TrimSpace(s.Payload)[0] != '{'):
 			problem = "an intercept or event needs a \"payload\" object"

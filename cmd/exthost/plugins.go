@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -219,10 +220,10 @@ func removeCommand(fs *flag.FlagSet) func(*env) int {
 
 // nameCommand is a command that takes -home and one installed plugin name
 // and runs do on them, printing the line do returns on success.
-func nameCommand(fs *flag.FlagSet, do func(home, name string) (string, error)) func(*env) int {
-	return homeCommand(fs, 1, func(e *env, dir string) int {
+func nameCommand(flags *flag.FlagSet, do func(home, name string) (string, error)) func(*env) int {
+	return homeCommand(flags, 1, func(e *env, dir string) int {
 		line, err := do(dir, e.args[0])
-		if errors.Is(err, extension.ErrNotInstalled) {
+		if errors.Is(err, fs.ErrNotExist) {
 			err = fmt.Errorf("%w; \"exthost list -home %s\" shows the installed names", err, dir)
 		}
 		if err != nil {
