@@ -433,7 +433,7 @@ func (c *checker) protocol() {
 	if len(c.decl.Subscriptions) > 0 {
 		point = Point(c.decl.Subscriptions[0])
 	}
-	payload, _ := json.Marshal(samplePayload(point, c.work))
+	payload, _ := samplePayload(point, false)
 	early := InterceptParams{Event: point, Seq: 1, Payload: payload, TimeoutMillis: 1000}
 	answer, frames, ok := s.call(MethodIntercept, early)
 	c.judgeErrorID("barrier/request-before-initialized", "D6", "§3.4", answer, frames, ok, codeInvalidRequest, ReasonProtocolError, 2, true)
@@ -487,7 +487,7 @@ func (c *checker) protocol() {
 	// Events, resources/changed and an unknown notification get no answer.
 	from := s.log.mark()
 	for _, sub := range c.decl.Subscriptions {
-		payload, _ := json.Marshal(samplePayload(Point(sub), c.work))
+		payload, _ := samplePayload(Point(sub), false)
 		s.conn.Notify(c.ctx, MethodEvent, EventParams{Event: Point(sub), Payload: payload})
 	}
 	s.conn.Notify(c.ctx, MethodResourcesChanged, ResourcesChangedParams{Paths: []string{"skills/review.md"}})
@@ -579,57 +579,37 @@ func (c *checker) oversized() {
 	c.judge(name, rule, section, s.log.since(from), problem)
 }
 
-// samplePayload returns a valid payload document of p.
-func samplePayload(p Point, root string) any {
-	messages := []ProviderMessage{{Role: RoleUser, Content: "hello"}}
-	switch p {
-	case InputReceive:
-		return InputPayload{Text: "hello from the conformance check"}
-	case AgentBeforeStart:
-		return AgentStartPayload{Model: "fake", ToolCount: 2, SessionID: "check-session"}
-	case SystemPromptBuild:
-		return SystemPromptPayload{Prompt: "You are a coding agent.", WorkspaceRoot: root}
-	case ContextPrepare:
-		return ContextPayload{Messages: messages}
-	case ProviderRequestPoint:
-		return ProviderRequestPayload{Request: ProviderRequest{Messages: messages, Tools: []ProviderToolSchema{}, MaxTokens: 64}}
-	case ProviderResponsePoint:
-		return ProviderResponsePayload{Text: "hello"}
-	case ToolBefore:
-		return ToolPayload{Name: "read", Arguments: `{"path":"README.md"}`}
-	case ToolAfter:
-		return ToolResultPayload{Name: "read", Arguments: `{"path":"README.md"}`, Result: "# README"}
-	case PermissionDecision:
-		return PermissionPayload{Name: "write", Arguments: `{"path":"notes.txt"}`, HostDecision: "allow"}
-	case CompactionPrepare:
-		return CompactionPreparePayload{Messages: messages, Guidance: "keep the decisions"}
-	case CompactionComplete:
-		return CompactionCompletePayload{Summary: "the user said hello"}
-	case FrontendEvent:
-		return FrontendPayload{Kind: "key", Text: "enter"}
-	}
-	return SessionPayload{SessionPath: filepath.Join(root, "session.jsonl"), Phase: strings.TrimPrefix(string(p), "session.")}
+// samplePayloads holds a valid payload document of each point; a %s
+// marks the free text member that a large payload fills with 100 KiB.
+var samplePayloads = map[Point]string{
+	AgentBeforeStart:      `{"model":"fake","toolCount":2,"sessionId":"check-session"}`,
+	CompactionComplete:    `{"summary":"the user said hello%s"}`,
+	CompactionPrepare:     `{"messages":[{"role":"user","content":"hello"}],"guidance":"keep the decisions"}`,
+	ContextPrepare:        `{"messages":[{"role":"user","content":"hello"}]}`,
+	FrontendEvent:         `{"kind":"key","text":"enter%s"}`,
+	InputReceive:          `{"text":"hello from the conformance check%s"}`,
+	PermissionDecision:    `{"name":"write","arguments":"{\"path\":\"notes.txt\"}","hostDecision":"allow"}`,
+	ProviderRequestPoint:  `{"request":{"messages":[{"role":"user","content":"hello"}],"tools":[],"maxTokens":64}}`,
+	ProviderResponsePoint: `{"text":"hello%s"}`,
+	SessionEnd:            `{"sessionPath":"/workspace/session.jsonl","phase":"end"}`,
+	SessionLoad:           `{"sessionPath":"/workspace/session.jsonl","phase":"load"}`,
+	SessionRotate:         `{"sessionPath":"/workspace/session.jsonl","phase":"rotate"}`,
+	SessionSave:           `{"sessionPath":"/workspace/session.jsonl","phase":"save"}`,
+	SessionStart:          `{"sessionPath":"/workspace/session.jsonl","phase":"start"}`,
+	SystemPromptBuild:     `{"prompt":"You are a coding agent.%s","workspaceRoot":"/workspace"}`,
+	ToolAfter:             `{"name":"read","arguments":"{\"path\":\"README.md\"}","result":"# README%s"}`,
+	ToolBefore:            `{"name":"read","arguments":"{\"path\":\"README.md\"}"}`,
 }
 
-// largePayload returns a payload of p over ExternalizeFieldBytes, for the
-// points with a free text member.
-func largePayload(p Point, root string) (any, bool) {
-	text := strings.Repeat("conformance ", 100<<10/12)
-	switch p {
-	case InputReceive:
-		return InputPayload{Text: text}, true
-	case SystemPromptBuild:
-		return SystemPromptPayload{Prompt: text, WorkspaceRoot: root}, true
-	case ToolAfter:
-		return ToolResultPayload{Name: "read", Arguments: `{"path":"README.md"}`, Result: text}, true
-	case CompactionComplete:
-		return CompactionCompletePayload{Summary: text}, true
-	case FrontendEvent:
-		return FrontendPayload{Kind: "paste", Text: text}, true
-	case ProviderResponsePoint:
-		return ProviderResponsePayload{Text: text}, true
+// samplePayload returns the sample payload of p, with large a payload
+// over ExternalizeFieldBytes; ok is false when p has no free text to make
+// large.
+func samplePayload(p Point, large bool) (doc json.RawMessage, ok bool) {
+	text, ok := "", strings.Contains(samplePayloads[p], "%s")
+	if large {
+		text = strings.Repeat(" conformance", 100<<10/12)
 	}
-	return nil, false
+	return json.RawMessage(strings.Replace(samplePayloads[p], "%s", text, 1)), ok
 }
 
 // sampleAnswers answers a prompt as a user would: every field filled.
@@ -703,10 +683,12 @@ func (c *checker) hosted() {
 	ctx, cancel := context.WithCancel(c.ctx)
 	defer cancel()
 	if slices.Contains(s.result.Subscriptions, string(SessionStart)) {
-		rt.Observe(SessionStart, samplePayload(SessionStart, c.work)) // a sidecar may publish its UI now
+		payload, _ := samplePayload(SessionStart, false)
+		rt.Observe(SessionStart, payload) // a sidecar may publish its UI now
 	}
 	for _, sub := range s.result.Subscriptions {
-		c.intercept(ctx, rt, s, log, Point(sub), samplePayload(Point(sub), c.work), "intercept/"+sub)
+		payload, _ := samplePayload(Point(sub), false)
+		c.intercept(ctx, rt, s, log, Point(sub), payload, "intercept/"+sub)
 	}
 	c.content(ctx, rt, s, log)
 	c.providers(ctx, rt, s, log)
@@ -736,14 +718,13 @@ func startRule(err error) string {
 // intercept asks the sidecar one intercept as the owner of the point
 // would be asked, so that every failure is reported rather than skipped
 // (D19), and judges the verdict (D16).
-func (c *checker) intercept(ctx context.Context, rt *Runtime, s *sidecar, log *frameLog, p Point, payload any, name string) bool {
-	raw, _ := json.Marshal(payload)
+func (c *checker) intercept(ctx context.Context, rt *Runtime, s *sidecar, log *frameLog, p Point, payload json.RawMessage, name string) bool {
 	from := log.mark()
 	host := ""
-	if pp, ok := payload.(PermissionPayload); ok {
-		host = pp.HostDecision
+	if p == PermissionDecision {
+		host = "allow" // the sample's hostDecision
 	}
-	out := &InterceptOutcome{Payload: raw}
+	out := &InterceptOutcome{Payload: payload}
 	_, err := rt.rule(ctx, s, p, out, host, true)
 	frames := log.since(from)
 	rule, problem := "D16", ""
@@ -768,7 +749,7 @@ func (c *checker) intercept(ctx context.Context, rt *Runtime, s *sidecar, log *f
 func (c *checker) content(ctx context.Context, rt *Runtime, s *sidecar, log *frameLog) {
 	const name, rule, section = "content/large-payload-read-back", "D22", "§6.3"
 	for _, sub := range s.result.Subscriptions {
-		payload, ok := largePayload(Point(sub), c.work)
+		payload, ok := samplePayload(Point(sub), true)
 		if !ok {
 			continue
 		}
