@@ -469,20 +469,17 @@ type streamStep struct {
 // It is a pure unit: it starts no goroutine and arms no timer. Its owner
 // feeds it the stream's chunks and ends, keeps one timer armed for
 // [reassembler.deadline] and calls [reassembler.expire] when it fires;
-// time is read only from now. Every call returns what became
+// each call is told the time, which must not go back. Every call returns what became
 // deliverable; after the step that is done, every call returns an empty
 // step.
 //
 // One goroutine owns a reassembler: it holds no lock. The zero value is
-// ready to use; now and redact must not change after the first call.
+// ready to use; redact must not change after the first call.
 //
 // Memory is bounded by the window whatever the sidecar sends: at most
 // streamWindow-1 waiting chunks and streamWindow+1 gap marks. (The bytes
 // of a waiting chunk are bounded by the frame limit, D2.)
 type reassembler struct {
-	// now is the clock; nil means time.Now. Tests inject their own. It
-	// must not go back (time.Now's monotonic reading does not).
-	now func() time.Time
 	// redact redacts the error text of a stream/end before it becomes an
 	// error's message (D21: the host redacts provider error text again,
 	// D25); nil means a default Redactor.
@@ -522,18 +519,10 @@ type gapMark struct {
 // size is the window's size.
 func (r *reassembler) size() int64 { return cmp.Or(r.window, streamWindow) }
 
-func (r *reassembler) clock() time.Time {
-	if r.now != nil {
-		return r.now()
-	}
-	return time.Now()
-}
-
 // chunk takes the chunk numbered seq (rules 1, 2 and 4). A seq below the
 // next expected one, or one already waiting, is a replay and is dropped;
 // the first copy is the one delivered.
-func (r *reassembler) chunk(seq int64, c ProviderChunk) streamStep {
-	now := r.clock()
+func (r *reassembler) chunk(seq int64, c ProviderChunk, now time.Time) streamStep {
 	st := r.expire(now)
 	if r.finished {
 		return st
@@ -570,8 +559,7 @@ func (r *reassembler) chunk(seq int64, c ProviderChunk) streamStep {
 
 // end takes a stream/end (rules 3, 4, 6 and 7). An end with a negative
 // lastSeq is malformed and dropped (rule 8); the decoder drops it first.
-func (r *reassembler) end(p StreamEndParams) streamStep {
-	now := r.clock()
+func (r *reassembler) end(p StreamEndParams, now time.Time) streamStep {
 	st := r.expire(now)
 	if r.finished || p.LastSeq < 0 {
 		return st
@@ -891,7 +879,7 @@ func (st *Stream) chunk(seq int64, c ProviderChunk) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	kept := int64(st.r.waiting) + st.r.delivered
-	step := st.r.chunk(seq, c)
+	step := st.r.chunk(seq, c, time.Now())
 	if int64(st.r.waiting)+st.r.delivered > kept { // c waits or was released, not dropped
 		if limit := int64(st.s.cfg.MaxStreamBytes); st.held.Add(chunkBytes(c)) > limit {
 			st.finish(errorf(ReasonProviderInterrupted, "provider stream %s of %s holds over %d bytes its caller has not read", st.id, st.ref, limit))
@@ -904,13 +892,13 @@ func (st *Stream) chunk(seq int64, c ProviderChunk) {
 func (st *Stream) end(p StreamEndParams) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	st.take(st.r.end(p))
+	st.take(st.r.end(p, time.Now()))
 }
 
 func (st *Stream) expire() {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	st.take(st.r.expire(st.r.clock()))
+	st.take(st.r.expire(time.Now()))
 }
 
 // take delivers what a step of the reassembler released and re-arms the

@@ -104,7 +104,7 @@ type streamRun struct {
 // after the end, a second outcome, or memory beyond the window.
 func runStream(events []streamEvent, timer bool) (streamRun, []string) {
 	clock := streamEpoch
-	r := &reassembler{now: func() time.Time { return clock }, redact: testRedact}
+	r := &reassembler{redact: testRedact}
 	run := streamRun{counts: make([]int, len(events)), deadlines: make([]time.Duration, len(events)+1), outcome: streamOutcome{at: -1}}
 	var problems []string
 	take := func(i int, st streamStep) {
@@ -159,9 +159,9 @@ func runStream(events []streamEvent, timer bool) (streamRun, []string) {
 		clock = at
 		switch e.kind {
 		case streamChunkEvent:
-			take(i, r.chunk(e.seq, ProviderChunk{Type: ChunkText, Text: streamLabel(e.seq, i)}))
+			take(i, r.chunk(e.seq, ProviderChunk{Type: ChunkText, Text: streamLabel(e.seq, i)}, clock))
 		case streamEndEvent:
-			take(i, r.end(e.end))
+			take(i, r.end(e.end, clock))
 		case streamTickEvent:
 			take(i, r.expire(at))
 		}
@@ -830,11 +830,11 @@ func streamSchedule(seed uint64) []streamEvent {
 // §5.5: chunks already released stay delivered, those waiting behind a
 // gap are dropped, and nothing follows, not even the timer.
 func TestStreamAbortDiscardsWhatWaitsD21(t *testing.T) {
-	r := &reassembler{now: func() time.Time { return streamEpoch }, redact: testRedact}
-	if st := r.chunk(1, ProviderChunk{Type: ChunkText, Text: "a"}); len(st.chunks) != 1 || st.done {
+	r := &reassembler{redact: testRedact}
+	if st := r.chunk(1, ProviderChunk{Type: ChunkText, Text: "a"}, streamEpoch); len(st.chunks) != 1 || st.done {
 		t.Fatalf("chunk 1: %+v", st)
 	}
-	r.chunk(3, ProviderChunk{Type: ChunkText, Text: "c"})
+	r.chunk(3, ProviderChunk{Type: ChunkText, Text: "c"}, streamEpoch)
 	if _, ok := r.deadline(); !ok {
 		t.Fatal("no deadline with chunk 2 missing")
 	}
@@ -846,8 +846,8 @@ func TestStreamAbortDiscardsWhatWaitsD21(t *testing.T) {
 		t.Error("a deadline after abort")
 	}
 	for _, st := range []streamStep{
-		r.chunk(2, ProviderChunk{Type: ChunkText, Text: "b"}),
-		r.end(StreamEndParams{LastSeq: 3}),
+		r.chunk(2, ProviderChunk{Type: ChunkText, Text: "b"}, streamEpoch),
+		r.end(StreamEndParams{LastSeq: 3}, streamEpoch),
 		r.expire(streamEpoch.Add(time.Hour)),
 		r.abort(cancelled),
 	} {
@@ -866,8 +866,8 @@ func TestStreamAbortDiscardsWhatWaitsD21(t *testing.T) {
 func TestStreamEndErrorTextIsRedactedD21(t *testing.T) {
 	secret := "ghp_FAKE0123456789abcdefghijklmnopqrstuv"
 	for _, interrupted := range []bool{false, true} {
-		r := &reassembler{now: func() time.Time { return streamEpoch }}
-		st := r.end(StreamEndParams{LastSeq: 0, Error: "upstream said: token " + secret, Interrupted: interrupted})
+		r := &reassembler{}
+		st := r.end(StreamEndParams{LastSeq: 0, Error: "upstream said: token " + secret, Interrupted: interrupted}, streamEpoch)
 		var e *Error
 		if !st.done || !errors.As(st.err, &e) {
 			t.Fatalf("interrupted %t: %+v, want an *Error outcome", interrupted, st)
