@@ -338,10 +338,7 @@ type Runtime struct {
 	warnings []*PluginError
 	warned   map[string]bool // category|plugin already warned (D19, D20)
 
-	opsMu   sync.Mutex // protects ops, idle
-	ops     int        // operations in flight, for reload-on-idle (D14)
-	idle    chan struct{}
-	closing bool
+	ops inflight // operations in flight, for reload-on-idle (D14)
 
 	reloading atomic.Bool // a reload of this generation is waiting or building (D14)
 	closeOnce sync.Once
@@ -510,9 +507,7 @@ func (rt *Runtime) claimSlots(gates []gated) error {
 // idempotent.
 func (rt *Runtime) Close() error {
 	rt.closeOnce.Do(func() {
-		rt.opsMu.Lock()
-		rt.closing = true
-		rt.opsMu.Unlock()
+		rt.ops.close()
 		errs := make([]error, len(rt.sidecars))
 		var wg sync.WaitGroup
 		for i, s := range rt.sidecars {
@@ -526,37 +521,63 @@ func (rt *Runtime) Close() error {
 
 // begin and end bracket an operation so that a reload can wait for idle.
 func (rt *Runtime) begin() error {
-	rt.opsMu.Lock()
-	defer rt.opsMu.Unlock()
-	if rt.closing {
+	if !rt.ops.enter() {
 		return errorf(ReasonProviderInterrupted, "the runtime generation is closed or retired")
 	}
-	rt.ops++
 	return nil
 }
 
-func (rt *Runtime) end() {
-	rt.opsMu.Lock()
-	defer rt.opsMu.Unlock()
-	rt.ops--
-	if rt.ops == 0 && rt.idle != nil {
-		close(rt.idle)
-		rt.idle = nil
+func (rt *Runtime) end() { rt.ops.leave() }
+
+// inflight counts what runs on behalf of its owner, a generation's
+// operations or a sidecar's background calls, so that the owner can stop
+// taking more and wait for those running: the one idle and join mechanism
+// of both.
+type inflight struct {
+	mu     sync.Mutex // protects the following
+	n      int
+	closed bool          // no more enter
+	idle   chan struct{} // closed when n falls to 0; nil while nobody waits
+}
+
+// enter counts one more unless closed, and reports whether it did.
+func (f *inflight) enter() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return false
+	}
+	f.n++
+	return true
+}
+
+func (f *inflight) leave() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.n--; f.n == 0 && f.idle != nil {
+		close(f.idle)
+		f.idle = nil
 	}
 }
 
-// waitIdle waits until no operation is in flight.
-func (rt *Runtime) waitIdle(ctx context.Context) error {
-	rt.opsMu.Lock()
-	if rt.ops == 0 {
-		rt.opsMu.Unlock()
+func (f *inflight) close() {
+	f.mu.Lock()
+	f.closed = true
+	f.mu.Unlock()
+}
+
+// wait waits until nothing runs, or ctx ends.
+func (f *inflight) wait(ctx context.Context) error {
+	f.mu.Lock()
+	if f.n == 0 {
+		f.mu.Unlock()
 		return nil
 	}
-	if rt.idle == nil {
-		rt.idle = make(chan struct{})
+	if f.idle == nil {
+		f.idle = make(chan struct{})
 	}
-	idle := rt.idle
-	rt.opsMu.Unlock()
+	idle := f.idle
+	f.mu.Unlock()
 	select {
 	case <-idle:
 		return nil
@@ -583,7 +604,7 @@ func (h *Host) Reload(ctx context.Context, old *Runtime) (*Runtime, error) {
 		return nil, errReloadPending
 	}
 	defer old.reloading.Store(false)
-	if err := old.waitIdle(ctx); err != nil {
+	if err := old.ops.wait(ctx); err != nil {
 		return nil, err
 	}
 	cfg := h.withDefaults()
@@ -601,9 +622,7 @@ func (h *Host) Reload(ctx context.Context, old *Runtime) (*Runtime, error) {
 // retire stops a generation that a reload replaced (D14): it takes no new
 // operation, lets the ones in flight finish (until ctx ends), then closes.
 func (rt *Runtime) retire(ctx context.Context) {
-	rt.opsMu.Lock()
-	rt.closing = true
-	rt.opsMu.Unlock()
-	rt.waitIdle(ctx)
+	rt.ops.close()
+	rt.ops.wait(ctx)
 	rt.Close()
 }

@@ -69,9 +69,7 @@ type sidecar struct {
 	catMu sync.Mutex    // protects cat
 	cat   *catalogFetch // the provider catalog, fetched or being fetched; nil before, or after a failure
 
-	bgMu     sync.Mutex // protects bgClosed and the Add of bg
-	bgClosed bool
-	bg       sync.WaitGroup // background calls (stream cancels), joined by stop
+	bg inflight // background calls (catalog fetches, stream cancels), joined by stop
 }
 
 // launchSidecar starts one sidecar through the handshake. On failure
@@ -186,21 +184,21 @@ func (s *sidecar) safeChunk(c ProviderChunk) ProviderChunk {
 // background runs f on a goroutine that stop joins, unless the sidecar is
 // stopping already, and reports whether it did.
 func (s *sidecar) background(f func()) bool {
-	s.bgMu.Lock()
-	defer s.bgMu.Unlock()
-	if !s.bgClosed {
-		s.bg.Go(f)
+	if !s.bg.enter() {
+		return false
 	}
-	return !s.bgClosed
+	go func() {
+		defer s.bg.leave()
+		f()
+	}()
+	return true
 }
 
 // joinBackground waits for the background calls, which end at the latest
 // with the connection.
 func (s *sidecar) joinBackground() {
-	s.bgMu.Lock()
-	s.bgClosed = true
-	s.bgMu.Unlock()
-	s.bg.Wait()
+	s.bg.close()
+	s.bg.wait(context.Background())
 }
 
 func (s *sidecar) setState(st sidecarState) {
