@@ -191,7 +191,7 @@ func (rt *Runtime) intercept(ctx context.Context, p Point, payload any, ref stri
 	out := &InterceptOutcome{Payload: cur}
 	var host PermissionPayload
 	if p == PermissionDecision {
-		json.Unmarshal(cur, &host) // the host's own document; a bad one reads as no decision
+		Unmarshal(cur, &host) // the host's own document, read strictly (D3); a bad one reads as no decision
 	}
 	owners, skip := rt.owners(p, cur, ref)
 	for _, s := range rt.chains[p] {
@@ -224,7 +224,7 @@ func (rt *Runtime) intercept(ctx context.Context, p Point, payload any, ref stri
 	if out.Permission == DecisionAllow && host.HostDecision == "deny" {
 		// D16: an extension allow over a host deny is audited.
 		var tool PermissionPayload
-		json.Unmarshal(out.Payload, &tool)
+		Unmarshal(out.Payload, &tool)
 		out.Audit = &AuditRecord{Plugin: out.PermissionBy, Point: p, Time: time.Now(), Tool: tool.Name, Reason: out.Reason}
 		if rt.cfg.OnAudit != nil {
 			rt.cfg.OnAudit(*out.Audit)
@@ -249,10 +249,8 @@ func (rt *Runtime) owners(p Point, payload json.RawMessage, ref string) (claims 
 	param := ""
 	switch {
 	case (p == ToolBefore || p == ToolAfter) && rt.paramSlots:
-		var tool struct {
-			Name string `json:"name"`
-		}
-		json.Unmarshal(payload, &tool) // a payload without a name names no slot
+		var tool ToolResultPayload // tool.before's members and more
+		Unmarshal(payload, &tool) // read strictly (D3): a payload without a name names no slot
 		if tool.Name != "" {
 			param = "tool:" + tool.Name
 		}

@@ -693,7 +693,7 @@ func (t *tail) Write(p []byte) (int, error) {
 		t.lines(p)
 	}
 	n := len(p)
-	size := cmp.Or(max(t.size, 0), defaultTailSize) // zero or less means the default
+	size := orDefault(t.size, defaultTailSize)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.written += int64(n)
