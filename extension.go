@@ -4,31 +4,43 @@
 // separate process spoken to on its stdin and stdout.
 //
 // The specification is PROTOCOL.md at the root of this module; its rulings
-// D1-D28 are cited by ID beside the code that enforces them and in the
+// D1-D31 are cited by ID beside the code that enforces them and in the
 // names of the tests that prove them, and its sections as "PROTOCOL.md
 // §3.4". This package doc states each rule in one sentence.
 //
 // # Who uses what
 //
-// A host vendors this package: [Host] starts a generation of the installed
-// plugins' sidecars ([Host.Start], [Host.Reload]), and a [Runtime] puts
-// hook points through them ([Runtime.Intercept], [Runtime.Observe]),
-// serves their models ([Runtime.Catalog], [Runtime.OpenStream],
-// [Runtime.InterceptProvider]), shows their UI through a [Frontend]
-// ([Runtime.Action], [Runtime.Submit]) and stops them ([Runtime.Close]). Plugins are managed with [Install],
-// [SetEnabled], [Remove] and [LoadPackages], and shown with [TrustPlugin].
-// Errors to branch on: the [Reason] values, [PluginError], [StartError],
-// [ManifestError] and [ErrClosed].
+// A host author vendors this package. [Host] is the whole configuration,
+// each bound a field with its default; [Host.Start] and [Host.Reload]
+// build a generation, a [Runtime], that puts hook points through the
+// sidecars ([Runtime.Intercept], [Runtime.InterceptProvider],
+// [Runtime.Observe], [Runtime.ResourcesChanged], [Runtime.Chain]), serves
+// their models ([Runtime.Catalog], [Runtime.OpenStream], [Stream]), shows
+// their UI through the [Frontend] the host implements ([Surface],
+// [Prompt], [Runtime.Actions], [Runtime.Action], [Runtime.Submit]) and
+// stops them ([Runtime.Close]). [InterceptOutcome], [AuditRecord],
+// [Runtime.Declaration] and [Runtime.Warnings] report what happened.
+// Plugins are installed and listed with [Install], [LoadPackages],
+// [SetEnabled] and [Remove], and shown before they run with
+// [TrustPlugin] ([TrustSummary]); [Redactor] and [TerminalSafe] clean
+// what a sidecar says. The errors to branch on are a [Reason] (matched by
+// errors.Is on any [*Error]), [*StartError], [*PluginError],
+// [*ManifestError], [ErrNoRuntime] and [ErrClosed].
 //
 // A sidecar author imports the sibling package sdk, which builds on
-// [Conn], [Decode], [Unmarshal] and the DTOs of this package.
+// [Conn] ([NewConn], [ConnOptions], [Handler], [AnswerThen]), [Decode],
+// [Unmarshal], [DecodePayload], [DecodeSurface], [Rehydrate], [NewError]
+// and the DTOs: the method constants, the params and results, the 17
+// [Point] values and their payload documents, the provider and UI
+// documents.
 //
-// An implementer in another language reads PROTOCOL.md, checks documents
-// with [Validate] against the canonical schema ([CanonicalSchema],
-// [GeneratedSchemaHash]), and finds the vocabulary here: [Methods],
-// [Points], [Reasons] and the DTOs, one per $def. [Check] runs a sidecar
-// in any language through every conformance scenario that applies to it
-// and names the ruling each failure breaks (exthost check).
+// An implementer in another language reads PROTOCOL.md and the canonical
+// schema ([CanonicalSchema], [GeneratedSchemaHash]), checks documents
+// with [Validate] (a [*ValidationError] names the JSON pointer), and runs
+// a sidecar in any language through [Check] ([CheckOptions],
+// [CheckReport]), which names the ruling each failure breaks (exthost
+// check). The DTOs, one per $def, and the limits ([FrameBytes],
+// [ExternalizeFieldBytes], [ContentRefChunkBytes]) are the vocabulary.
 //
 // # Schema
 //

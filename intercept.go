@@ -250,7 +250,7 @@ func (rt *Runtime) owners(p Point, payload json.RawMessage, ref string) (claims 
 	switch {
 	case (p == ToolBefore || p == ToolAfter) && rt.paramSlots:
 		var tool ToolResultPayload // tool.before's members and more
-		Unmarshal(payload, &tool) // read strictly (D3): a payload without a name names no slot
+		Unmarshal(payload, &tool)  // read strictly (D3): a payload without a name names no slot
 		if tool.Name != "" {
 			param = "tool:" + tool.Name
 		}
