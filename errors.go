@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -78,7 +79,11 @@ var reasons = []reasonInfo{
 // info returns the frozen row of r and whether r is one of the 14; the
 // row of any other reason is zero.
 func (r Reason) info() (reasonInfo, bool) {
-	return find(reasons, func(row reasonInfo) bool { return row.Reason == r })
+	i := slices.IndexFunc(reasons, func(row reasonInfo) bool { return row.Reason == r })
+	if i < 0 {
+		return reasonInfo{}, false
+	}
+	return reasons[i], true
 }
 
 // Error makes a Reason usable as an errors.Is target; it returns the reason name.

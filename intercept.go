@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -608,47 +609,47 @@ const (
 
 // pointInfo is one row of the table of PROTOCOL.md §4.1.
 type pointInfo struct {
-	point   Point
 	slot    string       // the slot whose owner has the final say there (D17); "" for none
 	fast    bool         // in the 5-second timeout family (D18)
 	payload reflect.Type // the payload document
 }
 
-// pointTable holds the 17 points, sorted.
-var pointTable = []pointInfo{
-	{AgentBeforeStart, "", false, reflect.TypeFor[AgentStartPayload]()},
-	{CompactionComplete, "compaction", false, reflect.TypeFor[CompactionCompletePayload]()},
-	{CompactionPrepare, "compaction", false, reflect.TypeFor[CompactionPreparePayload]()},
-	{ContextPrepare, "context", false, reflect.TypeFor[ContextPayload]()},
-	{FrontendEvent, "frontend_events", false, reflect.TypeFor[FrontendPayload]()},
-	{InputReceive, "", true, reflect.TypeFor[InputPayload]()},
-	{PermissionDecision, "permission", true, reflect.TypeFor[PermissionPayload]()},
-	{ProviderRequestPoint, "provider_request", false, reflect.TypeFor[ProviderRequestPayload]()},
-	{ProviderResponsePoint, "provider_response", false, reflect.TypeFor[ProviderResponsePayload]()},
-	{SessionEnd, "session_policy", false, reflect.TypeFor[SessionPayload]()},
-	{SessionLoad, "session_policy", false, reflect.TypeFor[SessionPayload]()},
-	{SessionRotate, "session_policy", false, reflect.TypeFor[SessionPayload]()},
-	{SessionSave, "session_policy", false, reflect.TypeFor[SessionPayload]()},
-	{SessionStart, "session_policy", false, reflect.TypeFor[SessionPayload]()},
-	{SystemPromptBuild, "system_prompt", false, reflect.TypeFor[SystemPromptPayload]()},
-	{ToolAfter, "", true, reflect.TypeFor[ToolResultPayload]()},
-	{ToolBefore, "", true, reflect.TypeFor[ToolPayload]()},
+// pointTable holds the 17 points.
+var pointTable = map[Point]pointInfo{
+	AgentBeforeStart:      {"", false, reflect.TypeFor[AgentStartPayload]()},
+	CompactionComplete:    {"compaction", false, reflect.TypeFor[CompactionCompletePayload]()},
+	CompactionPrepare:     {"compaction", false, reflect.TypeFor[CompactionPreparePayload]()},
+	ContextPrepare:        {"context", false, reflect.TypeFor[ContextPayload]()},
+	FrontendEvent:         {"frontend_events", false, reflect.TypeFor[FrontendPayload]()},
+	InputReceive:          {"", true, reflect.TypeFor[InputPayload]()},
+	PermissionDecision:    {"permission", true, reflect.TypeFor[PermissionPayload]()},
+	ProviderRequestPoint:  {"provider_request", false, reflect.TypeFor[ProviderRequestPayload]()},
+	ProviderResponsePoint: {"provider_response", false, reflect.TypeFor[ProviderResponsePayload]()},
+	SessionEnd:            {"session_policy", false, reflect.TypeFor[SessionPayload]()},
+	SessionLoad:           {"session_policy", false, reflect.TypeFor[SessionPayload]()},
+	SessionRotate:         {"session_policy", false, reflect.TypeFor[SessionPayload]()},
+	SessionSave:           {"session_policy", false, reflect.TypeFor[SessionPayload]()},
+	SessionStart:          {"session_policy", false, reflect.TypeFor[SessionPayload]()},
+	SystemPromptBuild:     {"system_prompt", false, reflect.TypeFor[SystemPromptPayload]()},
+	ToolAfter:             {"", true, reflect.TypeFor[ToolResultPayload]()},
+	ToolBefore:            {"", true, reflect.TypeFor[ToolPayload]()},
 }
 
 // points lists the 17 points, sorted.
-var points = column(pointTable, func(row pointInfo) Point { return row.point })
+var points = slices.Sorted(maps.Keys(pointTable))
 
 // Points returns the 17 hook points, sorted.
 func Points() []Point { return slices.Clone(points) }
 
 // valid reports whether p is one of the 17 hook points.
-func (p Point) valid() bool { return slices.Contains(points, p) }
+func (p Point) valid() bool { _, ok := pointTable[p]; return ok }
 
 func (Point) enumValues() []string { return enumStrings(points...) }
 
 // info returns the table row of p; ok is false for an unknown point.
 func (p Point) info() (pointInfo, bool) {
-	return find(pointTable, func(row pointInfo) bool { return row.point == p })
+	info, ok := pointTable[p]
+	return info, ok
 }
 
 // slotOf returns the slot whose owner has the final say at p (D17), or "".
@@ -656,16 +657,11 @@ func slotOf(p Point) string { info, _ := p.info(); return info.slot }
 
 // enumStrings lists the values of an enum type, for its enumValues.
 func enumStrings[T ~string](vs ...T) []string {
-	return column(vs, func(v T) string { return string(v) })
-}
-
-// find returns the first row of a table that match accepts, and whether
-// there is one.
-func find[R any](rows []R, match func(R) bool) (row R, ok bool) {
-	if i := slices.IndexFunc(rows, match); i >= 0 {
-		return rows[i], true
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = string(v)
 	}
-	return row, false
+	return out
 }
 
 // column returns f of each row, in order: one column of a table.

@@ -230,7 +230,7 @@ func TestProtocolTablesEqualTheRegistry(t *testing.T) {
 	checkTable(t, "methods", got, want)
 
 	want, got = map[string]string{}, map[string]string{}
-	for _, p := range pointTable {
+	for point, p := range pointTable {
 		slot, budget := "—", "30 s"
 		if p.slot != "" {
 			slot = p.slot
@@ -238,7 +238,7 @@ func TestProtocolTablesEqualTheRegistry(t *testing.T) {
 		if p.fast {
 			budget = "5 s"
 		}
-		want[string(p.point)] = slot + " " + budget
+		want[string(point)] = slot + " " + budget
 	}
 	for _, r := range specTable(t, "| Point | Payload members | Slot | Timeout | Typical use |") {
 		got[r[0]] = r[2] + " " + r[3]

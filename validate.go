@@ -331,7 +331,8 @@ func (w *walker) object(n *vnode, dst reflect.Value) error {
 // GHSA-wvj2-96wp-fq3f).
 func (w *walker) unknownMember(n *vnode, key []byte, escaped bool) error {
 	name := unquote(key, escaped)
-	if p, ok := find(n.props, func(p vprop) bool { return strings.EqualFold(p.name, name) }); ok {
+	if i := slices.IndexFunc(n.props, func(p vprop) bool { return strings.EqualFold(p.name, name) }); i >= 0 {
+		p := n.props[i]
 		return w.fail(ruleUnknown, p.name, "unknown member %s: member names are case-sensitive, did you mean %q?", quoteName(name), p.name)
 	}
 	return w.fail(ruleUnknown, "", "unknown member %s: %s has no such member", quoteName(name), n.def)
