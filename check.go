@@ -128,15 +128,15 @@ func (c *checker) setUp(dir string) bool {
 	}
 	if err != nil {
 		c.report.Plugin = cmp.Or(c.opts.Name, filepath.Base(dir))
-		c.judge("install/launch-gate", "D8", "§3.1", nil, err.Error())
+		c.record("install/launch-gate", "D8", "§3.1", nil, err.Error())
 		return false
 	}
-	c.judge("install/launch-gate", "D8", "§3.1", nil, "")
+	c.record("install/launch-gate", "D8", "§3.1", nil, "")
 	return true
 }
 
 // judge records a scenario: problem "" passes it.
-func (c *checker) judge(name, rule, section string, frames []seenFrame, problem string) {
+func (c *checker) record(name, rule, section string, frames []seenFrame, problem string) {
 	r := CheckResult{Name: name, Rule: rule, OK: problem == ""}
 	r.Detail = "PROTOCOL.md " + section
 	if problem != "" {
@@ -369,11 +369,11 @@ func (c *checker) handshake(s *session, judge bool) bool {
 	if !judge {
 		return answered == "" && problem == ""
 	}
-	c.judge("handshake/answered", "D10", "§3.5", frames, answered)
+	c.record("handshake/answered", "D10", "§3.5", frames, answered)
 	if answered != "" {
 		return false
 	}
-	c.judge("handshake/strict-result", "D3", "§3.3", frames, problem)
+	c.record("handshake/strict-result", "D3", "§3.3", frames, problem)
 	if problem != "" {
 		return false
 	}
@@ -382,7 +382,7 @@ func (c *checker) handshake(s *session, judge bool) bool {
 	if err := checkDeclaration(c.report.Plugin, c.spec.Runtime, &res); err != nil {
 		problem = err.Error()
 	}
-	c.judge("handshake/declaration", "D9", "§3.3", frames, problem)
+	c.record("handshake/declaration", "D9", "§3.3", frames, problem)
 	return problem == ""
 }
 
@@ -422,7 +422,7 @@ type probe struct {
 func (c *checker) protocol() {
 	s, err := c.launch()
 	if err != nil {
-		c.judge("handshake/answered", "D10", "§3.5", nil, "the sidecar did not start: "+err.Error())
+		c.record("handshake/answered", "D10", "§3.5", nil, "the sidecar did not start: "+err.Error())
 		return
 	}
 	defer s.stop(0)
@@ -436,7 +436,7 @@ func (c *checker) protocol() {
 	payload, _ := samplePayload(point, false)
 	early := InterceptParams{Event: point, Seq: 1, Payload: payload, TimeoutMillis: 1000}
 	answer, frames, ok := s.call(MethodIntercept, early)
-	c.judgeErrorID("barrier/request-before-initialized", "D6", "§3.4", answer, frames, ok, codeInvalidRequest, ReasonProtocolError, 2, true)
+	c.recordErrorAnswer("barrier/request-before-initialized", "D6", "§3.4", answer, frames, ok, codeInvalidRequest, ReasonProtocolError, 2, true)
 	problem := ""
 	for _, w := range s.log.since(0) {
 		if w.in && !w.answers(1) && !w.answers(2) {
@@ -444,7 +444,7 @@ func (c *checker) protocol() {
 			break
 		}
 	}
-	c.judge("barrier/nothing-before-initialized", "D6", "§3.4", s.log.since(0), problem)
+	c.record("barrier/nothing-before-initialized", "D6", "§3.4", s.log.since(0), problem)
 	s.conn.Notify(c.ctx, MethodInitialized, InitializedParams{})
 
 	// The probes' ids, clear of the Conn's own: 3 is the shutdown's.
@@ -476,13 +476,13 @@ func (c *checker) protocol() {
 		s.conn.sendRaw([]byte(frame))
 		answer, ok := s.log.wait(c.ctx, c.opts.Timeout, from, func(w seenFrame) bool { return w.in && w.response() })
 		survived = survived && ok
-		c.judgeErrorID(pr.name, pr.rule, pr.section, answer, s.log.since(from), ok, pr.code, pr.reason, id, pr.echo)
+		c.recordErrorAnswer(pr.name, pr.rule, pr.section, answer, s.log.since(from), ok, pr.code, pr.reason, id, pr.echo)
 	}
 	problem = ""
 	if !survived {
 		problem = "a malformed frame went unanswered: the connection did not survive it"
 	}
-	c.judge("envelope/connection-survives", "D2", "§2.4", nil, problem)
+	c.record("envelope/connection-survives", "D2", "§2.4", nil, problem)
 
 	// Events, resources/changed and an unknown notification get no answer.
 	from := s.log.mark()
@@ -501,7 +501,7 @@ func (c *checker) protocol() {
 	if problem = c.answerProblem(answer, ok, MethodShutdown, &res); problem == "" && !res.Accepted {
 		problem = `the answer is not {"accepted":true}`
 	}
-	c.judge("shutdown/answered", "D11", "§3.6", s.log.since(from), problem)
+	c.record("shutdown/answered", "D11", "§3.6", s.log.since(from), problem)
 	killed, exitErr := s.stop(c.host.StdinGrace)
 	problem = ""
 	switch {
@@ -510,7 +510,7 @@ func (c *checker) protocol() {
 	case exitErr != nil:
 		problem = fmt.Sprintf("the sidecar %v; a clean stop exits with status 0", exitErr)
 	}
-	c.judge("shutdown/exit-0", "D11", "§3.6", nil, problem)
+	c.record("shutdown/exit-0", "D11", "§3.6", nil, problem)
 	// Judged once the log has ended: an answer to a notification may come late.
 	problem = ""
 	for _, w := range s.log.since(from) {
@@ -518,14 +518,14 @@ func (c *checker) protocol() {
 			problem = "the sidecar answered a notification"
 		}
 	}
-	c.judge("events/no-reply", "D20", "§2.6", s.log.since(from), problem)
+	c.record("events/no-reply", "D20", "§2.6", s.log.since(from), problem)
 }
 
 // judgeErrorID records a scenario whose frame must be answered with an
 // error of code and reason, carrying id when echo is set, and id null
 // otherwise (a peer that cannot trust a faulty frame may answer it with
 // id null in any case, PROTOCOL.md §2.4).
-func (c *checker) judgeErrorID(name, rule, section string, answer seenFrame, frames []seenFrame, ok bool, code int, reason Reason, id msgID, echo bool) {
+func (c *checker) recordErrorAnswer(name, rule, section string, answer seenFrame, frames []seenFrame, ok bool, code int, reason Reason, id msgID, echo bool) {
 	e, isErr := answer.wireError()
 	problem := ""
 	switch {
@@ -546,7 +546,7 @@ func (c *checker) judgeErrorID(name, rule, section string, answer seenFrame, fra
 		}
 		problem = fmt.Sprintf("answered with id %d; want %s", answer.m.id, want)
 	}
-	c.judge(name, rule, section, frames, problem)
+	c.record(name, rule, section, frames, problem)
 }
 
 // oversized is the second session: one line over the frame limit is
@@ -555,7 +555,7 @@ func (c *checker) oversized() {
 	const name, rule, section = "framing/oversized-frame-is-fatal", "D2", "§2.1"
 	s, err := c.launch()
 	if err != nil {
-		c.judge(name, rule, section, nil, "the sidecar did not start: "+err.Error())
+		c.record(name, rule, section, nil, "the sidecar did not start: "+err.Error())
 		return
 	}
 	defer s.stop(0)
@@ -576,7 +576,7 @@ func (c *checker) oversized() {
 	} else if s.proc.waitErr == nil {
 		problem = "the sidecar exited with status 0; a fatal connection failure exits non-zero (§3.6)"
 	}
-	c.judge(name, rule, section, s.log.since(from), problem)
+	c.record(name, rule, section, s.log.since(from), problem)
 }
 
 // samplePayloads holds a valid payload document of each point; a %s
@@ -677,7 +677,7 @@ func (c *checker) hosted() {
 		}
 	}
 	if err != nil {
-		c.judge("host/start", startRule(err), "§3.5", log.since(0), err.Error())
+		c.record("host/start", startRule(err), "§3.5", log.since(0), err.Error())
 		return
 	}
 	ctx, cancel := context.WithCancel(c.ctx)
@@ -699,7 +699,7 @@ func (c *checker) hosted() {
 	if err := rt.Close(); err != nil {
 		problem = err.Error()
 	}
-	c.judge("shutdown/through-the-host", "D11", "§3.6", log.since(from), problem)
+	c.record("shutdown/through-the-host", "D11", "§3.6", log.since(from), problem)
 }
 
 // startRule names the ruling a failed start broke.
@@ -740,7 +740,7 @@ func (c *checker) intercept(ctx context.Context, rt *Runtime, s *sidecar, log *f
 			}
 		}
 	}
-	c.judge(name, rule, "§4.4", frames, problem)
+	c.record(name, rule, "§4.4", frames, problem)
 	return problem == ""
 }
 
@@ -771,7 +771,7 @@ func (c *checker) content(ctx context.Context, rt *Runtime, s *sidecar, log *fra
 			c.skip(name, rule, section, "the sidecar answered without reading the externalized payload")
 			return
 		}
-		c.judge(name, rule, section, frames, problem)
+		c.record(name, rule, section, frames, problem)
 		return
 	}
 	c.skip(name, rule, section, "no subscribed point has a free text member to make large")
@@ -799,7 +799,7 @@ func (c *checker) providers(ctx context.Context, rt *Runtime, s *sidecar, log *f
 			problem = fmt.Sprintf("the catalog lists %q, which the handshake did not declare", d.Ref)
 		}
 	}
-	c.judge("provider/catalog", "D21", "§5.1", log.since(from), problem)
+	c.record("provider/catalog", "D21", "§5.1", log.since(from), problem)
 
 	ref := s.result.Providers[0].Ref
 	req := ProviderRequest{Messages: []ProviderMessage{{Role: RoleUser, Content: "hello"}}, Tools: []ProviderToolSchema{}, MaxTokens: 64}
@@ -827,14 +827,14 @@ func (c *checker) providers(ctx context.Context, rt *Runtime, s *sidecar, log *f
 			problem = p
 		}
 	}
-	c.judge("provider/stream", "D21", "§5.4", log.since(from), problem)
+	c.record("provider/stream", "D21", "§5.4", log.since(from), problem)
 
 	cctx, cancel = context.WithTimeout(ctx, c.opts.Timeout)
 	defer cancel()
 	from = log.mark()
 	st, err = rt.OpenStream(cctx, ref, "", req)
 	if err != nil {
-		c.judge("provider/cancel", "D21", "§5.5", log.since(from), err.Error())
+		c.record("provider/cancel", "D21", "§5.5", log.since(from), err.Error())
 		return
 	}
 	if _, err := st.Recv(); err != nil {
@@ -870,7 +870,7 @@ func (c *checker) providers(ctx context.Context, rt *Runtime, s *sidecar, log *f
 	default:
 		problem = streamProblem(frames, st.ID())
 	}
-	c.judge("provider/cancel", "D21", "§5.5", frames, problem)
+	c.record("provider/cancel", "D21", "§5.5", frames, problem)
 }
 
 // streamProblem checks the chunk and end frames of stream id: seqs from 1
@@ -926,7 +926,7 @@ func (c *checker) ui(ctx context.Context, rt *Runtime, s *sidecar, log *frameLog
 			problem = err.Error()
 		}
 		cancel()
-		c.judge("ui/action/"+a.ActionID, "D24", "§7.4", log.since(from), problem)
+		c.record("ui/action/"+a.ActionID, "D24", "§7.4", log.since(from), problem)
 	}
 	fe.mu.Lock()
 	forms := slices.Clone(fe.forms)
@@ -941,7 +941,7 @@ func (c *checker) ui(ctx context.Context, rt *Runtime, s *sidecar, log *frameLog
 		if errors.Is(err, ReasonUnknownMethod) {
 			c.skip("ui/submit", "D24", "§7.4", "the sidecar takes no submits (it answered unknown_method)")
 		} else {
-			c.judge("ui/submit", "D24", "§7.4", log.since(from), errText(err))
+			c.record("ui/submit", "D24", "§7.4", log.since(from), errText(err))
 		}
 	}
 	frames := log.since(0)
@@ -962,7 +962,7 @@ func (c *checker) ui(ctx context.Context, rt *Runtime, s *sidecar, log *frameLog
 		c.skip("ui/structured-only", "D23", "§7.5", "the sidecar published nothing and asked nothing")
 		return
 	}
-	c.judge("ui/structured-only", "D23", "§7.5", seen, problem)
+	c.record("ui/structured-only", "D23", "§7.5", seen, problem)
 }
 
 // ids judges the ids of what the sidecar sent in the generation: its own
@@ -1008,9 +1008,9 @@ func (c *checker) ids(log *frameLog) {
 	if c.requests.Add(int64(len(mine))) == 0 {
 		c.skip("ids/own-requests-are-integers", "D4", "§2.3", "the sidecar sent no request of its own")
 	} else {
-		c.judge("ids/own-requests-are-integers", "D4", "§2.3", mine, badRequest)
+		c.record("ids/own-requests-are-integers", "D4", "§2.3", mine, badRequest)
 	}
-	c.judge("ids/answers-match-requests", "D4", "§2.3", nil, badAnswer)
+	c.record("ids/answers-match-requests", "D4", "§2.3", nil, badAnswer)
 }
 
 // answerID shows an answer's id, or that it has no integer one.

@@ -201,14 +201,14 @@ type Conn struct {
 	cancel context.CancelFunc
 
 	writeq   chan *outFrame            // frames for the writer
-	kick     chan struct{}             // wakes the writer for a direct write's rest
-	backlog  atomic.Int64              // frames queued or held by the writer, rest included: no direct write then
+	wake     chan struct{}             // wakes the writer for a direct write's leftover
+	backlog  atomic.Int64              // frames queued or held by the writer, leftover included: no direct write then
 	writeNow func([]byte) (int, error) // one non-blocking write to w; nil when w has none (sys_unix.go)
 
-	wmu   sync.Mutex // held while writing to w; protects the following
-	rest  *outFrame  // what a direct write left unwritten, written before anything else
-	batch []*outFrame
-	wbuf  []byte
+	wmu      sync.Mutex // held while writing to w; protects the following
+	leftover *outFrame  // what a direct write left unwritten, written before anything else
+	batch    []*outFrame
+	wbuf     []byte
 
 	inline      atomic.Uint64 // the token of the handler running on the reader, 0 when none
 	inlineSeq   atomic.Uint64
@@ -269,7 +269,7 @@ func NewConn(r io.ReadCloser, w io.WriteCloser, h Handler, opts ConnOptions) *Co
 		ctx:         ctx,
 		cancel:      cancel,
 		writeq:      make(chan *outFrame, opts.WriteQueue),
-		kick:        make(chan struct{}, 1),
+		wake:        make(chan struct{}, 1),
 		writeNow:    directWriter(w),
 		notifq:      make(chan message, opts.NotificationQueue),
 		handlerSem:  make(chan struct{}, opts.MaxHandlers),
@@ -427,7 +427,7 @@ func (c *Conn) dispatch(m message, fe *frameError) bool {
 		}
 		c.queueNotification(m)
 	case kindResponse:
-		call := c.take(m.id)
+		call := c.takeCall(m.id)
 		if call == nil {
 			// D4: a response to an unknown id is dropped and counted.
 			c.unknownResponses.Add(1)
@@ -727,7 +727,7 @@ func (c *Conn) Call(ctx context.Context, method string, params any) (json.RawMes
 // received here, and counted as late when it is the peer's response, so no
 // response goes unaccounted for.
 func (c *Conn) forget(id msgID, call chan callReply) {
-	if c.take(id) == nil {
+	if c.takeCall(id) == nil {
 		if r := <-call; r.peer {
 			c.lateResponses.Add(1)
 			c.opts.Logf("extension: dropped a response to id %d that came as its caller gave up", id)
@@ -735,9 +735,9 @@ func (c *Conn) forget(id msgID, call chan callReply) {
 	}
 }
 
-// take removes the pending call with this id from the table and returns
+// takeCall removes the pending call with this id from the table and returns
 // it, nil when there is none: its reply is then the taker's to deliver.
-func (c *Conn) take(id msgID) chan callReply {
+func (c *Conn) takeCall(id msgID) chan callReply {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	call := c.pending[id]
@@ -893,7 +893,7 @@ func (c *Conn) send(f *outFrame, cancel, end <-chan struct{}) sendResult {
 // three hand-offs per call that profiling exthost bench's intercept_rtt
 // found. It makes one
 // non-blocking attempt; whatever the pipe does not take is left to the
-// writer (rest), which writes it before any other frame, so no frame is
+// writer (leftover), which writes it before any other frame, so no frame is
 // torn (D2) and a full pipe never blocks the caller past its deadline
 // (D18). It reports whether f was taken care of; false leaves f to the
 // queue.
@@ -909,7 +909,7 @@ func (c *Conn) direct(f *outFrame) bool {
 		return true // skipped: its caller gave up
 	}
 	if f.opens {
-		// D6, as in writeFrames; the rest, if any, does not store it again.
+		// D6, as in writeFrames; the leftover, if any, does not store it again.
 		c.openedAt.Store(c.fr.consumed())
 		c.checkSettled()
 		f.opens = false
@@ -920,14 +920,14 @@ func (c *Conn) direct(f *outFrame) bool {
 		c.writeFailed(err)
 	case n < len(f.data):
 		f.data = f.data[n:]
-		c.rest = f
+		c.leftover = f
 		c.backlog.Add(1)
 		select {
-		case c.kick <- struct{}{}:
+		case c.wake <- struct{}{}:
 		default:
 		}
 	default:
-		c.finish(f)
+		c.written(f)
 	}
 	return true
 }
@@ -945,7 +945,7 @@ func (c *Conn) writeLoop() {
 		var f *outFrame
 		select {
 		case f = <-c.writeq:
-		case <-c.kick: // a direct write left its rest
+		case <-c.wake: // a direct write left its rest
 		case <-c.done:
 			continue // back to the check above, which drains
 		}
@@ -971,15 +971,15 @@ func (c *Conn) drain() {
 			// queued and stop.
 			select {
 			case f = <-c.writeq:
-			case <-c.kick:
+			case <-c.wake:
 			default:
-				c.writeBatch(nil) // a direct write's rest, if any
+				c.writeBatch(nil) // a direct write's leftover, if any
 				return
 			}
 		} else {
 			select {
 			case f = <-c.writeq:
-			case <-c.kick:
+			case <-c.wake:
 			case <-c.readerDone:
 				readerStopped = true
 				continue
@@ -995,7 +995,7 @@ func (c *Conn) drain() {
 	}
 }
 
-// writeBatch writes a direct write's rest, if any, then f (when not nil)
+// writeBatch writes a direct write's leftover, if any, then f (when not nil)
 // and the frames queued behind it, several small frames in one write of up
 // to writeChunkSize bytes. A request is dropped once the connection has
 // ended: its caller has failed. It reports whether the writer may go on.
@@ -1003,8 +1003,8 @@ func (c *Conn) writeBatch(f *outFrame) bool {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	batch, size := c.batch[:0], 0
-	if r := c.rest; r != nil {
-		c.rest = nil
+	if r := c.leftover; r != nil {
+		c.leftover = nil
 		c.backlog.Add(-1)
 		batch, size = append(batch, r), len(r.data) // begun by direct
 	}
@@ -1079,7 +1079,7 @@ func (c *Conn) writeFrames(batch []*outFrame) bool {
 		return false
 	}
 	for _, f := range batch {
-		c.finish(f)
+		c.written(f)
 	}
 	return true
 }
@@ -1097,8 +1097,8 @@ func (c *Conn) begin(f *outFrame) bool {
 	return true
 }
 
-// finish accounts for a frame written in full.
-func (c *Conn) finish(f *outFrame) {
+// written accounts for a frame written in full.
+func (c *Conn) written(f *outFrame) {
 	c.framesOut.Add(1)
 	if f.event {
 		c.events.Add(-1)

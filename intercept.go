@@ -312,7 +312,7 @@ func (rt *Runtime) rule(ctx context.Context, s *sidecar, p Point, out *Intercept
 	switch res.Decision {
 	case DecisionContinue:
 	case DecisionBlock:
-		reason := s.say(res.Reason)
+		reason := s.safe(res.Reason)
 		if owner {
 			// D17: from the slot owner, block fails the operation.
 			return false, &PluginError{Plugin: s.spec.ID, Op: string(p), Err: fmt.Errorf("%w: %s", errSlotOwnerBlocked, reason)}
@@ -328,7 +328,7 @@ func (rt *Runtime) rule(ctx context.Context, s *sidecar, p Point, out *Intercept
 		res.Replacement = repl
 		v, err := DecodePayload(p, res.Replacement)
 		if err != nil {
-			return false, violation("invalid replacement: %s", s.say(err.Error()))
+			return false, violation("invalid replacement: %s", s.safe(err.Error()))
 		}
 		if pp, ok := v.(*PermissionPayload); ok && pp.HostDecision != hostDecision {
 			// D16: the host's own ruling is not the extension's to rewrite;
@@ -347,7 +347,7 @@ func (rt *Runtime) rule(ctx context.Context, s *sidecar, p Point, out *Intercept
 		}
 		// D16, D17: the first chain ruling ends the chain; the slot owner's
 		// ruling, if any, has the final say.
-		out.Permission, out.PermissionBy, out.Reason = res.Decision, s.spec.ID, s.say(res.Reason)
+		out.Permission, out.PermissionBy, out.Reason = res.Decision, s.spec.ID, s.safe(res.Reason)
 		return true, nil
 	default:
 		return false, violation("unknown decision %q", res.Decision)

@@ -328,9 +328,9 @@ func (s *sidecar) fetchCatalog(f *catalogFetch) {
 	}
 	for _, d := range res.Providers {
 		if err == nil && catalogRef(s.spec.ID, d.Ref) {
-			d.DisplayName, d.Model, d.PricingCurrency, d.DefaultEffort = s.say(d.DisplayName), s.say(d.Model), s.say(d.PricingCurrency), s.say(d.DefaultEffort)
+			d.DisplayName, d.Model, d.PricingCurrency, d.DefaultEffort = s.safe(d.DisplayName), s.safe(d.Model), s.safe(d.PricingCurrency), s.safe(d.DefaultEffort)
 			for i := range d.Efforts {
-				d.Efforts[i] = s.say(d.Efforts[i])
+				d.Efforts[i] = s.safe(d.Efforts[i])
 			}
 			f.descs = append(f.descs, d)
 		}
@@ -532,9 +532,9 @@ func (r *reassembler) chunk(seq int64, c ProviderChunk, now time.Time) streamSte
 	case seq < next: // rule 1 (a seq below 1 is malformed and dropped too, rule 8)
 		return st
 	case r.ended && seq > r.last.LastSeq: // rule 4
-		return r.finish(st, pastEnd(seq, r.last.LastSeq))
+		return r.conclude(st, pastEnd(seq, r.last.LastSeq))
 	case seq-next >= r.size(): // rule 2; no overflow, as next >= 1
-		return r.finish(st, errorf(ReasonProviderInterrupted,
+		return r.conclude(st, errorf(ReasonProviderInterrupted,
 			"chunk %d is outside the window of %d chunks from chunk %d", seq, r.size(), next))
 	case seq == next:
 		st.chunks = append(st.chunks, c)
@@ -553,7 +553,7 @@ func (r *reassembler) chunk(seq int64, c ProviderChunk, now time.Time) streamSte
 		r.high = max(r.high, seq)
 	}
 	r.learn(seq, now)
-	r.settle(&st)
+	r.endIfComplete(&st)
 	return st
 }
 
@@ -568,15 +568,15 @@ func (r *reassembler) end(p StreamEndParams, now time.Time) streamStep {
 		if p.LastSeq == r.last.LastSeq && p.Error == r.last.Error && p.Interrupted == r.last.Interrupted {
 			return st
 		}
-		return r.finish(st, errorf(ReasonProviderInterrupted,
+		return r.conclude(st, errorf(ReasonProviderInterrupted,
 			"a second stream/end (lastSeq %d) differs from the first (lastSeq %d)", p.LastSeq, r.last.LastSeq))
 	}
 	r.ended, r.last, r.endAt = true, p, now
 	if r.waiting > 0 && r.high > p.LastSeq { // rule 4: a waiting chunk past the end
-		return r.finish(st, pastEnd(r.high, p.LastSeq))
+		return r.conclude(st, pastEnd(r.high, p.LastSeq))
 	}
 	r.learn(p.LastSeq, now)
-	r.settle(&st)
+	r.endIfComplete(&st)
 	return st
 }
 
@@ -618,7 +618,7 @@ func (r *reassembler) expire(now time.Time) streamStep {
 	if !ok || now.Before(d) {
 		return streamStep{}
 	}
-	return r.finish(streamStep{}, r.gapError())
+	return r.conclude(streamStep{}, r.gapError())
 }
 
 // abort ends the stream with err, which its owner decides (the caller's
@@ -629,7 +629,7 @@ func (r *reassembler) abort(err error) streamStep {
 	if r.finished {
 		return streamStep{}
 	}
-	return r.finish(streamStep{}, err)
+	return r.conclude(streamStep{}, err)
 }
 
 // release moves the chunks that now follow on from the window into st.
@@ -664,12 +664,12 @@ func (r *reassembler) learn(seq int64, now time.Time) {
 	}
 }
 
-// settle ends the stream when chunks 1 to lastSeq have all been delivered
+// endIfComplete ends the stream when chunks 1 to lastSeq have all been delivered
 // (rules 6 and 7). Chunks delivered past lastSeq before the end came do
 // not change that (rule 4 names only chunks waiting or arriving later).
-func (r *reassembler) settle(st *streamStep) {
+func (r *reassembler) endIfComplete(st *streamStep) {
 	if r.ended && r.delivered >= r.last.LastSeq {
-		*st = r.finish(*st, r.outcome())
+		*st = r.conclude(*st, r.outcome())
 	}
 }
 
@@ -696,8 +696,8 @@ func (r *reassembler) outcome() error {
 	return NewError(reason, text)
 }
 
-// finish makes st the terminal step with err and lets go of the window.
-func (r *reassembler) finish(st streamStep, err error) streamStep {
+// conclude makes st the terminal step with err and lets go of the window.
+func (r *reassembler) conclude(st streamStep, err error) streamStep {
 	r.finished = true
 	r.win, r.marks, r.waiting = nil, nil, 0
 	st.done, st.err = true, err
@@ -774,7 +774,7 @@ type Stream struct {
 func newStream(rt *Runtime, s *sidecar, id, ref string) *Stream {
 	o := s.cfg
 	st := &Stream{rt: rt, s: s, id: id, ref: ref, out: make(chan ProviderChunk, o.StreamQueue-1), done: make(chan struct{}), aborted: make(chan struct{})}
-	st.r = reassembler{redact: s.say, window: int64(o.StreamWindow), gapTimeout: o.GapTimeout, endGapTimeout: o.EndGapTimeout}
+	st.r = reassembler{redact: s.safe, window: int64(o.StreamWindow), gapTimeout: o.GapTimeout, endGapTimeout: o.EndGapTimeout}
 	return st
 }
 
@@ -845,7 +845,7 @@ func (st *Stream) stop(err error) {
 	st.abort.Do(func() { close(st.aborted) })
 	st.mu.Lock()
 	open := !st.finished
-	st.finish(err)
+	st.conclude(err)
 	st.mu.Unlock()
 	for drained := false; !drained; {
 		select {
@@ -869,7 +869,7 @@ func (st *Stream) stop(err error) {
 func (st *Stream) disconnected(cause error) {
 	st.abort.Do(func() { close(st.aborted) })
 	st.mu.Lock()
-	st.finish(causedError(cause, ReasonProviderInterrupted, "extension sidecar %s disconnected during provider stream %s: %s", st.s.spec.ID, st.ref, st.s.say(fmt.Sprint(cause))))
+	st.conclude(causedError(cause, ReasonProviderInterrupted, "extension sidecar %s disconnected during provider stream %s: %s", st.s.spec.ID, st.ref, st.s.safe(fmt.Sprint(cause))))
 	st.mu.Unlock()
 }
 
@@ -882,28 +882,28 @@ func (st *Stream) chunk(seq int64, c ProviderChunk) {
 	step := st.r.chunk(seq, c, time.Now())
 	if int64(st.r.waiting)+st.r.delivered > kept { // c waits or was released, not dropped
 		if limit := int64(st.s.cfg.MaxStreamBytes); st.held.Add(chunkBytes(c)) > limit {
-			st.finish(errorf(ReasonProviderInterrupted, "provider stream %s of %s holds over %d bytes its caller has not read", st.id, st.ref, limit))
+			st.conclude(errorf(ReasonProviderInterrupted, "provider stream %s of %s holds over %d bytes its caller has not read", st.id, st.ref, limit))
 			return
 		}
 	}
-	st.take(step)
+	st.apply(step)
 }
 
 func (st *Stream) end(p StreamEndParams) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	st.take(st.r.end(p, time.Now()))
+	st.apply(st.r.end(p, time.Now()))
 }
 
 func (st *Stream) expire() {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	st.take(st.r.expire(time.Now()))
+	st.apply(st.r.expire(time.Now()))
 }
 
-// take delivers what a step of the reassembler released and re-arms the
+// apply delivers what a step of the reassembler released and re-arms the
 // gap timer; st.mu is held.
-func (st *Stream) take(step streamStep) {
+func (st *Stream) apply(step streamStep) {
 	if st.finished {
 		return
 	}
@@ -913,7 +913,7 @@ func (st *Stream) take(step streamStep) {
 		}
 	}
 	if step.done {
-		st.finish(step.err)
+		st.conclude(step.err)
 		return
 	}
 	if d, ok := st.r.deadline(); !ok {
@@ -943,16 +943,16 @@ func (st *Stream) deliver(c ProviderChunk) bool {
 	case st.out <- c:
 		return true
 	case <-t.C:
-		st.finish(errorf(ReasonProviderInterrupted, "provider stream %s of %s: its reader took no chunk for %v with %d waiting", st.id, st.ref, st.s.cfg.StreamStallTimeout, cap(st.out)))
+		st.conclude(errorf(ReasonProviderInterrupted, "provider stream %s of %s: its reader took no chunk for %v with %d waiting", st.id, st.ref, st.s.cfg.StreamStallTimeout, cap(st.out)))
 	case <-st.aborted: // stop or disconnected finishes it
 	}
 	return false
 }
 
-// finish records the outcome once: the stream leaves its sidecar's table,
+// conclude records the outcome once: the stream leaves its sidecar's table,
 // its timer and its context watch stop, and its operation ends (D14).
 // st.mu is held.
-func (st *Stream) finish(err error) {
+func (st *Stream) conclude(err error) {
 	if st.finished {
 		return
 	}

@@ -156,7 +156,7 @@ func (s *sidecar) HandleNotification(ctx context.Context, method string, params 
 	case err != nil:
 		s.conn.opts.Logf("extension %s: dropped a malformed %s: %v", s.spec.ID, method, err)
 	case st == nil:
-		s.conn.opts.Logf("extension %s: dropped %s for stream %q, which is not open", s.spec.ID, method, s.say(id))
+		s.conn.opts.Logf("extension %s: dropped %s for stream %q, which is not open", s.spec.ID, method, s.safe(id))
 	case method == MethodStreamChunk:
 		st.chunk(chunk.Seq, s.safeChunk(chunk.Chunk))
 	default:
@@ -176,7 +176,7 @@ func (s *sidecar) safeChunk(c ProviderChunk) ProviderChunk {
 		c.Usage.FinishReason = TerminalSafe(c.Usage.FinishReason)
 	}
 	if c.Error != nil {
-		c.Error.Message = s.say(c.Error.Message)
+		c.Error.Message = s.safe(c.Error.Message)
 	}
 	return c
 }
@@ -223,10 +223,10 @@ func (s *sidecar) handshake(ctx context.Context) error {
 		// D27: the declaration's free text reaches host callers.
 		res.Name, res.Version = TerminalSafe(res.Name), TerminalSafe(res.Version)
 		for i := range res.Providers {
-			res.Providers[i].DisplayName = s.say(res.Providers[i].DisplayName)
+			res.Providers[i].DisplayName = s.safe(res.Providers[i].DisplayName)
 		}
 		for i := range res.UIActions {
-			res.UIActions[i].Label = s.say(res.UIActions[i].Label) // PROTOCOL.md §7.4: redacted when registered
+			res.UIActions[i].Label = s.safe(res.UIActions[i].Label) // PROTOCOL.md §7.4: redacted when registered
 		}
 	}
 	if err == nil {
@@ -355,7 +355,7 @@ func (s *sidecar) watch() {
 
 // interrupted is the error of every call on a crashed sidecar (D13).
 func (s *sidecar) interrupted(cause error) *Error {
-	return causedError(cause, ReasonProviderInterrupted, "extension sidecar %s crashed: %s", s.spec.ID, s.say(fmt.Sprint(cause)))
+	return causedError(cause, ReasonProviderInterrupted, "extension sidecar %s crashed: %s", s.spec.ID, s.safe(fmt.Sprint(cause)))
 }
 
 // usable fails fast without touching the wire when the sidecar cannot take
@@ -447,21 +447,21 @@ func (s *sidecar) doStop() error {
 	return nil
 }
 
-// say returns text the sidecar supplied as a host caller, a log or a
+// safe returns text the sidecar supplied as a host caller, a log or a
 // terminal may see it: redacted (D25), then with control characters and
 // escape sequences shown escaped (D27).
-func (s *sidecar) say(text string) string {
+func (s *sidecar) safe(text string) string {
 	return TerminalSafe(s.redactor.Redact(text))
 }
 
 // redactErr returns err with the text of a peer's *Error redacted and
-// escaped (say), its raw data escaped, keeping its reason (whatever the
+// escaped (safe), its raw data escaped, keeping its reason (whatever the
 // sidecar says is untrusted).
 func (s *sidecar) redactErr(err error) error {
 	var e *Error
 	if errors.As(err, &e) {
 		c := *e
-		c.Message = s.say(e.Message)
+		c.Message = s.safe(e.Message)
 		c.Data = jsonSafe(e.Data) // D27; a raw member, kept valid JSON
 		return &c
 	}

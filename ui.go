@@ -533,7 +533,7 @@ func (s *sidecar) ui(ctx context.Context, method string, params json.RawMessage)
 			*f.s = s.redactor.Redact(*f.s) // D25
 		}
 	}
-	id := s.say(p.SurfaceID) // D27: outside the payload, escaped
+	id := s.safe(p.SurfaceID) // D27: outside the payload, escaped
 	if method == MethodUIRequest {
 		// A pending prompt is an operation (D14); a generation that is
 		// retiring asks nothing more.
@@ -631,7 +631,7 @@ func (rt *Runtime) Action(ctx context.Context, session, name string, args map[st
 	defer rt.end()
 	var res UIActionResult
 	err = s.call(ctx, MethodUIAction, UIActionParams{ActionID: action, SessionID: session, Generation: rt.cfg.Session.Generation, Args: args}, &res)
-	res.Message = s.say(res.Message)
+	res.Message = s.safe(res.Message)
 	return res, err
 }
 
