@@ -94,7 +94,7 @@ type streamRun struct {
 }
 
 // runStream runs events through a reassembler as its owner would: the
-// clock is set to each event's moment, and when timer is true the owner's
+// reassembler is told each event's moment, and when timer is true the owner's
 // timer fires at the reassembler's deadline whenever an event comes at or
 // after it (when timer is false, the chunk or end that comes late must
 // notice by itself). After the last event, the timer fires if it is
@@ -103,7 +103,6 @@ type streamRun struct {
 // the invariants it saw broken: anything delivered out of order, twice or
 // after the end, a second outcome, or memory beyond the window.
 func runStream(events []streamEvent, timer bool) (streamRun, []string) {
-	clock := streamEpoch
 	r := &reassembler{redact: testRedact}
 	run := streamRun{counts: make([]int, len(events)), deadlines: make([]time.Duration, len(events)+1), outcome: streamOutcome{at: -1}}
 	var problems []string
@@ -153,15 +152,13 @@ func runStream(events []streamEvent, timer bool) (streamRun, []string) {
 		run.deadlines[i] = deadline()
 		at := streamEpoch.Add(e.at)
 		if d, ok := r.deadline(); timer && ok && !at.Before(d) {
-			clock = d
 			take(i, r.expire(d))
 		}
-		clock = at
 		switch e.kind {
 		case streamChunkEvent:
-			take(i, r.chunk(e.seq, ProviderChunk{Type: ChunkText, Text: streamLabel(e.seq, i)}, clock))
+			take(i, r.chunk(e.seq, ProviderChunk{Type: ChunkText, Text: streamLabel(e.seq, i)}, at))
 		case streamEndEvent:
-			take(i, r.end(e.end, clock))
+			take(i, r.end(e.end, at))
 		case streamTickEvent:
 			take(i, r.expire(at))
 		}
@@ -169,7 +166,6 @@ func runStream(events []streamEvent, timer bool) (streamRun, []string) {
 	}
 	run.deadlines[len(events)] = deadline()
 	if d, ok := r.deadline(); ok {
-		clock = d
 		take(len(events), r.expire(d))
 	}
 	if _, ok := r.deadline(); ok && r.finished {
