@@ -77,7 +77,7 @@ func (cfg *Host) interceptBudget(p Point, manifestMillis int64) time.Duration {
 		}
 		return time.Duration(manifestMillis) * time.Millisecond
 	}
-	if info, _ := p.info(); info.fast {
+	if pointTable[p].fast {
 		return cfg.FastInterceptTimeout
 	}
 	return cfg.InterceptTimeout
@@ -646,14 +646,8 @@ func (p Point) valid() bool { _, ok := pointTable[p]; return ok }
 
 func (Point) enumValues() []string { return enumStrings(points...) }
 
-// info returns the table row of p; ok is false for an unknown point.
-func (p Point) info() (pointInfo, bool) {
-	info, ok := pointTable[p]
-	return info, ok
-}
-
 // slotOf returns the slot whose owner has the final say at p (D17), or "".
-func slotOf(p Point) string { info, _ := p.info(); return info.slot }
+func slotOf(p Point) string { return pointTable[p].slot }
 
 // enumStrings lists the values of an enum type, for its enumValues.
 func enumStrings[T ~string](vs ...T) []string {
@@ -678,7 +672,7 @@ func column[R, T any](rows []R, f func(R) T) []T {
 // replacement rules (D16, PROTOCOL.md §4.1). It returns the decoded value,
 // such as *ToolPayload for tool.before; a failure names the JSON pointer.
 func DecodePayload(p Point, doc []byte) (any, error) {
-	info, ok := p.info()
+	info, ok := pointTable[p]
 	if !ok {
 		return nil, fmt.Errorf("%q is not a hook point", p)
 	}
