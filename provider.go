@@ -225,20 +225,6 @@ type StreamEndParams struct {
 	Interrupted bool   `json:"interrupted,omitempty"`
 }
 
-// pluginOfRef returns the plugin X of a plugin ref plugin/X/<rest>, X and
-// rest non-empty (PROTOCOL.md §5.1), and false for any other ref.
-func pluginOfRef(ref string) (string, bool) {
-	rest, ok := strings.CutPrefix(ref, "plugin/")
-	id, model, ok2 := strings.Cut(rest, "/")
-	return id, ok && ok2 && id != "" && model != ""
-}
-
-// catalogRef reports whether ref is plugin/<id>/<provider>/<model>, the
-// shape the host's model catalog takes (PROTOCOL.md §5.1).
-func catalogRef(id, ref string) bool {
-	return strings.HasPrefix(ref, "plugin/"+id+"/") && validPluginProviderRef(ref) && TerminalSafe(ref) == ref
-}
-
 // Catalog returns the model catalog of the generation: the host's
 // Host.BaseCatalog, where a plugin that owns slot provider:<ref> replaces
 // the entry of that ref with its own descriptor (D28), then the other
@@ -320,14 +306,10 @@ func (s *sidecar) catalog(ctx context.Context) ([]ProviderDescriptor, error) {
 // fetchCatalog runs one extension/provider/catalog request for f.
 func (s *sidecar) fetchCatalog(f *catalogFetch) {
 	var res ProviderCatalogResult
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.CatalogTimeout)
-	defer cancel()
-	err := s.call(ctx, MethodProviderCatalog, ProviderCatalogParams{}, &res)
-	if ctx.Err() != nil {
-		err = fmt.Errorf("extension %s did not answer %s within %v", s.spec.ID, MethodProviderCatalog, s.cfg.CatalogTimeout)
-	}
+	err := s.callWithin(context.Background(), s.cfg.CatalogTimeout, MethodProviderCatalog, ProviderCatalogParams{}, &res)
 	for _, d := range res.Providers {
-		if err == nil && catalogRef(s.spec.ID, d.Ref) {
+		// The catalog takes plugin/<id>/<provider>/<model> (PROTOCOL.md §5.1).
+		if err == nil && strings.HasPrefix(d.Ref, "plugin/"+s.spec.ID+"/") && validPluginProviderRef(d.Ref) && TerminalSafe(d.Ref) == d.Ref {
 			d.DisplayName, d.Model, d.PricingCurrency, d.DefaultEffort = s.safe(d.DisplayName), s.safe(d.Model), s.safe(d.PricingCurrency), s.safe(d.DefaultEffort)
 			for i := range d.Efforts {
 				d.Efforts[i] = s.safe(d.Efforts[i])
@@ -342,6 +324,18 @@ func (s *sidecar) fetchCatalog(f *catalogFetch) {
 		s.catMu.Unlock()
 	}
 	close(f.done)
+}
+
+// callWithin is call bounded by timeout: a sidecar that does not answer
+// in time, while ctx lasts, is an interruption.
+func (s *sidecar) callWithin(ctx context.Context, timeout time.Duration, method string, params, result any) error {
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	err := s.call(cctx, method, params, result)
+	if ctx.Err() == nil && cctx.Err() != nil {
+		return errorf(ReasonProviderInterrupted, "extension %s did not answer %s within %v", s.spec.ID, method, timeout)
+	}
+	return err
 }
 
 // checkBaseCatalog fails a generation where a sidecar declares a ref of
@@ -363,8 +357,10 @@ func (rt *Runtime) checkBaseCatalog() error {
 // or as a prefix of a declared ref (<ref>/...). There is no fallback to
 // another provider (PROTOCOL.md §5.1).
 func (rt *Runtime) resolve(ref string) (*sidecar, ProviderDescriptor, error) {
-	id, ok := pluginOfRef(ref)
-	if !ok {
+	// A plugin ref is plugin/<id>/<rest>, id and rest non-empty (PROTOCOL.md §5.1).
+	rest, ok := strings.CutPrefix(ref, "plugin/")
+	id, model, ok2 := strings.Cut(rest, "/")
+	if !ok || !ok2 || id == "" || model == "" {
 		return nil, ProviderDescriptor{}, fmt.Errorf("extension: %q is not a plugin provider ref (plugin/<plugin>/<provider>/<model>)", ref)
 	}
 	s := rt.byID[id]
@@ -399,7 +395,8 @@ func (rt *Runtime) OpenStream(ctx context.Context, ref, effort string, req Provi
 	if err := rt.begin(); err != nil {
 		return nil, err
 	}
-	st := newStream(rt, s, randomID("es_"), d.Ref)
+	st := &Stream{rt: rt, s: s, id: randomID("es_"), ref: d.Ref, out: make(chan ProviderChunk, s.cfg.StreamQueue-1), done: make(chan struct{}), aborted: make(chan struct{})}
+	st.r = reassembler{redact: s.safe, window: int64(s.cfg.StreamWindow), gapTimeout: s.cfg.GapTimeout, endGapTimeout: s.cfg.EndGapTimeout}
 	if req.Messages == nil {
 		req.Messages = []ProviderMessage{}
 	}
@@ -419,14 +416,10 @@ func (rt *Runtime) OpenStream(ctx context.Context, ref, effort string, req Provi
 	st.mu.Unlock()
 	params := StreamOpenParams{StreamID: st.id, ProviderRef: d.Ref, Model: d.Model, Effort: effort, Request: req, SeqBase: 1}
 	var res StreamOpenResult
-	octx, cancel := context.WithTimeout(ctx, s.cfg.OpenTimeout)
-	defer cancel()
-	err = s.call(octx, MethodStreamOpen, params, &res)
+	err = s.callWithin(ctx, s.cfg.OpenTimeout, MethodStreamOpen, params, &res)
 	switch {
 	case ctx.Err() != nil:
 		err = st.cancelled(ctx)
-	case octx.Err() != nil:
-		err = errorf(ReasonProviderInterrupted, "extension %s did not answer %s within %v", s.spec.ID, MethodStreamOpen, s.cfg.OpenTimeout)
 	case err == nil && !res.Accepted:
 		err = errorf(ReasonProviderFailed, "extension %s declined provider stream %s", s.spec.ID, d.Ref)
 	}
@@ -596,17 +589,10 @@ func (r *reassembler) deadline() (time.Time, bool) {
 	// The next expected seq is missing (were it here, it would have been
 	// released) and, being the lowest, has been missing the longest.
 	d := r.marks[0].at.Add(cmp.Or(r.gapTimeout, streamGapTimeout))
-	if r.ended {
-		d = earlier(d, r.endAt.Add(cmp.Or(r.endGapTimeout, streamEndGapTimeout)))
+	if end := r.endAt.Add(cmp.Or(r.endGapTimeout, streamEndGapTimeout)); r.ended && end.Before(d) {
+		d = end
 	}
 	return d, true
-}
-
-func earlier(a, b time.Time) time.Time {
-	if b.Before(a) {
-		return b
-	}
-	return a
 }
 
 // expire fails the stream with stream_gap when now has reached its
@@ -644,11 +630,7 @@ func (r *reassembler) release(st *streamStep) {
 		r.waiting--
 		r.delivered++
 	}
-	drop := 0
-	for drop < len(r.marks) && r.marks[drop].upTo <= r.delivered {
-		drop++
-	}
-	r.marks = append(r.marks[:0], r.marks[drop:]...)
+	r.marks = slices.DeleteFunc(r.marks, func(m gapMark) bool { return m.upTo <= r.delivered })
 }
 
 // learn records that seq exists (a chunk came with it, or it is the end's
@@ -709,28 +691,13 @@ func (r *reassembler) conclude(st streamStep, err error) streamStep {
 // the error matches ReasonProviderInterrupted as well as ReasonStreamGap
 // under errors.Is.
 func (r *reassembler) gapError() *Error {
-	var b strings.Builder
-	var lo, hi int64 = 0, -1 // the open range; none while hi < lo
-	flush := func() {
-		if hi < lo {
-			return
-		}
-		if b.Len() > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(strconv.FormatInt(lo, 10))
-		if hi > lo {
-			b.WriteByte('-')
-			b.WriteString(strconv.FormatInt(hi, 10))
-		}
-	}
+	var runs [][2]int64 // the missing seqs, first and last of each run
 	add := func(from, to int64) {
-		if hi >= lo && from == hi+1 {
-			hi = to
-			return
+		if n := len(runs); n > 0 && runs[n-1][1] == from-1 {
+			runs[n-1][1] = to
+		} else {
+			runs = append(runs, [2]int64{from, to})
 		}
-		flush()
-		lo, hi = from, to
 	}
 	next := r.delivered + 1
 	top := min(r.known, next+r.size()-1) // no chunk waits above the window
@@ -742,8 +709,14 @@ func (r *reassembler) gapError() *Error {
 	if r.known > top {
 		add(top+1, r.known)
 	}
-	flush()
-	return causedError(ReasonProviderInterrupted, ReasonStreamGap, "missing chunks %s", b.String())
+	text := make([]string, len(runs))
+	for i, run := range runs {
+		text[i] = strconv.FormatInt(run[0], 10)
+		if run[1] > run[0] {
+			text[i] += "-" + strconv.FormatInt(run[1], 10)
+		}
+	}
+	return causedError(ReasonProviderInterrupted, ReasonStreamGap, "missing chunks %s", strings.Join(text, ", "))
 }
 
 // Stream is one open provider stream (PROTOCOL.md §5): [Stream.Recv]
@@ -769,13 +742,6 @@ type Stream struct {
 	timer    *time.Timer // the gap timer of r.deadline
 	finished bool
 	unwatch  func() bool // stops watching the caller's context
-}
-
-func newStream(rt *Runtime, s *sidecar, id, ref string) *Stream {
-	o := s.cfg
-	st := &Stream{rt: rt, s: s, id: id, ref: ref, out: make(chan ProviderChunk, o.StreamQueue-1), done: make(chan struct{}), aborted: make(chan struct{})}
-	st.r = reassembler{redact: s.safe, window: int64(o.StreamWindow), gapTimeout: o.GapTimeout, endGapTimeout: o.EndGapTimeout}
-	return st
 }
 
 // ID returns the stream's id, es_ and 24 hex digits, as sent in stream/open.
@@ -856,9 +822,7 @@ func (st *Stream) stop(err error) {
 	}
 	if open {
 		st.s.background(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), st.s.cfg.CancelTimeout)
-			defer cancel()
-			st.s.call(ctx, MethodStreamCancel, StreamCancelParams{StreamID: st.id}, &StreamCancelResult{}) // the answer changes nothing (PROTOCOL.md §5.5)
+			st.s.callWithin(context.Background(), st.s.cfg.CancelTimeout, MethodStreamCancel, StreamCancelParams{StreamID: st.id}, &StreamCancelResult{}) // the answer changes nothing (PROTOCOL.md §5.5)
 		})
 	}
 }
@@ -890,15 +854,16 @@ func (st *Stream) chunk(seq int64, c ProviderChunk) {
 }
 
 func (st *Stream) end(p StreamEndParams) {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	st.apply(st.r.end(p, time.Now()))
+	st.step(func(now time.Time) streamStep { return st.r.end(p, now) })
 }
 
-func (st *Stream) expire() {
+func (st *Stream) expire() { st.step(st.r.expire) }
+
+// step runs a step of the reassembler, told the time, and applies it.
+func (st *Stream) step(f func(now time.Time) streamStep) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	st.apply(st.r.expire(time.Now()))
+	st.apply(f(time.Now()))
 }
 
 // apply delivers what a step of the reassembler released and re-arms the

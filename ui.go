@@ -559,9 +559,11 @@ func (rt *Runtime) Actions() []string {
 
 // uiTarget finds the running sidecar of plugin for a UI call of session
 // (PROTOCOL.md §7.4), checked in this order: an unknown plugin is
-// internal, a crashed one provider_interrupted, another session
-// invalid_params.
-func (rt *Runtime) uiTarget(plugin, session string) (*sidecar, error) {
+// internal, a crashed one provider_interrupted, another session or an
+// action (when not "") the sidecar did not declare invalid_params. The
+// call is an operation of the generation (D14): without an error, the
+// caller ends it.
+func (rt *Runtime) uiTarget(plugin, session, action string) (*sidecar, error) {
 	s := rt.byID[plugin]
 	if s == nil {
 		return nil, errorf(ReasonInternal, "no extension %s runs in this generation", plugin)
@@ -572,7 +574,10 @@ func (rt *Runtime) uiTarget(plugin, session string) (*sidecar, error) {
 	if session != rt.cfg.Session.SessionID {
 		return nil, errorf(ReasonInvalidParams, "stale session %q: this generation serves %q", session, rt.cfg.Session.SessionID)
 	}
-	return s, nil
+	if action != "" && !slices.ContainsFunc(s.result.UIActions, func(a UIActionDecl) bool { return a.ActionID == action }) {
+		return nil, errorf(ReasonInvalidParams, "extension %s declares no UI action %q", plugin, action)
+	}
+	return s, rt.begin()
 }
 
 // Action invokes the UI action name (/<plugin>:<action>) for session with
@@ -586,14 +591,8 @@ func (rt *Runtime) Action(ctx context.Context, session, name string, args map[st
 	if err != nil {
 		return UIActionResult{}, err
 	}
-	s, err := rt.uiTarget(plugin, session)
+	s, err := rt.uiTarget(plugin, session, action)
 	if err != nil {
-		return UIActionResult{}, err
-	}
-	if !slices.ContainsFunc(s.result.UIActions, func(a UIActionDecl) bool { return a.ActionID == action }) {
-		return UIActionResult{}, errorf(ReasonInvalidParams, "extension %s declares no UI action %q", plugin, action)
-	}
-	if err := rt.begin(); err != nil {
 		return UIActionResult{}, err
 	}
 	defer rt.end()
@@ -610,11 +609,8 @@ func (rt *Runtime) Submit(ctx context.Context, session, plugin, surfaceID string
 	if strings.TrimSpace(surfaceID) == "" {
 		return false, errorf(ReasonInvalidParams, "a submit needs a surface id")
 	}
-	s, err := rt.uiTarget(plugin, session)
+	s, err := rt.uiTarget(plugin, session, "")
 	if err != nil {
-		return false, err
-	}
-	if err := rt.begin(); err != nil {
 		return false, err
 	}
 	defer rt.end()
