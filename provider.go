@@ -1,7 +1,6 @@
 package extension
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -466,8 +465,9 @@ type streamStep struct {
 // deliverable; after the step that is done, every call returns an empty
 // step.
 //
-// One goroutine owns a reassembler: it holds no lock. The zero value is
-// ready to use; redact must not change after the first call.
+// One goroutine owns a reassembler: it holds no lock. Its owner sets
+// every bound and redact before the first call (a Host's stream takes the
+// Host's, defaulted by [Host]).
 //
 // Memory is bounded by the window whatever the sidecar sends: at most
 // streamWindow-1 waiting chunks and streamWindow+1 gap marks. (The bytes
@@ -475,15 +475,14 @@ type streamStep struct {
 type reassembler struct {
 	// redact redacts the error text of a stream/end before it becomes an
 	// error's message (D21: the host redacts provider error text again,
-	// D25); nil means a default Redactor.
+	// D25).
 	redact func(string) string
-	// window, gapTimeout and endGapTimeout are the bounds; zero means
-	// streamWindow, streamGapTimeout and streamEndGapTimeout.
+	// window, gapTimeout and endGapTimeout are the bounds of rules 2 and 5.
 	window                    int64
 	gapTimeout, endGapTimeout time.Duration
 
 	delivered int64      // seqs 1..delivered have been released; next expected is delivered+1
-	win       []waitSlot // the window, indexed by seq % size(); nil until a chunk waits
+	win       []waitSlot // the window, indexed by seq % window; nil until a chunk waits
 	waiting   int        // chunks waiting in win
 	high      int64      // the highest waiting seq, when waiting > 0
 	known     int64      // the highest seq known to exist: seen in a chunk, or the end's lastSeq
@@ -509,9 +508,6 @@ type gapMark struct {
 	at   time.Time
 }
 
-// size is the window's size.
-func (r *reassembler) size() int64 { return cmp.Or(r.window, streamWindow) }
-
 // chunk takes the chunk numbered seq (rules 1, 2 and 4). A seq below the
 // next expected one, or one already waiting, is a replay and is dropped;
 // the first copy is the one delivered.
@@ -526,18 +522,18 @@ func (r *reassembler) chunk(seq int64, c ProviderChunk, now time.Time) streamSte
 		return st
 	case r.ended && seq > r.last.LastSeq: // rule 4
 		return r.conclude(st, pastEnd(seq, r.last.LastSeq))
-	case seq-next >= r.size(): // rule 2; no overflow, as next >= 1
+	case seq-next >= r.window: // rule 2; no overflow, as next >= 1
 		return r.conclude(st, errorf(ReasonProviderInterrupted,
-			"chunk %d is outside the window of %d chunks from chunk %d", seq, r.size(), next))
+			"chunk %d is outside the window of %d chunks from chunk %d", seq, r.window, next))
 	case seq == next:
 		st.chunks = append(st.chunks, c)
 		r.delivered = seq
 		r.release(&st)
 	default:
 		if r.win == nil {
-			r.win = make([]waitSlot, r.size())
+			r.win = make([]waitSlot, r.window)
 		}
-		slot := &r.win[seq%r.size()]
+		slot := &r.win[seq%r.window]
 		if slot.ok { // rule 1: a replay of a waiting chunk
 			return st
 		}
@@ -588,8 +584,8 @@ func (r *reassembler) deadline() (time.Time, bool) {
 	}
 	// The next expected seq is missing (were it here, it would have been
 	// released) and, being the lowest, has been missing the longest.
-	d := r.marks[0].at.Add(cmp.Or(r.gapTimeout, streamGapTimeout))
-	if end := r.endAt.Add(cmp.Or(r.endGapTimeout, streamEndGapTimeout)); r.ended && end.Before(d) {
+	d := r.marks[0].at.Add(r.gapTimeout)
+	if end := r.endAt.Add(r.endGapTimeout); r.ended && end.Before(d) {
 		d = end
 	}
 	return d, true
@@ -621,7 +617,7 @@ func (r *reassembler) abort(err error) streamStep {
 // release moves the chunks that now follow on from the window into st.
 func (r *reassembler) release(st *streamStep) {
 	for r.waiting > 0 {
-		slot := &r.win[(r.delivered+1)%r.size()]
+		slot := &r.win[(r.delivered+1)%r.window]
 		if !slot.ok {
 			break
 		}
@@ -669,11 +665,7 @@ func (r *reassembler) outcome() error {
 	}
 	text := ""
 	if strings.TrimSpace(r.last.Error) != "" {
-		redact := r.redact
-		if redact == nil {
-			redact = defaultRedactor().Redact
-		}
-		text = strings.TrimSpace(redact(r.last.Error))
+		text = strings.TrimSpace(r.redact(r.last.Error))
 	}
 	return NewError(reason, text)
 }
@@ -700,9 +692,9 @@ func (r *reassembler) gapError() *Error {
 		}
 	}
 	next := r.delivered + 1
-	top := min(r.known, next+r.size()-1) // no chunk waits above the window
+	top := min(r.known, next+r.window-1) // no chunk waits above the window
 	for s := next; s <= top; s++ {
-		if r.win == nil || !r.win[s%r.size()].ok {
+		if r.win == nil || !r.win[s%r.window].ok {
 			add(s, s)
 		}
 	}
