@@ -1,6 +1,7 @@
 package extension
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -760,10 +761,7 @@ func (st *Stream) Recv() (ProviderChunk, error) {
 			return st.read(c), nil
 		default:
 		}
-		if st.err == nil {
-			return ProviderChunk{}, io.EOF
-		}
-		return ProviderChunk{}, st.err
+		return ProviderChunk{}, cmp.Or(st.err, io.EOF)
 	}
 }
 
@@ -805,11 +803,10 @@ func (st *Stream) stop(err error) {
 	open := !st.finished
 	st.conclude(err)
 	st.mu.Unlock()
-	for drained := false; !drained; {
+	for len(st.out) > 0 {
 		select {
 		case <-st.out:
-		default:
-			drained = true
+		default: // a concurrent Recv took it
 		}
 	}
 	if open {
