@@ -471,7 +471,7 @@ type streamStep struct {
 // Host's, defaulted by [Host]).
 //
 // Memory is bounded by the window whatever the sidecar sends: at most
-// streamWindow-1 waiting chunks and streamWindow+1 gap marks. (The bytes
+// window-1 waiting chunks and window+1 gap marks. (The bytes
 // of a waiting chunk are bounded by the frame limit, D2.)
 type reassembler struct {
 	// redact redacts the error text of a stream/end before it becomes an
