@@ -225,20 +225,6 @@ type StreamEndParams struct {
 	Interrupted bool   `json:"interrupted,omitempty"`
 }
 
-// pluginOfRef returns the plugin X of a plugin ref plugin/X/<rest>, X and
-// rest non-empty (PROTOCOL.md §5.1), and false for any other ref.
-func pluginOfRef(ref string) (string, bool) {
-	rest, ok := strings.CutPrefix(ref, "plugin/")
-	id, model, ok2 := strings.Cut(rest, "/")
-	return id, ok && ok2 && id != "" && model != ""
-}
-
-// catalogRef reports whether ref is plugin/<id>/<provider>/<model>, the
-// shape the host's model catalog takes (PROTOCOL.md §5.1).
-func catalogRef(id, ref string) bool {
-	return strings.HasPrefix(ref, "plugin/"+id+"/") && validPluginProviderRef(ref) && TerminalSafe(ref) == ref
-}
-
 // Catalog returns the model catalog of the generation: the host's
 // Host.BaseCatalog, where a plugin that owns slot provider:<ref> replaces
 // the entry of that ref with its own descriptor (D28), then the other
@@ -320,14 +306,10 @@ func (s *sidecar) catalog(ctx context.Context) ([]ProviderDescriptor, error) {
 // fetchCatalog runs one extension/provider/catalog request for f.
 func (s *sidecar) fetchCatalog(f *catalogFetch) {
 	var res ProviderCatalogResult
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.CatalogTimeout)
-	defer cancel()
-	err := s.call(ctx, MethodProviderCatalog, ProviderCatalogParams{}, &res)
-	if ctx.Err() != nil {
-		err = fmt.Errorf("extension %s did not answer %s within %v", s.spec.ID, MethodProviderCatalog, s.cfg.CatalogTimeout)
-	}
+	err := s.callWithin(context.Background(), s.cfg.CatalogTimeout, MethodProviderCatalog, ProviderCatalogParams{}, &res)
 	for _, d := range res.Providers {
-		if err == nil && catalogRef(s.spec.ID, d.Ref) {
+		// The catalog takes plugin/<id>/<provider>/<model> (PROTOCOL.md §5.1).
+		if err == nil && strings.HasPrefix(d.Ref, "plugin/"+s.spec.ID+"/") && validPluginProviderRef(d.Ref) && TerminalSafe(d.Ref) == d.Ref {
 			d.DisplayName, d.Model, d.PricingCurrency, d.DefaultEffort = s.safe(d.DisplayName), s.safe(d.Model), s.safe(d.PricingCurrency), s.safe(d.DefaultEffort)
 			for i := range d.Efforts {
 				d.Efforts[i] = s.safe(d.Efforts[i])
@@ -342,6 +324,18 @@ func (s *sidecar) fetchCatalog(f *catalogFetch) {
 		s.catMu.Unlock()
 	}
 	close(f.done)
+}
+
+// callWithin is call bounded by timeout: a sidecar that does not answer
+// in time, while ctx lasts, is an interruption.
+func (s *sidecar) callWithin(ctx context.Context, timeout time.Duration, method string, params, result any) error {
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	err := s.call(cctx, method, params, result)
+	if ctx.Err() == nil && cctx.Err() != nil {
+		return errorf(ReasonProviderInterrupted, "extension %s did not answer %s within %v", s.spec.ID, method, timeout)
+	}
+	return err
 }
 
 // checkBaseCatalog fails a generation where a sidecar declares a ref of
@@ -363,8 +357,10 @@ func (rt *Runtime) checkBaseCatalog() error {
 // or as a prefix of a declared ref (<ref>/...). There is no fallback to
 // another provider (PROTOCOL.md §5.1).
 func (rt *Runtime) resolve(ref string) (*sidecar, ProviderDescriptor, error) {
-	id, ok := pluginOfRef(ref)
-	if !ok {
+	// A plugin ref is plugin/<id>/<rest>, id and rest non-empty (PROTOCOL.md §5.1).
+	rest, ok := strings.CutPrefix(ref, "plugin/")
+	id, model, ok2 := strings.Cut(rest, "/")
+	if !ok || !ok2 || id == "" || model == "" {
 		return nil, ProviderDescriptor{}, fmt.Errorf("extension: %q is not a plugin provider ref (plugin/<plugin>/<provider>/<model>)", ref)
 	}
 	s := rt.byID[id]
@@ -399,7 +395,8 @@ func (rt *Runtime) OpenStream(ctx context.Context, ref, effort string, req Provi
 	if err := rt.begin(); err != nil {
 		return nil, err
 	}
-	st := newStream(rt, s, randomID("es_"), d.Ref)
+	st := &Stream{rt: rt, s: s, id: randomID("es_"), ref: d.Ref, out: make(chan ProviderChunk, s.cfg.StreamQueue-1), done: make(chan struct{}), aborted: make(chan struct{})}
+	st.r = reassembler{redact: s.safe, window: int64(s.cfg.StreamWindow), gapTimeout: s.cfg.GapTimeout, endGapTimeout: s.cfg.EndGapTimeout}
 	if req.Messages == nil {
 		req.Messages = []ProviderMessage{}
 	}
@@ -419,14 +416,10 @@ func (rt *Runtime) OpenStream(ctx context.Context, ref, effort string, req Provi
 	st.mu.Unlock()
 	params := StreamOpenParams{StreamID: st.id, ProviderRef: d.Ref, Model: d.Model, Effort: effort, Request: req, SeqBase: 1}
 	var res StreamOpenResult
-	octx, cancel := context.WithTimeout(ctx, s.cfg.OpenTimeout)
-	defer cancel()
-	err = s.call(octx, MethodStreamOpen, params, &res)
+	err = s.callWithin(ctx, s.cfg.OpenTimeout, MethodStreamOpen, params, &res)
 	switch {
 	case ctx.Err() != nil:
 		err = st.cancelled(ctx)
-	case octx.Err() != nil:
-		err = errorf(ReasonProviderInterrupted, "extension %s did not answer %s within %v", s.spec.ID, MethodStreamOpen, s.cfg.OpenTimeout)
 	case err == nil && !res.Accepted:
 		err = errorf(ReasonProviderFailed, "extension %s declined provider stream %s", s.spec.ID, d.Ref)
 	}
@@ -473,24 +466,24 @@ type streamStep struct {
 // deliverable; after the step that is done, every call returns an empty
 // step.
 //
-// One goroutine owns a reassembler: it holds no lock. The zero value is
-// ready to use; redact must not change after the first call.
+// One goroutine owns a reassembler: it holds no lock. Its owner sets
+// every bound and redact before the first call (a Host's stream takes the
+// Host's, defaulted by [Host]).
 //
 // Memory is bounded by the window whatever the sidecar sends: at most
-// streamWindow-1 waiting chunks and streamWindow+1 gap marks. (The bytes
+// window-1 waiting chunks and window+1 gap marks. (The bytes
 // of a waiting chunk are bounded by the frame limit, D2.)
 type reassembler struct {
 	// redact redacts the error text of a stream/end before it becomes an
 	// error's message (D21: the host redacts provider error text again,
-	// D25); nil means a default Redactor.
+	// D25).
 	redact func(string) string
-	// window, gapTimeout and endGapTimeout are the bounds; zero means
-	// streamWindow, streamGapTimeout and streamEndGapTimeout.
+	// window, gapTimeout and endGapTimeout are the bounds of rules 2 and 5.
 	window                    int64
 	gapTimeout, endGapTimeout time.Duration
 
 	delivered int64      // seqs 1..delivered have been released; next expected is delivered+1
-	win       []waitSlot // the window, indexed by seq % size(); nil until a chunk waits
+	win       []waitSlot // the window, indexed by seq % window; nil until a chunk waits
 	waiting   int        // chunks waiting in win
 	high      int64      // the highest waiting seq, when waiting > 0
 	known     int64      // the highest seq known to exist: seen in a chunk, or the end's lastSeq
@@ -516,9 +509,6 @@ type gapMark struct {
 	at   time.Time
 }
 
-// size is the window's size.
-func (r *reassembler) size() int64 { return cmp.Or(r.window, streamWindow) }
-
 // chunk takes the chunk numbered seq (rules 1, 2 and 4). A seq below the
 // next expected one, or one already waiting, is a replay and is dropped;
 // the first copy is the one delivered.
@@ -533,18 +523,18 @@ func (r *reassembler) chunk(seq int64, c ProviderChunk, now time.Time) streamSte
 		return st
 	case r.ended && seq > r.last.LastSeq: // rule 4
 		return r.conclude(st, pastEnd(seq, r.last.LastSeq))
-	case seq-next >= r.size(): // rule 2; no overflow, as next >= 1
+	case seq-next >= r.window: // rule 2; no overflow, as next >= 1
 		return r.conclude(st, errorf(ReasonProviderInterrupted,
-			"chunk %d is outside the window of %d chunks from chunk %d", seq, r.size(), next))
+			"chunk %d is outside the window of %d chunks from chunk %d", seq, r.window, next))
 	case seq == next:
 		st.chunks = append(st.chunks, c)
 		r.delivered = seq
 		r.release(&st)
 	default:
 		if r.win == nil {
-			r.win = make([]waitSlot, r.size())
+			r.win = make([]waitSlot, r.window)
 		}
-		slot := &r.win[seq%r.size()]
+		slot := &r.win[seq%r.window]
 		if slot.ok { // rule 1: a replay of a waiting chunk
 			return st
 		}
@@ -595,18 +585,11 @@ func (r *reassembler) deadline() (time.Time, bool) {
 	}
 	// The next expected seq is missing (were it here, it would have been
 	// released) and, being the lowest, has been missing the longest.
-	d := r.marks[0].at.Add(cmp.Or(r.gapTimeout, streamGapTimeout))
-	if r.ended {
-		d = earlier(d, r.endAt.Add(cmp.Or(r.endGapTimeout, streamEndGapTimeout)))
+	d := r.marks[0].at.Add(r.gapTimeout)
+	if end := r.endAt.Add(r.endGapTimeout); r.ended && end.Before(d) {
+		d = end
 	}
 	return d, true
-}
-
-func earlier(a, b time.Time) time.Time {
-	if b.Before(a) {
-		return b
-	}
-	return a
 }
 
 // expire fails the stream with stream_gap when now has reached its
@@ -635,7 +618,7 @@ func (r *reassembler) abort(err error) streamStep {
 // release moves the chunks that now follow on from the window into st.
 func (r *reassembler) release(st *streamStep) {
 	for r.waiting > 0 {
-		slot := &r.win[(r.delivered+1)%r.size()]
+		slot := &r.win[(r.delivered+1)%r.window]
 		if !slot.ok {
 			break
 		}
@@ -644,11 +627,7 @@ func (r *reassembler) release(st *streamStep) {
 		r.waiting--
 		r.delivered++
 	}
-	drop := 0
-	for drop < len(r.marks) && r.marks[drop].upTo <= r.delivered {
-		drop++
-	}
-	r.marks = append(r.marks[:0], r.marks[drop:]...)
+	r.marks = slices.DeleteFunc(r.marks, func(m gapMark) bool { return m.upTo <= r.delivered })
 }
 
 // learn records that seq exists (a chunk came with it, or it is the end's
@@ -687,11 +666,7 @@ func (r *reassembler) outcome() error {
 	}
 	text := ""
 	if strings.TrimSpace(r.last.Error) != "" {
-		redact := r.redact
-		if redact == nil {
-			redact = defaultRedactor().Redact
-		}
-		text = strings.TrimSpace(redact(r.last.Error))
+		text = strings.TrimSpace(r.redact(r.last.Error))
 	}
 	return NewError(reason, text)
 }
@@ -709,41 +684,32 @@ func (r *reassembler) conclude(st streamStep, err error) streamStep {
 // the error matches ReasonProviderInterrupted as well as ReasonStreamGap
 // under errors.Is.
 func (r *reassembler) gapError() *Error {
-	var b strings.Builder
-	var lo, hi int64 = 0, -1 // the open range; none while hi < lo
-	flush := func() {
-		if hi < lo {
-			return
-		}
-		if b.Len() > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(strconv.FormatInt(lo, 10))
-		if hi > lo {
-			b.WriteByte('-')
-			b.WriteString(strconv.FormatInt(hi, 10))
-		}
-	}
+	var runs [][2]int64 // the missing seqs, first and last of each run
 	add := func(from, to int64) {
-		if hi >= lo && from == hi+1 {
-			hi = to
-			return
+		if n := len(runs); n > 0 && runs[n-1][1] == from-1 {
+			runs[n-1][1] = to
+		} else {
+			runs = append(runs, [2]int64{from, to})
 		}
-		flush()
-		lo, hi = from, to
 	}
 	next := r.delivered + 1
-	top := min(r.known, next+r.size()-1) // no chunk waits above the window
+	top := min(r.known, next+r.window-1) // no chunk waits above the window
 	for s := next; s <= top; s++ {
-		if r.win == nil || !r.win[s%r.size()].ok {
+		if r.win == nil || !r.win[s%r.window].ok {
 			add(s, s)
 		}
 	}
 	if r.known > top {
 		add(top+1, r.known)
 	}
-	flush()
-	return causedError(ReasonProviderInterrupted, ReasonStreamGap, "missing chunks %s", b.String())
+	text := make([]string, len(runs))
+	for i, run := range runs {
+		text[i] = strconv.FormatInt(run[0], 10)
+		if run[1] > run[0] {
+			text[i] += "-" + strconv.FormatInt(run[1], 10)
+		}
+	}
+	return causedError(ReasonProviderInterrupted, ReasonStreamGap, "missing chunks %s", strings.Join(text, ", "))
 }
 
 // Stream is one open provider stream (PROTOCOL.md §5): [Stream.Recv]
@@ -771,13 +737,6 @@ type Stream struct {
 	unwatch  func() bool // stops watching the caller's context
 }
 
-func newStream(rt *Runtime, s *sidecar, id, ref string) *Stream {
-	o := s.cfg
-	st := &Stream{rt: rt, s: s, id: id, ref: ref, out: make(chan ProviderChunk, o.StreamQueue-1), done: make(chan struct{}), aborted: make(chan struct{})}
-	st.r = reassembler{redact: s.safe, window: int64(o.StreamWindow), gapTimeout: o.GapTimeout, endGapTimeout: o.EndGapTimeout}
-	return st
-}
-
 // ID returns the stream's id, es_ and 24 hex digits, as sent in stream/open.
 func (st *Stream) ID() string { return st.id }
 
@@ -802,10 +761,7 @@ func (st *Stream) Recv() (ProviderChunk, error) {
 			return st.read(c), nil
 		default:
 		}
-		if st.err == nil {
-			return ProviderChunk{}, io.EOF
-		}
-		return ProviderChunk{}, st.err
+		return ProviderChunk{}, cmp.Or(st.err, io.EOF)
 	}
 }
 
@@ -847,18 +803,15 @@ func (st *Stream) stop(err error) {
 	open := !st.finished
 	st.conclude(err)
 	st.mu.Unlock()
-	for drained := false; !drained; {
+	for len(st.out) > 0 {
 		select {
 		case <-st.out:
-		default:
-			drained = true
+		default: // a concurrent Recv took it
 		}
 	}
 	if open {
 		st.s.background(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), st.s.cfg.CancelTimeout)
-			defer cancel()
-			st.s.call(ctx, MethodStreamCancel, StreamCancelParams{StreamID: st.id}, &StreamCancelResult{}) // the answer changes nothing (PROTOCOL.md §5.5)
+			st.s.callWithin(context.Background(), st.s.cfg.CancelTimeout, MethodStreamCancel, StreamCancelParams{StreamID: st.id}, &StreamCancelResult{}) // the answer changes nothing (PROTOCOL.md §5.5)
 		})
 	}
 }
@@ -890,15 +843,16 @@ func (st *Stream) chunk(seq int64, c ProviderChunk) {
 }
 
 func (st *Stream) end(p StreamEndParams) {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	st.apply(st.r.end(p, time.Now()))
+	st.step(func(now time.Time) streamStep { return st.r.end(p, now) })
 }
 
-func (st *Stream) expire() {
+func (st *Stream) expire() { st.step(st.r.expire) }
+
+// step runs a step of the reassembler, told the time, and applies it.
+func (st *Stream) step(f func(now time.Time) streamStep) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	st.apply(st.r.expire(time.Now()))
+	st.apply(f(time.Now()))
 }
 
 // apply delivers what a step of the reassembler released and re-arms the

@@ -58,6 +58,12 @@ func tickAt(at time.Duration) streamEvent { return streamEvent{at: at, kind: str
 // streamEpoch is the moment 0 of every schedule.
 var streamEpoch = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 
+// testReassembler is a reassembler with the default bounds, as a Host's
+// stream has them, and redact.
+func testReassembler(redact func(string) string) *reassembler {
+	return &reassembler{redact: redact, window: streamWindow, gapTimeout: streamGapTimeout, endGapTimeout: streamEndGapTimeout}
+}
+
 // streamLabel is the text of the chunk that event i of a schedule carries
 // with seq: each copy of a chunk is told apart, so that a test sees which
 // copy was delivered.
@@ -103,7 +109,7 @@ type streamRun struct {
 // the invariants it saw broken: anything delivered out of order, twice or
 // after the end, a second outcome, or memory beyond the window.
 func runStream(events []streamEvent, timer bool) (streamRun, []string) {
-	r := &reassembler{redact: testRedact}
+	r := testReassembler(testRedact)
 	run := streamRun{counts: make([]int, len(events)), deadlines: make([]time.Duration, len(events)+1), outcome: streamOutcome{at: -1}}
 	var problems []string
 	take := func(i int, st streamStep) {
@@ -826,7 +832,7 @@ func streamSchedule(seed uint64) []streamEvent {
 // §5.5: chunks already released stay delivered, those waiting behind a
 // gap are dropped, and nothing follows, not even the timer.
 func TestStreamAbortDiscardsWhatWaitsD21(t *testing.T) {
-	r := &reassembler{redact: testRedact}
+	r := testReassembler(testRedact)
 	if st := r.chunk(1, ProviderChunk{Type: ChunkText, Text: "a"}, streamEpoch); len(st.chunks) != 1 || st.done {
 		t.Fatalf("chunk 1: %+v", st)
 	}
@@ -856,13 +862,13 @@ func TestStreamAbortDiscardsWhatWaitsD21(t *testing.T) {
 	}
 }
 
-// TestStreamEndErrorTextIsRedactedD21: without a redact function of its
-// own, a reassembler redacts the end's error text with the default
-// Redactor (D25) before it becomes the outcome's message.
+// TestStreamEndErrorTextIsRedactedD21: a reassembler redacts the end's
+// error text with its owner's redactor, here the default Redactor (D25),
+// before it becomes the outcome's message.
 func TestStreamEndErrorTextIsRedactedD21(t *testing.T) {
 	secret := "ghp_FAKE0123456789abcdefghijklmnopqrstuv"
 	for _, interrupted := range []bool{false, true} {
-		r := &reassembler{}
+		r := testReassembler(defaultRedactor().Redact)
 		st := r.end(StreamEndParams{LastSeq: 0, Error: "upstream said: token " + secret, Interrupted: interrupted}, streamEpoch)
 		var e *Error
 		if !st.done || !errors.As(st.err, &e) {

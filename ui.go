@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -156,7 +158,7 @@ type UIKeyValue struct {
 
 // UIActionRef offers one of the sidecar's declared actions on a card.
 type UIActionRef struct {
-	ActionID string `json:"actionId" proto:"nonempty"`
+	ActionID string `json:"actionId" proto:"nonempty" ui:"id"`
 	Label    string `json:"label" proto:"nonempty"`
 }
 
@@ -170,7 +172,7 @@ type UIFormPayload struct {
 // UIFormField is one field of a form; a select or multiselect field
 // should have options (the SDK requires them).
 type UIFormField struct {
-	Key      string          `json:"key" proto:"nonempty"`
+	Key      string          `json:"key" proto:"nonempty" ui:"id"`
 	Label    string          `json:"label,omitempty"`
 	Kind     PromptKind      `json:"kind"`
 	Options  []string        `json:"options,omitempty"`
@@ -194,6 +196,21 @@ type uiString struct {
 	shown   bool
 }
 
+// surfaceKinds is the table of surface kinds: each kind's payload
+// document, made as the member of a Surface that carries it.
+var surfaceKinds = map[SurfaceKind]func(*Surface) any{
+	SurfaceCard:         func(sf *Surface) any { return fill(&sf.Card) },
+	SurfaceForm:         func(sf *Surface) any { return fill(&sf.Form) },
+	SurfaceNotification: func(sf *Surface) any { return fill(&sf.Notification) },
+	SurfaceStatus:       func(sf *Surface) any { return fill(&sf.Status) },
+}
+
+// fill points *p at a new zero T and returns it.
+func fill[T any](p **T) *T {
+	*p = new(T)
+	return *p
+}
+
 // DecodeSurface strictly decodes the payload of a surface of kind, or of
 // a prompt when kind is SurfaceForm, and applies D23 to every string in
 // it: raw HTML, a javascript:, vbscript:, data: or file: URL, a Markdown
@@ -202,70 +219,54 @@ type uiString struct {
 // naming the member (never echoing its value). It returns a pointer to
 // the payload document. The SDK checks a payload with it before sending.
 func DecodeSurface(kind SurfaceKind, payload json.RawMessage) (any, error) {
-	var v any
-	switch kind {
-	case SurfaceStatus:
-		v = new(UIStatusPayload)
-	case SurfaceCard:
-		v = new(UICardPayload)
-	case SurfaceForm:
-		v = new(UIFormPayload)
-	case SurfaceNotification:
-		v = new(UINotificationPayload)
-	default:
-		return nil, errorf(ReasonInvalidParams, "unknown surface kind %q", kind)
+	sf := Surface{Kind: kind}
+	return sf.decode(payload)
+}
+
+// decode is DecodeSurface into the member of sf that sf.Kind names.
+func (sf *Surface) decode(payload json.RawMessage) (any, error) {
+	member, ok := surfaceKinds[sf.Kind]
+	if !ok {
+		return nil, errorf(ReasonInvalidParams, "unknown surface kind %q", sf.Kind)
 	}
+	v := member(sf)
 	if err := Unmarshal(payload, v); err != nil {
-		return nil, causedError(err, ReasonInvalidParams, "invalid %s surface payload: %v", kind, err)
+		return nil, causedError(err, ReasonInvalidParams, "invalid %s surface payload: %v", sf.Kind, err)
 	}
-	for _, f := range uiStrings(v) {
+	for _, f := range uiStrings(reflect.ValueOf(v), "", true) {
 		if why := structuredOnly(*f.s); why != "" {
-			return nil, errorf(ReasonInvalidParams, "invalid %s surface payload: %s holds %s; UI payloads are structured data only (D23)", kind, f.pointer, why)
+			return nil, errorf(ReasonInvalidParams, "invalid %s surface payload: %s holds %s; UI payloads are structured data only (D23)", sf.Kind, f.pointer, why)
 		}
 	}
 	return v, nil
 }
 
-// uiStrings lists the strings of a decoded UI payload document.
-func uiStrings(v any) []uiString {
+// uiStrings lists the strings of v, a decoded UI payload document or the
+// part of one at pointer, in document order: every string member and
+// list entry, and a string default, which is never altered. A member
+// tagged ui:"id" is read by a program, not shown.
+func uiStrings(v reflect.Value, pointer string, shown bool) []uiString {
 	var out []uiString
-	add := func(pointer string, s *string, shown bool) {
-		out = append(out, uiString{pointer, s, shown})
-	}
-	switch p := v.(type) {
-	case *UIStatusPayload:
-		add("/label", &p.Label, true)
-		add("/detail", &p.Detail, true)
-	case *UICardPayload:
-		add("/title", &p.Title, true)
-		add("/markdown", &p.Markdown, true)
-		add("/text", &p.Text, true)
-		for i := range p.Fields {
-			add(fmt.Sprintf("/fields/%d/key", i), &p.Fields[i].Key, true)
-			add(fmt.Sprintf("/fields/%d/value", i), &p.Fields[i].Value, true)
+	switch {
+	case v.Kind() == reflect.Pointer && !v.IsNil():
+		return uiStrings(v.Elem(), pointer, shown)
+	case v.Type() == reflect.TypeFor[string]():
+		out = append(out, uiString{pointer, v.Addr().Interface().(*string), shown})
+	case v.Type() == reflect.TypeFor[json.RawMessage]():
+		var def string
+		if json.Unmarshal(v.Bytes(), &def) == nil { // a string default is shown too
+			out = append(out, uiString{pointer, &def, false})
 		}
-		for i := range p.Actions {
-			add(fmt.Sprintf("/actions/%d/actionId", i), &p.Actions[i].ActionID, false)
-			add(fmt.Sprintf("/actions/%d/label", i), &p.Actions[i].Label, true)
+	case v.Kind() == reflect.Slice:
+		for i := range v.Len() {
+			out = append(out, uiStrings(v.Index(i), pointer+"/"+strconv.Itoa(i), shown)...)
 		}
-	case *UIFormPayload:
-		add("/title", &p.Title, true)
-		add("/message", &p.Message, true)
-		for i := range p.Fields {
-			f := &p.Fields[i]
-			add(fmt.Sprintf("/fields/%d/key", i), &f.Key, false)
-			add(fmt.Sprintf("/fields/%d/label", i), &f.Label, true)
-			for j := range f.Options {
-				add(fmt.Sprintf("/fields/%d/options/%d", i, j), &f.Options[j], true)
-			}
-			var def string
-			if json.Unmarshal(f.Default, &def) == nil { // a string default is shown too
-				add(fmt.Sprintf("/fields/%d/default", i), &def, false)
-			}
+	case v.Kind() == reflect.Struct:
+		for i := range v.NumField() {
+			f := v.Type().Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			out = append(out, uiStrings(v.Field(i), pointer+"/"+name, shown && f.Tag.Get("ui") != "id")...)
 		}
-	case *UINotificationPayload:
-		add("/title", &p.Title, true)
-		add("/body", &p.Body, true)
 	}
 	return out
 }
@@ -304,27 +305,18 @@ func structuredOnly(s string) string {
 	if strings.Contains(text, "![") && strings.Contains(text[strings.Index(text, "!["):], "](") {
 		return "a Markdown image"
 	}
-	for i := strings.Index(text, "]("); i >= 0; {
-		target := text[i+2:]
+	// A link's target and a tag each end before the next "](" or '<': a
+	// scheme or an element name holds neither.
+	for _, target := range strings.Split(text, "](")[1:] {
 		target = strings.TrimLeft(target, " <")
-		if scheme, _, ok := strings.Cut(target, ":"); ok && isScheme(scheme) && scheme != "http" && scheme != "https" && !strings.ContainsAny(scheme, "/?#") {
+		if scheme, _, ok := strings.Cut(target, ":"); ok && isScheme(scheme) && scheme != "http" && scheme != "https" {
 			return "a Markdown link that is not http, https or relative"
 		}
-		next := strings.Index(text[i+2:], "](")
-		if next < 0 {
-			break
-		}
-		i += 2 + next
 	}
-	for i := strings.IndexByte(text, '<'); i >= 0; {
-		if why := htmlAt(strings.ToLower(text[i+1:])); why != "" {
+	for _, rest := range strings.Split(strings.ToLower(text), "<")[1:] {
+		if why := htmlAt(rest); why != "" {
 			return why
 		}
-		next := strings.IndexByte(text[i+1:], '<')
-		if next < 0 {
-			break
-		}
-		i += 1 + next
 	}
 	return ""
 }
@@ -374,38 +366,25 @@ func htmlAt(rest string) string {
 // (and fenced blocks) blanked: between a run of backticks and the next
 // run of the same length.
 func withoutCodeSpans(s string) string {
-	if !strings.Contains(s, "`") {
-		return s
-	}
 	b := []byte(s)
-	for i := 0; i < len(b); {
-		if b[i] != '`' {
-			i++
-			continue
-		}
+	run := func(i int) int { // the number of backticks from b[i]
 		n := 0
 		for i+n < len(b) && b[i+n] == '`' {
 			n++
 		}
-		fence := strings.Repeat("`", n)
-		end := -1
-		for j := i + n; j < len(b); {
-			k := strings.Index(string(b[j:]), fence)
-			if k < 0 {
-				break
-			}
-			k += j
-			m := 0
-			for k+m < len(b) && b[k+m] == '`' {
-				m++
-			}
-			if m == n {
-				end = k
-				break
-			}
-			j = k + m
+		return n
+	}
+	for i := 0; i < len(b); {
+		n := run(i)
+		if n == 0 {
+			i++
+			continue
 		}
-		if end < 0 {
+		end := i + n
+		for end < len(b) && run(end) != n {
+			end += max(run(end), 1)
+		}
+		if end == len(b) { // no closing run: the backticks are text
 			i += n
 			continue
 		}
@@ -493,76 +472,65 @@ func (s *sidecar) ui(ctx context.Context, method string, params json.RawMessage)
 	if fe == nil {
 		return nil, NewError(ReasonUnknownMethod, "extension UI is not available on this host")
 	}
+	asking := method == MethodUIRequest
 	var p UIPublishParams
-	var prompt PromptKind
-	if method == MethodUIRequest {
-		var rp UIRequestParams
+	var rp UIRequestParams
+	if asking {
 		if err := Decode(method, params, &rp); err != nil {
 			return nil, err
 		}
-		p, prompt = UIPublishParams{SurfaceID: rp.SurfaceID, SessionID: rp.SessionID, Generation: rp.Generation, Payload: rp.Payload}, rp.Kind
+		p = UIPublishParams{SurfaceID: rp.SurfaceID, SessionID: rp.SessionID, Generation: rp.Generation, Kind: SurfaceForm, Payload: rp.Payload}
 	} else if err := Decode(method, params, &p); err != nil {
 		return nil, err
 	}
 	if !slices.Contains(s.spec.Runtime.Capabilities, "ui") {
 		return nil, errorf(ReasonCapabilityNotDeclared, "extension %s calls %s without the ui capability in its manifest", s.spec.ID, method)
 	}
-	stale := !s.cfg.bound.current(p.SessionID, p.Generation)
-	kind := p.Kind
-	if method == MethodUIRequest {
-		if stale {
-			return UIRequestResult{Cancelled: true}, nil // D24: an old sidecar never hangs on an invisible prompt
-		}
-		kind = SurfaceForm
-	} else if stale {
-		return UIPublishResult{Accepted: false}, nil // D24
+	// D24: a stale call is declined at once; an old sidecar never hangs
+	// on an invisible prompt.
+	declined := any(UIPublishResult{Accepted: false})
+	if asking {
+		declined = UIRequestResult{Cancelled: true}
 	}
-	v, err := DecodeSurface(kind, p.Payload)
+	if !s.cfg.bound.current(p.SessionID, p.Generation) {
+		return declined, nil
+	}
+	// D27: the surface id is outside the payload, escaped.
+	sf := Surface{Plugin: s.spec.ID, SurfaceID: s.safe(p.SurfaceID), SessionID: p.SessionID, Generation: p.Generation, Kind: p.Kind}
+	v, err := sf.decode(p.Payload)
 	if err != nil {
 		return nil, err
 	}
-	if card, ok := v.(*UICardPayload); ok {
-		for i, a := range card.Actions {
+	if sf.Card != nil {
+		for i, a := range sf.Card.Actions {
 			if !slices.ContainsFunc(s.result.UIActions, func(d UIActionDecl) bool { return d.ActionID == a.ActionID }) {
 				return nil, errorf(ReasonInvalidParams, "invalid card surface payload: /actions/%d/actionId is not an action extension %s declared", i, s.spec.ID)
 			}
 		}
 	}
-	for _, f := range uiStrings(v) {
+	for _, f := range uiStrings(reflect.ValueOf(v), "", true) {
 		if f.shown {
 			*f.s = s.redactor.Redact(*f.s) // D25
 		}
 	}
-	id := s.safe(p.SurfaceID) // D27: outside the payload, escaped
-	if method == MethodUIRequest {
-		// A pending prompt is an operation (D14); a generation that is
-		// retiring asks nothing more.
-		if s.rt.begin() != nil {
-			return UIRequestResult{Cancelled: true}, nil
-		}
-		defer s.rt.end()
-		values, cancelled, err := fe.Ask(ctx, Prompt{Plugin: s.spec.ID, SurfaceID: id, SessionID: p.SessionID, Generation: p.Generation, Kind: prompt, Form: *v.(*UIFormPayload)})
-		if err != nil {
-			return nil, causedError(err, ReasonInternal, "") // the host's own failure: its text stays here
-		}
-		if cancelled || values == nil {
-			return UIRequestResult{Cancelled: true}, nil
-		}
-		return UIRequestResult{Values: values}, nil
+	if !asking {
+		fe.Show(sf)
+		return UIPublishResult{Accepted: true}, nil
 	}
-	sf := Surface{Plugin: s.spec.ID, SurfaceID: id, SessionID: p.SessionID, Generation: p.Generation, Kind: kind}
-	switch d := v.(type) {
-	case *UIStatusPayload:
-		sf.Status = d
-	case *UICardPayload:
-		sf.Card = d
-	case *UIFormPayload:
-		sf.Form = d
-	case *UINotificationPayload:
-		sf.Notification = d
+	// A pending prompt is an operation (D14); a generation that is
+	// retiring asks nothing more.
+	if s.rt.begin() != nil {
+		return declined, nil
 	}
-	fe.Show(sf)
-	return UIPublishResult{Accepted: true}, nil
+	defer s.rt.end()
+	values, cancelled, err := fe.Ask(ctx, Prompt{Plugin: sf.Plugin, SurfaceID: sf.SurfaceID, SessionID: sf.SessionID, Generation: sf.Generation, Kind: rp.Kind, Form: *sf.Form})
+	if err != nil {
+		return nil, causedError(err, ReasonInternal, "") // the host's own failure: its text stays here
+	}
+	if cancelled || values == nil {
+		return declined, nil
+	}
+	return UIRequestResult{Values: values}, nil
 }
 
 // parseAction splits an action's name, /<plugin>:<action>, into its
@@ -591,9 +559,11 @@ func (rt *Runtime) Actions() []string {
 
 // uiTarget finds the running sidecar of plugin for a UI call of session
 // (PROTOCOL.md §7.4), checked in this order: an unknown plugin is
-// internal, a crashed one provider_interrupted, another session
-// invalid_params.
-func (rt *Runtime) uiTarget(plugin, session string) (*sidecar, error) {
+// internal, a crashed one provider_interrupted, another session or an
+// action (when not "") the sidecar did not declare invalid_params. The
+// call is an operation of the generation (D14): without an error, the
+// caller ends it.
+func (rt *Runtime) uiTarget(plugin, session, action string) (*sidecar, error) {
 	s := rt.byID[plugin]
 	if s == nil {
 		return nil, errorf(ReasonInternal, "no extension %s runs in this generation", plugin)
@@ -604,7 +574,10 @@ func (rt *Runtime) uiTarget(plugin, session string) (*sidecar, error) {
 	if session != rt.cfg.Session.SessionID {
 		return nil, errorf(ReasonInvalidParams, "stale session %q: this generation serves %q", session, rt.cfg.Session.SessionID)
 	}
-	return s, nil
+	if action != "" && !slices.ContainsFunc(s.result.UIActions, func(a UIActionDecl) bool { return a.ActionID == action }) {
+		return nil, errorf(ReasonInvalidParams, "extension %s declares no UI action %q", plugin, action)
+	}
+	return s, rt.begin()
 }
 
 // Action invokes the UI action name (/<plugin>:<action>) for session with
@@ -618,14 +591,8 @@ func (rt *Runtime) Action(ctx context.Context, session, name string, args map[st
 	if err != nil {
 		return UIActionResult{}, err
 	}
-	s, err := rt.uiTarget(plugin, session)
+	s, err := rt.uiTarget(plugin, session, action)
 	if err != nil {
-		return UIActionResult{}, err
-	}
-	if !slices.ContainsFunc(s.result.UIActions, func(a UIActionDecl) bool { return a.ActionID == action }) {
-		return UIActionResult{}, errorf(ReasonInvalidParams, "extension %s declares no UI action %q", plugin, action)
-	}
-	if err := rt.begin(); err != nil {
 		return UIActionResult{}, err
 	}
 	defer rt.end()
@@ -642,11 +609,8 @@ func (rt *Runtime) Submit(ctx context.Context, session, plugin, surfaceID string
 	if strings.TrimSpace(surfaceID) == "" {
 		return false, errorf(ReasonInvalidParams, "a submit needs a surface id")
 	}
-	s, err := rt.uiTarget(plugin, session)
+	s, err := rt.uiTarget(plugin, session, "")
 	if err != nil {
-		return false, err
-	}
-	if err := rt.begin(); err != nil {
 		return false, err
 	}
 	defer rt.end()
