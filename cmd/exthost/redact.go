@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 
 	"github.com/reasonix-ext/extension"
 )
@@ -101,6 +102,9 @@ func (s *streamRedactor) copy(dst io.Writer, src io.Reader) error {
 			end = max(ctx+1, len(buf)-context) // a long line is cut
 			if i := bytes.LastIndexByte(buf[ctx:], '\n'); i >= 0 {
 				end = ctx + i + 1
+				if len(buf) < maxHold { // an END line further on may make them a PEM body
+					end = max(ctx, bodyLines(buf[:end]))
+				}
 			}
 			for _, sp := range spans {
 				if sp.Start < end && end < sp.End {
@@ -158,3 +162,22 @@ func (s *streamRedactor) spans(b []byte) []extension.Finding {
 	}
 	return merged
 }
+
+// bodyLines returns where the run of whole lines of base64 that ends b
+// (at a line break) starts: lines that an END line without its BEGIN
+// further on makes the body of a PEM private key, which the Redactor
+// removes (D25). Held back until such a line or other text comes, they
+// are never written before it is known.
+func bodyLines(b []byte) int {
+	i := len(b)
+	for i > 0 && (b[i-1] == '\n' || b[i-1] == '\r' || strings.IndexByte(base64Chars, b[i-1]) >= 0) {
+		i--
+	}
+	if i > 0 { // the line i is in starts with other text
+		i += bytes.IndexByte(b[i:], '\n') + 1
+	}
+	return i
+}
+
+// base64Chars are the bytes of a PEM body line.
+const base64Chars = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/="
