@@ -24,7 +24,7 @@ func checkCommand(fs *flag.FlagSet) func(*env) int {
 			e.usage()
 			return 2
 		}
-		targets, cleanup, err := pluginTargets(e, *home, e.args)
+		targets, cleanup, err := pluginTargets(*home, e.args)
 		defer cleanup()
 		if err != nil {
 			return e.exit(err)
@@ -58,7 +58,7 @@ type target struct{ dir, name string }
 // plugin installed in home, the plugin directory in args, or the bundled
 // reference plugin, written into a temporary directory that cleanup
 // removes.
-func pluginTargets(e *env, home string, args []string) ([]target, func(), error) {
+func pluginTargets(home string, args []string) ([]target, func(), error) {
 	nothing := func() {}
 	switch {
 	case home != "":

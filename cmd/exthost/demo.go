@@ -34,15 +34,10 @@ func demoCommand(fs *flag.FlagSet) func(*env) int {
 			e.usage()
 			return 2
 		}
-		d := &demo{out: e.stdout, wire: *wire, quiet: demoQuiet}
-		return e.exit(d.run(e, *home, *script))
+		d := &demo{out: e.stdout, wire: *wire, quiet: 50 * time.Millisecond}
+		return e.exit(d.run(e.args, *home, *script))
 	}
 }
-
-// demoQuiet is how long a step must go without news to be over: what a
-// sidecar does on its own after an answer (a publish, a stderr line)
-// comes within it. A variable for the tests.
-var demoQuiet = 50 * time.Millisecond
 
 // demo is one run of the scripted turn. Everything the sidecars do during
 // a step (frames, stderr, UI, warnings) is collected as it happens and
@@ -51,7 +46,7 @@ var demoQuiet = 50 * time.Millisecond
 type demo struct {
 	out   io.Writer
 	wire  bool
-	quiet time.Duration // a step has settled after this long without news
+	quiet time.Duration // a step has settled after this long without news: what a sidecar does on its own after an answer (a publish, a stderr line) comes within it
 	work  string
 	rt    *extension.Runtime
 	ids   []string // the running plugins
@@ -133,30 +128,35 @@ func (d *demo) tap(redactor *extension.Redactor) func(bool, []byte) {
 	}
 }
 
-// settle waits, at most stepBound, until every request of the step has its
-// answer and nothing has happened for d.quiet, then prints what the
-// step caused.
-func (d *demo) settle() {
+// await waits, at most stepBound, until ready, called with d.mu held,
+// holds and then nothing has happened for quiet.
+func (d *demo) await(quiet time.Duration, ready func() bool) {
 	deadline := time.Now().Add(stepBound)
 	for {
 		d.mu.Lock()
-		grew, open := d.grew, len(d.pending)
+		grew, ok := d.grew, ready()
 		d.mu.Unlock()
-		wait := d.quiet
-		if open > 0 {
-			wait = time.Until(deadline)
+		wait := time.Until(deadline)
+		if ok {
+			wait = min(wait, quiet)
 		}
-		t := time.NewTimer(min(wait, max(time.Until(deadline), 0)))
+		if wait <= 0 {
+			return
+		}
+		t := time.NewTimer(wait)
 		select {
 		case <-grew:
 			t.Stop()
-			if time.Now().Before(deadline) {
-				continue
-			}
 		case <-t.C:
+			return
 		}
-		break
 	}
+}
+
+// settle waits until every request of the step has its answer and
+// nothing has happened for d.quiet, then prints what the step caused.
+func (d *demo) settle() {
+	d.await(d.quiet, func() bool { return len(d.pending) == 0 })
 	d.mu.Lock()
 	news := d.news
 	d.news = nil
@@ -170,26 +170,15 @@ func (d *demo) settle() {
 
 // waitFor waits, at most stepBound, until n frames of the step match.
 func (d *demo) waitFor(n int, match func(looseFrame) bool) {
-	deadline := time.Now().Add(stepBound)
-	for {
-		d.mu.Lock()
-		seen, grew := 0, d.grew
+	d.await(0, func() bool {
+		seen := 0
 		for _, e := range d.news {
 			if e.frame && match(e.w) {
 				seen++
 			}
 		}
-		d.mu.Unlock()
-		if seen >= n || !time.Now().Before(deadline) {
-			return
-		}
-		t := time.NewTimer(time.Until(deadline))
-		select {
-		case <-grew:
-		case <-t.C:
-		}
-		t.Stop()
-	}
+		return seen >= n
+	})
 }
 
 // Show prints a surface under the step that published it.
@@ -255,7 +244,7 @@ func (d *demo) fail(format string, args ...any) {
 
 // run installs the plugins (or uses those of home), starts them, runs the
 // turn and shuts them down.
-func (d *demo) run(e *env, home, scriptFile string) error {
+func (d *demo) run(args []string, home, scriptFile string) error {
 	work, err := os.MkdirTemp("", "exthost-demo-")
 	if err != nil {
 		return err
@@ -270,7 +259,7 @@ func (d *demo) run(e *env, home, scriptFile string) error {
 	}
 	if home == "" {
 		home = filepath.Join(work, "home")
-		targets, cleanup, err := pluginTargets(e, "", e.args)
+		targets, cleanup, err := pluginTargets("", args)
 		defer cleanup()
 		if err != nil {
 			return err
