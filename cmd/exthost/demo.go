@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/reasonix-ext/extension"
@@ -56,8 +57,8 @@ type demo struct {
 	grew    chan struct{}
 	pending map[string]bool // requests not answered yet, "in 7" or "out 7"
 	answer  map[string]json.RawMessage
-	forms   [][2]string // forms shown or asked: plugin and surface id
-	failed  int
+	forms   [][2]string  // forms shown or asked: plugin and surface id
+	failed  atomic.Int64 // steps without a legal answer, and warnings
 }
 
 // entry is one thing that happened during a step.
@@ -236,9 +237,7 @@ func (d *demo) say(format string, args ...any) {
 
 // fail marks the turn failed: a step did not get a legal answer.
 func (d *demo) fail(format string, args ...any) {
-	d.mu.Lock()
-	d.failed++
-	d.mu.Unlock()
+	d.failed.Add(1)
 	d.say("   FAILED: %s", extension.TerminalSafe(fmt.Sprintf(format, args...)))
 }
 
@@ -281,10 +280,15 @@ func (d *demo) run(args []string, home, scriptFile string) error {
 	}
 	d.pending = map[string]bool{}
 	h := &extension.Host{
-		Home:      home,
-		Session:   extension.SessionContext{SessionID: "demo-session", WorkspaceRoot: work, Generation: 1},
-		Frontend:  d,
-		OnWarning: func(w *extension.PluginError) { d.warn(w.Plugin, w.Err) },
+		Home:     home,
+		Session:  extension.SessionContext{SessionID: "demo-session", WorkspaceRoot: work, Generation: 1},
+		Frontend: d,
+		// An optional plugin skipped after a failure or a violation is a
+		// step without a legal answer.
+		OnWarning: func(w *extension.PluginError) {
+			d.failed.Add(1)
+			d.say("   warning: %s: %s", w.Plugin, extension.TerminalSafe(w.Err.Error()))
+		},
 		OnStderr: func(plugin, line string) {
 			d.add(entry{text: "      stderr " + plugin + ": " + line})
 		},
@@ -342,19 +346,10 @@ func (d *demo) run(args []string, home, scriptFile string) error {
 	if err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}
-	if d.failed > 0 {
-		return fmt.Errorf("%d step(s) did not get a legal answer", d.failed)
+	if n := d.failed.Load(); n > 0 {
+		return fmt.Errorf("%d step(s) did not get a legal answer", n)
 	}
 	return nil
-}
-
-// warn prints a warning of the host's: an optional plugin skipped after
-// a failure or a violation is a step without a legal answer.
-func (d *demo) warn(plugin string, err error) {
-	d.mu.Lock()
-	d.failed++
-	d.mu.Unlock()
-	d.add(entry{text: "   warning: " + plugin + ": " + extension.TerminalSafe(err.Error())})
 }
 
 // step runs one step of the turn.

@@ -187,49 +187,23 @@ func cellText(s string) string {
 	return extension.TerminalSafe(cellEscapes.Replace(s))
 }
 
-// enableCommand marks an installed plugin enabled, so it launches again.
-func enableCommand(fs *flag.FlagSet) func(*env) int { return setEnabledCommand(fs, true) }
-
-// disableCommand marks an installed plugin disabled; a disabled plugin
-// never launches (D8).
-func disableCommand(fs *flag.FlagSet) func(*env) int { return setEnabledCommand(fs, false) }
-
-// setEnabledCommand is enable when enabled is set, else disable.
-func setEnabledCommand(fs *flag.FlagSet, enabled bool) func(*env) int {
-	return nameCommand(fs, func(home, name string) (string, error) {
-		if err := extension.SetEnabled(home, name, enabled); err != nil {
-			return "", err
-		}
-		if enabled {
-			return fmt.Sprintf("enabled plugin %s in %s", name, home), nil
-		}
-		return fmt.Sprintf("disabled plugin %s in %s: it will not launch until enabled", name, home), nil
-	})
-}
-
-// removeCommand deletes an installed plugin from the record, and its copy
-// under <home>/plugins/ (a linked directory is left alone).
-func removeCommand(fs *flag.FlagSet) func(*env) int {
-	return nameCommand(fs, func(home, name string) (string, error) {
-		if err := extension.Remove(home, name); err != nil {
-			return "", err
-		}
-		return fmt.Sprintf("removed plugin %s from %s", name, home), nil
-	})
-}
-
-// nameCommand is a command that takes -home and one installed plugin name
-// and runs do on them, printing the line do returns on success.
-func nameCommand(flags *flag.FlagSet, do func(home, name string) (string, error)) func(*env) int {
-	return homeCommand(flags, 1, func(e *env, dir string) int {
-		line, err := do(dir, e.args[0])
-		if errors.Is(err, fs.ErrNotExist) {
-			err = fmt.Errorf("%w; \"exthost list -home %s\" shows the installed names", err, dir)
-		}
-		if err != nil {
-			return e.exit(err)
-		}
-		fmt.Fprintln(e.stdout, extension.TerminalSafe(line))
-		return 0
-	})
+// changeCommand is a command that takes -home and one installed plugin
+// name, changes its record with change and prints done, formatted with
+// the name and the home. A disabled plugin never launches (D8); remove
+// deletes the copy under <home>/plugins/ too, and leaves a linked
+// directory alone.
+func changeCommand(change func(home, name string) error, done string) func(*flag.FlagSet) func(*env) int {
+	return func(flags *flag.FlagSet) func(*env) int {
+		return homeCommand(flags, 1, func(e *env, dir string) int {
+			err := change(dir, e.args[0])
+			if errors.Is(err, fs.ErrNotExist) {
+				err = fmt.Errorf("%w; \"exthost list -home %s\" shows the installed names", err, dir)
+			}
+			if err != nil {
+				return e.exit(err)
+			}
+			fmt.Fprintln(e.stdout, extension.TerminalSafe(fmt.Sprintf(done, e.args[0], dir)))
+			return 0
+		})
+	}
 }
