@@ -223,7 +223,7 @@ func installCopies(home, pluginDir, under string, n int) ([]string, error) {
 		if err := os.CopyFS(dir, os.DirFS(pluginDir)); err != nil {
 			return nil, fmt.Errorf("copying the plugin directory for %s: %w", m.Name, err)
 		}
-		if err := installManifest(home, dir, m); err != nil {
+		if err := install(home, dir, writeManifest(dir, m)); err != nil {
 			return nil, err
 		}
 		ids = append(ids, m.Name)
@@ -231,12 +231,11 @@ func installCopies(home, pluginDir, under string, n int) ([]string, error) {
 	return ids, nil
 }
 
-// installManifest writes m into the plugin directory dir, making it if
-// need be, and installs dir in home, linked, as m.Name.
-func installManifest(home, dir string, m *extension.Manifest) error {
-	err := writeManifest(dir, m)
+// install installs the plugin directory dir in home, linked, unless
+// making it failed with err.
+func install(home, dir string, err error) error {
 	if err == nil {
-		_, err = extension.Install(home, dir, extension.InstallOptions{Name: m.Name, Link: true})
+		_, err = extension.Install(home, dir, extension.InstallOptions{Link: true})
 	}
 	return err
 }
@@ -331,11 +330,7 @@ func (b *bench) intercepts(figure, baseline string, s sidecars) func() ([]result
 			_, err := rt.Intercept(ctx, extension.ToolBefore, benchTool)
 			return nil, err
 		}
-		r, err := interleave(b.n, max(10, b.n/20), true, op{figure, intercept}, op{baseline, rounds(peers)})
-		if err != nil {
-			return nil, err
-		}
-		return []result{r[0].against(r[1]), r[1]}, nil
+		return interleave(b.n, max(10, b.n/20), true, op{figure, intercept, baseline}, op{name: baseline, run: rounds(peers)})
 	}
 }
 
@@ -407,12 +402,8 @@ func (b *bench) observeThroughput() ([]result, error) {
 // figure.
 func (b *bench) startPeerSidecar(figure, peer string, rt extension.RuntimeSpec) (*extension.Runtime, error) {
 	home := filepath.Join(b.work, "home-"+peer)
-	m := &extension.Manifest{APIVersion: "reasonix.io/plugin/v1", Name: peer, Version: "1.0.0", Runtime: &rt}
-	var err error
-	if rt.Command, rt.Args, err = self(peer); err == nil {
-		err = installManifest(home, filepath.Join(b.work, peer), m)
-	}
-	if err != nil {
+	dir, err := modePlugin(b.work, peer, &extension.Manifest{APIVersion: "reasonix.io/plugin/v1", Name: peer, Version: "1.0.0", Runtime: &rt})
+	if err = install(home, dir, err); err != nil {
 		return nil, fmt.Errorf("%s: installing %s: %w", figure, peer, err)
 	}
 	return sidecars{host: b.host(home), ids: []string{peer}}.start(figure)
@@ -447,7 +438,7 @@ func (b *bench) streamThroughput(rt *extension.Runtime) ([]result, error) {
 	chunks := 10 * b.n
 	count := strconv.Itoa(chunks)
 	req := extension.ProviderRequest{Messages: []extension.ProviderMessage{{Role: extension.RoleUser, Content: count}}}
-	ours := op{name: name, run: func() (func() error, error) {
+	ours := op{name: name, baseline: "stream_pipe", run: func() (func() error, error) {
 		st, err := rt.OpenStream(context.Background(), "plugin/"+streamerPeer+"/bench/text", "", req)
 		if err != nil {
 			return nil, err
@@ -480,13 +471,10 @@ func (b *bench) streamThroughput(rt *extension.Runtime) ([]result, error) {
 		return nil, nil
 	}}
 	res, err := interleave(max(3, b.n/200), 1, false, base, ours)
-	if err != nil {
-		return nil, err
-	}
 	for i := range res {
 		res[i].PerSec = float64(chunks) / time.Duration(res[i].P50).Seconds()
 	}
-	return []result{res[0], res[1].against(res[0])}, nil
+	return res, err
 }
 
 // content8MiB measures content_8mib, one input.receive Intercept of an
@@ -509,7 +497,7 @@ func (b *bench) content8MiB(rt *extension.Runtime) ([]result, error) {
 	}
 	defer stopAll([]*peer{child})
 	sum := sha256.Sum256(payload)
-	ours := op{name: name, run: func() (func() error, error) {
+	ours := op{name: name, baseline: "content_pipe", run: func() (func() error, error) {
 		out, err := rt.Intercept(context.Background(), extension.InputReceive, json.RawMessage(payload))
 		if err == nil && (out.Blocked || len(out.Replaced) > 0) {
 			err = fmt.Errorf("the sidecar answered %+v, not continue", out)
@@ -526,11 +514,7 @@ func (b *bench) content8MiB(rt *extension.Runtime) ([]result, error) {
 		}
 		return nil, err
 	}}
-	res, err := interleave(max(3, b.n/400), 1, false, base, ours)
-	if err != nil {
-		return nil, err
-	}
-	return []result{res[0], res[1].against(res[0])}, nil
+	return interleave(max(3, b.n/400), 1, false, base, ours)
 }
 
 // startup measures startup_1 and startup_4, the ready time of one and of
@@ -548,15 +532,11 @@ func (b *bench) startup() ([]result, error) {
 	}
 	// The untimed Close falls inside the blocks that count mallocs, so
 	// these figures report none.
-	r, err := interleave(max(3, b.n/100), 1, false,
-		op{"spawn_1", b.spawn(1)},
-		op{"startup_1", generation("startup_1", b.one)},
-		op{"spawn_4", b.spawn(copies)},
-		op{"startup_4", generation("startup_4", b.four)})
-	if err != nil {
-		return nil, err
-	}
-	return []result{r[1].against(r[0]), r[0], r[3].against(r[2]), r[2]}, nil
+	return interleave(max(3, b.n/100), 1, false,
+		op{"startup_1", generation("startup_1", b.one), "spawn_1"},
+		op{name: "spawn_1", run: b.spawn(1)},
+		op{"startup_4", generation("startup_4", b.four), "spawn_4"},
+		op{name: "spawn_4", run: b.spawn(copies)})
 }
 
 // peer is a running peer program and our ends of its stdin and stdout.
@@ -589,11 +569,11 @@ func (b *bench) peers(name string, k int, hello string) ([]*peer, error) {
 // complaints are seen, and has it echo hello, if any. The peer is
 // returned whenever it started, for stopAll.
 func (b *bench) startPeer(name, hello string) (*peer, error) {
-	exe, args, err := self(name)
+	exe, err := executable()
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(exe, args...)
+	cmd := exec.Command(exe, runArg, name)
 	cmd.Env = b.env
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
@@ -646,43 +626,12 @@ func (b *bench) spawn(k int) func() (func() error, error) {
 	}
 }
 
-// pingpong is the parent's side of one round with a child of the
-// intercept baselines: it writes request id, an extension/intercept frame
-// of benchTool whose payload it encodes as the host does, to w, and reads
-// and decodes the answer from r. The same DTOs as the host's, in
-// envelopes, with plain json.Marshal and json.Unmarshal, synchronously,
-// on one goroutine.
-func pingpong(w *bufio.Writer, r *bufio.Reader, id int64) error {
-	payload, err := json.Marshal(benchTool)
-	if err != nil {
-		return err
-	}
-	frame, err := json.Marshal(pingRequest{JSONRPC: "2.0", ID: id, Method: extension.MethodIntercept,
-		Params: extension.InterceptParams{Event: extension.ToolBefore, Seq: id, Payload: payload, TimeoutMillis: 5000}})
-	if err != nil {
-		return err
-	}
-	w.Write(frame)
-	w.WriteByte('\n')
-	if err := w.Flush(); err != nil {
-		return fmt.Errorf("writing to the peer: %w", err)
-	}
-	line, err := r.ReadBytes('\n')
-	if err != nil {
-		return fmt.Errorf("reading the peer's answer: %w", err)
-	}
-	var a pingAnswer
-	if err := json.Unmarshal(line, &a); err != nil {
-		return err
-	}
-	if a.ID != id || a.Result.Decision != extension.DecisionContinue {
-		return fmt.Errorf("the peer answered %s to request %d", line, id)
-	}
-	return nil
-}
-
 // rounds is one round with each peer in turn, all with the request ID
-// of the round.
+// of the round, the parent's side of the intercept baselines: to each, it
+// writes an extension/intercept frame of benchTool whose payload it
+// encodes as the host does, and reads and decodes the answer. The same
+// DTOs as the host's, in envelopes, with plain json.Marshal and
+// json.Unmarshal, synchronously, on one goroutine.
 func rounds(peers []*peer) func() (func() error, error) {
 	ws := make([]*bufio.Writer, len(peers))
 	for i, p := range peers {
@@ -692,8 +641,30 @@ func rounds(peers []*peer) func() (func() error, error) {
 	return func() (func() error, error) {
 		id++
 		for i, p := range peers {
-			if err := pingpong(ws[i], p.out, id); err != nil {
+			payload, err := json.Marshal(benchTool)
+			if err != nil {
 				return nil, err
+			}
+			frame, err := json.Marshal(pingRequest{JSONRPC: "2.0", ID: id, Method: extension.MethodIntercept,
+				Params: extension.InterceptParams{Event: extension.ToolBefore, Seq: id, Payload: payload, TimeoutMillis: 5000}})
+			if err != nil {
+				return nil, err
+			}
+			ws[i].Write(frame)
+			ws[i].WriteByte('\n')
+			if err := ws[i].Flush(); err != nil {
+				return nil, fmt.Errorf("writing to the peer: %w", err)
+			}
+			line, err := p.out.ReadBytes('\n')
+			if err != nil {
+				return nil, fmt.Errorf("reading the peer's answer: %w", err)
+			}
+			var a pingAnswer
+			if err := json.Unmarshal(line, &a); err != nil {
+				return nil, err
+			}
+			if a.ID != id || a.Result.Decision != extension.DecisionContinue {
+				return nil, fmt.Errorf("the peer answered %s to request %d", line, id)
 			}
 		}
 		return nil, nil
@@ -703,14 +674,15 @@ func rounds(peers []*peer) func() (func() error, error) {
 // op is one figure's sample: run does one timed operation and returns
 // an untimed cleanup, or nil for none.
 type op struct {
-	name string
-	run  func() (cleanup func() error, err error)
+	name     string
+	run      func() (cleanup func() error, err error)
+	baseline string // the name of the op it is measured against, or ""
 }
 
 // interleave runs warm untimed calls of each op, then n timed calls of
 // each, in alternating blocks, so that the machine's noise falls on all of
-// them alike, and returns each op's p50, p99 and, when allocs, its mallocs
-// per call. The times go into preallocated slices and the mallocs are
+// them alike, and returns each op's p50, p99, its ratio to its baseline
+// and, when allocs, its mallocs per call, in the order of ops. The times go into preallocated slices and the mallocs are
 // read around each block, so that neither is part of the figure.
 func interleave(n, warm int, allocs bool, ops ...op) ([]result, error) {
 	call := func(o op) (time.Duration, error) {
@@ -765,14 +737,14 @@ func interleave(n, warm int, allocs bool, ops ...op) ([]result, error) {
 			results[i].AllocsPerOp = &a
 		}
 	}
+	for i, o := range ops {
+		if j := slices.IndexFunc(ops, func(b op) bool { return b.name == o.baseline }); j >= 0 {
+			r := &results[i]
+			r.Baseline, r.BaselineP50 = o.baseline, results[j].P50
+			r.Ratio = float64(r.P50) / float64(r.BaselineP50)
+		}
+	}
 	return results, nil
-}
-
-// against sets r's baseline and its ratio to it.
-func (r result) against(base result) result {
-	r.Baseline, r.BaselineP50 = base.Name, base.P50
-	r.Ratio = float64(r.P50) / float64(base.P50)
-	return r
 }
 
 // percentile is the nearest-rank pth percentile of sorted, in

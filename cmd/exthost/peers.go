@@ -50,11 +50,11 @@ const (
 // modes are what each mode runs; an error ends the process with status 1.
 var modes = map[string]func() error{
 	fullsidecarMode: func() error { return fullsidecar.Serve(context.Background()) },
-	pingpongPeer:    answerPings,
-	echolinePeer:    echoLine,
+	pingpongPeer:    func() error { return answerLines(answerPing) },
+	echolinePeer:    func() error { return answerLines(echoLine) },
 	observerPeer:    countEvents,
 	streamerPeer:    serveTexts,
-	streamPipePeer:  pipeChunks,
+	streamPipePeer:  func() error { return answerLines(pipeChunks) },
 	contentPipePeer: hashContent,
 }
 
@@ -88,25 +88,25 @@ var executable = sync.OnceValues(func() (string, error) {
 	return exe, err
 })
 
-// self is the command line that runs mode: exthost and its arguments.
-// Every process of a mode starts from it.
-func self(mode string) (string, []string, error) {
-	exe, err := executable()
-	return exe, []string{runArg, mode}, err
-}
-
-// referencePlugin writes, under work, the reference plugin's directory:
-// its manifest, with runtime.command and runtime.args running the
-// fullsidecar mode. The command names this binary by its absolute path:
-// the launch gate expands ${REASONIX_PLUGIN_ROOT} only as a command's
-// prefix, and passes args verbatim.
+// referencePlugin writes, under work, the reference plugin's directory.
 func referencePlugin(work string) (string, error) {
 	m, err := extension.ParseManifest([]byte(fullsidecar.Manifest))
-	if err == nil {
-		m.Runtime.Command, m.Runtime.Args, err = self(fullsidecarMode)
+	if err != nil {
+		return "", err
 	}
-	dir := filepath.Join(work, fullsidecarMode)
+	return modePlugin(work, fullsidecarMode, m)
+}
+
+// modePlugin writes m as the manifest of the plugin directory work/<mode>,
+// with runtime.command and runtime.args running this binary in mode. The
+// command names the binary by its absolute path: the launch gate expands
+// ${REASONIX_PLUGIN_ROOT} only as a command's prefix, and passes args
+// verbatim.
+func modePlugin(work, mode string, m *extension.Manifest) (string, error) {
+	dir := filepath.Join(work, mode)
+	exe, err := executable()
 	if err == nil {
+		m.Runtime.Command, m.Runtime.Args = exe, []string{runArg, mode}
 		err = writeManifest(dir, m)
 	}
 	return dir, err
@@ -128,51 +128,58 @@ type pingAnswer struct {
 	Result  extension.InterceptResult `json:"result"`
 }
 
-// answerPings is the pingpong peer: the least a sidecar can do with an
-// extension/intercept frame. It reads one line at a time, decodes it with
-// plain json.Unmarshal into the same DTOs the SDK decodes it into
-// (extension.InterceptParams inside an envelope, then the payload into
-// extension.ToolPayload, as the reference plugin's tool.before does),
-// and answers continue with json.Marshal, on one goroutine, until EOF.
-func answerPings() error {
-	in := bufio.NewReader(os.Stdin)
+// answerLines is the loop of the pipe peers, on one goroutine: it reads
+// stdin a line at a time (a page's line of content-pipe, 349,528 bytes,
+// fits its buffer), writes what answer makes of each to stdout, flushed
+// after each line, and returns nil at EOF: the bench is done with the
+// peer. An error ends the peer, and the bench reads EOF and reports the
+// figure as failed.
+func answerLines(answer func(line []byte, out *bufio.Writer) error) error {
+	in := bufio.NewReaderSize(os.Stdin, 1<<20)
 	out := bufio.NewWriter(os.Stdout)
 	for {
-		line, err := in.ReadBytes('\n')
-		if err != nil {
-			return nil // EOF: the bench is done with this peer
+		line, err := in.ReadSlice('\n')
+		if err == io.EOF {
+			return nil
 		}
-		var req pingRequest
-		var tool extension.ToolPayload
-		err = json.Unmarshal(line, &req)
 		if err == nil {
-			err = json.Unmarshal(req.Params.Payload, &tool)
+			err = answer(line, out)
 		}
-		if err != nil {
-			return err // the bench reads EOF and reports the figure as failed
+		if err == nil {
+			err = out.Flush()
 		}
-		b, err := json.Marshal(pingAnswer{JSONRPC: "2.0", ID: req.ID, Result: extension.InterceptResult{Decision: extension.DecisionContinue}})
 		if err != nil {
 			return err
-		}
-		out.Write(b)
-		out.WriteByte('\n')
-		if out.Flush() != nil {
-			return nil // the bench closed the pipe
 		}
 	}
 }
 
-// echoLine is the echoline peer: the least a process can do to be
-// "ready". It writes back the first line it reads, then reads until EOF.
-func echoLine() error {
-	in := bufio.NewReader(os.Stdin)
-	line, err := in.ReadBytes('\n')
+// answerPing is the pingpong peer's answer: the least a sidecar can do
+// with an extension/intercept frame. It decodes the line with plain
+// json.Unmarshal into the same DTOs the SDK decodes it into
+// (extension.InterceptParams inside an envelope, then the payload into
+// extension.ToolPayload, as the reference plugin's tool.before does),
+// and answers continue with json.Marshal.
+func answerPing(line []byte, out *bufio.Writer) error {
+	var req pingRequest
+	var tool extension.ToolPayload
+	err := json.Unmarshal(line, &req)
+	if err == nil {
+		err = json.Unmarshal(req.Params.Payload, &tool)
+	}
 	if err != nil {
 		return err
 	}
-	os.Stdout.Write(line)
-	_, err = io.Copy(io.Discard, in) // until EOF: the bench is done
+	b, err := json.Marshal(pingAnswer{JSONRPC: "2.0", ID: req.ID, Result: extension.InterceptResult{Decision: extension.DecisionContinue}})
+	out.Write(b)
+	out.WriteByte('\n')
+	return err
+}
+
+// echoLine is the echoline peer's answer: the least a process can do to
+// be "ready", the line it read.
+func echoLine(line []byte, out *bufio.Writer) error {
+	_, err := out.Write(line)
 	return err
 }
 
@@ -244,58 +251,44 @@ type chunkFrame struct {
 	Params  extension.StreamChunkParams `json:"params"`
 }
 
-// pipeChunks is the stream-pipe peer: it reads lines "<count> <streamId>"
-// and writes that many of the streamer's chunk frames for each, as the
-// SDK numbers them, through a buffered writer flushed when full and at
-// the end.
-func pipeChunks() error {
-	in := bufio.NewScanner(os.Stdin)
-	out := bufio.NewWriter(os.Stdout)
-	for in.Scan() {
-		var n int64
-		var id string
-		if _, err := fmt.Sscan(in.Text(), &n, &id); err != nil {
-			return err
-		}
-		f := chunkFrame{JSONRPC: "2.0", Method: extension.MethodStreamChunk, Params: extension.StreamChunkParams{StreamID: id, Chunk: sdk.Text(streamText)}}
-		for seq := int64(1); seq <= n; seq++ {
-			f.Params.Seq = seq
-			b, err := json.Marshal(f)
-			if err != nil {
-				return err
-			}
-			out.Write(b)
-			out.WriteByte('\n')
-		}
-		if err := out.Flush(); err != nil {
-			return err
-		}
+// pipeChunks is the stream-pipe peer's answer to a line "<count>
+// <streamId>": that many of the streamer's chunk frames, as the SDK
+// numbers them, through a buffered writer flushed when full and at the
+// end.
+func pipeChunks(line []byte, out *bufio.Writer) error {
+	var n int64
+	var id string
+	if _, err := fmt.Sscan(string(line), &n, &id); err != nil {
+		return err
 	}
-	return in.Err()
+	f := chunkFrame{JSONRPC: "2.0", Method: extension.MethodStreamChunk, Params: extension.StreamChunkParams{StreamID: id, Chunk: sdk.Text(streamText)}}
+	for seq := int64(1); seq <= n; seq++ {
+		f.Params.Seq = seq
+		b, err := json.Marshal(f)
+		if err != nil {
+			return err
+		}
+		out.Write(b)
+		out.WriteByte('\n')
+	}
+	return nil
 }
 
 // hashContent is the content-pipe peer: it reads lines of base64 until
 // an empty one, decodes and hashes them, and answers the hex SHA-256.
 func hashContent() error {
-	in := bufio.NewReaderSize(os.Stdin, 1<<20)
 	h := sha256.New()
 	var buf []byte
-	for {
-		line, err := in.ReadSlice('\n') // a page's line, 349,528 bytes, fits the buffer
-		if err == io.EOF {
-			return nil // the bench is done
-		} else if err != nil {
-			return err
-		}
+	return answerLines(func(line []byte, out *bufio.Writer) error {
 		line = bytes.TrimSuffix(line, []byte("\n"))
 		if len(line) == 0 {
-			fmt.Println(hex.EncodeToString(h.Sum(nil)))
+			fmt.Fprintln(out, hex.EncodeToString(h.Sum(nil)))
 			h.Reset()
-			continue
+			return nil
 		}
-		if buf, err = base64.StdEncoding.AppendDecode(buf[:0], line); err != nil {
-			return err
-		}
+		var err error
+		buf, err = base64.StdEncoding.AppendDecode(buf[:0], line)
 		h.Write(buf)
-	}
+		return err
+	})
 }
