@@ -95,11 +95,7 @@ func Allow() Verdict { return verdict(extension.DecisionAllow, "") }
 func Deny(reason string) Verdict { return verdict(extension.DecisionDeny, reason) }
 
 // intercept answers extension/intercept (PROTOCOL.md §4.2).
-func (s *server) intercept(ctx context.Context, raw json.RawMessage) (any, error) {
-	var p extension.InterceptParams
-	if err := extension.Decode(extension.MethodIntercept, raw, &p); err != nil {
-		return nil, err
-	}
+func (s *server) intercept(ctx context.Context, p *extension.InterceptParams) (any, error) {
 	fn := callback(s.opts.Intercept, p.Event)
 	if fn == nil {
 		return Continue().result, checkNull(p.Payload, p.Externalized)
@@ -193,9 +189,7 @@ func (s *server) rehydrate(ctx context.Context, payload json.RawMessage, ext []e
 
 // readPage asks the host for one page of a content object.
 func (s *server) readPage(ctx context.Context, p extension.ContentReadParams) (extension.ContentReadResult, error) {
-	var res extension.ContentReadResult
-	err := s.call(ctx, extension.MethodContentRead, p, &res)
-	return res, err
+	return call[extension.ContentReadResult](ctx, s, extension.MethodContentRead, p)
 }
 
 // serverKey is the context key of the server whose callback a context

@@ -1,6 +1,7 @@
 package sdk
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -75,46 +76,35 @@ func Done() extension.ProviderChunk { return extension.ProviderChunk{Type: exten
 // hold no secret; blank means the frozen provider_failed text. Yielded
 // from a stream it ends the stream with that message.
 func ErrorChunk(message string) extension.ProviderChunk {
-	if message == "" {
-		message = extension.NewError(extension.ReasonProviderFailed, "").Message
-	}
-	return extension.ProviderChunk{Type: extension.ChunkError, Error: &extension.ProviderError{Code: extension.ProviderErrorFailed, Message: message}}
+	return extension.ProviderChunk{Type: extension.ChunkError, Error: &extension.ProviderError{Code: extension.ProviderErrorFailed, Message: cmp.Or(message, providerFailedText)}}
 }
 
-// provider answers the three provider methods; without a Provider they
-// are unknown_method (PROTOCOL.md §5.6).
-func (s *server) provider(ctx context.Context, method string, raw json.RawMessage) (any, error) {
-	pr := s.opts.Provider
-	if pr == nil {
-		return nil, extension.NewError(extension.ReasonUnknownMethod, "method not found: "+method)
+// providerFailedText is the frozen message of provider_failed.
+var providerFailedText = extension.NewError(extension.ReasonProviderFailed, "").Message
+
+// catalog answers extension/provider/catalog (PROTOCOL.md §5.6).
+func (s *server) catalog(ctx context.Context, _ *extension.ProviderCatalogParams) (any, error) {
+	descs, err := s.opts.Provider.Catalog(ctx)
+	if err != nil {
+		return nil, s.providerError("Catalog", err)
 	}
-	switch method {
-	case extension.MethodProviderCatalog:
-		if err := extension.Decode(method, raw, &extension.ProviderCatalogParams{}); err != nil {
-			return nil, err
-		}
-		descs, err := pr.Catalog(ctx)
-		if err != nil {
-			return nil, s.providerError("Catalog", err)
-		}
-		return extension.ProviderCatalogResult{Providers: append([]extension.ProviderDescriptor{}, descs...)}, nil
-	case extension.MethodStreamCancel:
-		var p extension.StreamCancelParams
-		if err := extension.Decode(method, raw, &p); err != nil {
-			return nil, err
-		}
-		s.streamsMu.Lock()
-		cancel := s.streams[p.StreamID]
-		s.streamsMu.Unlock()
-		if cancel != nil {
-			cancel()
-		}
-		return extension.StreamCancelResult{Cancelled: cancel != nil}, nil
+	return extension.ProviderCatalogResult{Providers: append([]extension.ProviderDescriptor{}, descs...)}, nil
+}
+
+// cancelStream answers extension/provider/stream/cancel.
+func (s *server) cancelStream(ctx context.Context, p *extension.StreamCancelParams) (any, error) {
+	s.streamsMu.Lock()
+	cancel := s.streams[p.StreamID]
+	s.streamsMu.Unlock()
+	if cancel != nil {
+		cancel()
 	}
-	var p extension.StreamOpenParams
-	if err := extension.Decode(method, raw, &p); err != nil {
-		return nil, err
-	}
+	return extension.StreamCancelResult{Cancelled: cancel != nil}, nil
+}
+
+// openStream answers extension/provider/stream/open, and has the chunks
+// sent after the answer.
+func (s *server) openStream(ctx context.Context, p *extension.StreamOpenParams) (any, error) {
 	sctx, cancel := context.WithCancel(ctx) // ctx is the connection's: it ends with it
 	s.streamsMu.Lock()
 	_, dup := s.streams[p.StreamID]
@@ -133,7 +123,7 @@ func (s *server) provider(ctx context.Context, method string, raw json.RawMessag
 		cancel()
 		return nil, &extension.Error{Code: -32099, Message: "server busy"}
 	}
-	chunks, err := pr.Stream(sctx, &p)
+	chunks, err := s.opts.Provider.Stream(sctx, p)
 	if err != nil {
 		s.forget(p.StreamID, cancel)
 		return nil, s.providerError("Stream", err)
@@ -141,7 +131,7 @@ func (s *server) provider(ctx context.Context, method string, raw json.RawMessag
 	// The chunks follow the answer on the wire (PROTOCOL.md §5.6).
 	s.pumps.Add(1)
 	return extension.AnswerThen{Result: extension.StreamOpenResult{Accepted: true}, Then: func() {
-		go s.pump(sctx, cancel, &p, chunks)
+		go s.pump(sctx, cancel, p, chunks)
 	}}, nil
 }
 
@@ -177,7 +167,7 @@ func (s *server) pump(ctx context.Context, cancel context.CancelFunc, p *extensi
 		defer func() {
 			if v := recover(); v != nil {
 				s.logf("Provider.Stream for %s panicked: %v", p.ProviderRef, v)
-				end.Error = extension.NewError(extension.ReasonProviderFailed, "").Message
+				end.Error = providerFailedText
 			}
 		}()
 		if chunks == nil {
@@ -192,10 +182,7 @@ func (s *server) pump(ctx context.Context, cancel context.CancelFunc, p *extensi
 				return
 			}
 			if c.Type == extension.ChunkError && c.Error != nil {
-				end.Error = c.Error.Message
-				if end.Error == "" {
-					end.Error = extension.NewError(extension.ReasonProviderFailed, "").Message
-				}
+				end.Error = cmp.Or(c.Error.Message, providerFailedText)
 				return
 			}
 			frame := extension.StreamChunkParams{StreamID: p.StreamID, Seq: base + sent, Chunk: c}

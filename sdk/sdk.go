@@ -150,7 +150,8 @@ type server struct {
 	logf      func(format string, args ...any)
 
 	running atomic.Int64 // callbacks in progress, for close's report
-	cbCtx   atomic.Pointer[callbackCtx]
+	cbOnce  sync.Once
+	cbCtx   context.Context                          // the callbacks' context, carrying the server
 	session atomic.Pointer[extension.SessionContext] // from extension/initialize
 
 	streamsMu sync.Mutex
@@ -167,21 +168,13 @@ var ErrProviderMissing = errors.New("sdk: Options.Providers declares models but 
 // means 32. It bounds the handlers and the open streams alike.
 func (s *server) maxHandlers() int { return cmp.Or(max(s.opts.MaxHandlers, 0), 32) }
 
-// callbackCtx is a handler context and the same context carrying the
-// server, for ReadContent.
-type callbackCtx struct{ base, ctx context.Context }
-
-// callbackContext returns ctx carrying s. The Conn hands every handler
-// the same context, so it is derived once, not once per event: an
-// allocation per event slowed the observer of exthost bench's
-// observe_throughput.
+// callbackContext returns ctx, the Conn's, carrying s, for ReadContent
+// and UI. The Conn hands every handler its own context, so it is derived
+// once, not once per event: an allocation per event slowed the observer
+// of exthost bench's observe_throughput.
 func (s *server) callbackContext(ctx context.Context) context.Context {
-	if c := s.cbCtx.Load(); c != nil && c.base == ctx {
-		return c.ctx
-	}
-	c := &callbackCtx{base: ctx, ctx: context.WithValue(ctx, serverKey{}, s)}
-	s.cbCtx.Store(c)
-	return c.ctx
+	s.cbOnce.Do(func() { s.cbCtx = context.WithValue(ctx, serverKey{}, s) })
+	return s.cbCtx
 }
 
 // connection returns the Conn once Serve has set it: NewConn serves (a
@@ -270,20 +263,38 @@ func (s *server) HandleRequest(ctx context.Context, method string, params json.R
 	ctx = s.callbackContext(ctx)
 	s.running.Add(1)
 	defer s.running.Add(-1)
-	switch method {
-	case extension.MethodInitialize:
-		return s.initialize(ctx, params)
-	case extension.MethodShutdown:
-		return s.shutdownRequest(ctx, params)
-	case extension.MethodIntercept:
-		return s.intercept(ctx, params)
-	case extension.MethodProviderCatalog, extension.MethodStreamOpen, extension.MethodStreamCancel:
-		return s.provider(ctx, method, params)
-	case extension.MethodUIAction, extension.MethodUISubmit:
-		return s.uiCallback(ctx, method, params)
+	// Without a Provider the provider methods, and without its callback
+	// a UI method, are unknown_method (PROTOCOL.md §5.6, §7.4).
+	switch {
+	case method == extension.MethodInitialize:
+		return decoded(ctx, method, params, s.initialize)
+	case method == extension.MethodShutdown:
+		return decoded(ctx, method, params, s.shutdownRequest)
+	case method == extension.MethodIntercept:
+		return decoded(ctx, method, params, s.intercept)
+	case method == extension.MethodProviderCatalog && s.opts.Provider != nil:
+		return decoded(ctx, method, params, s.catalog)
+	case method == extension.MethodStreamOpen && s.opts.Provider != nil:
+		return decoded(ctx, method, params, s.openStream)
+	case method == extension.MethodStreamCancel && s.opts.Provider != nil:
+		return decoded(ctx, method, params, s.cancelStream)
+	case method == extension.MethodUIAction && s.opts.Action != nil:
+		return decoded(ctx, method, params, s.action)
+	case method == extension.MethodUISubmit && s.opts.Submit != nil:
+		return decoded(ctx, method, params, s.submit)
 	}
 	// D7: the unknown-method answer carries data.
 	return nil, extension.NewError(extension.ReasonUnknownMethod, "method not found: "+method)
+}
+
+// decoded strictly decodes the params of a request for method (D3) and
+// hands them to answer; bad params are answered invalid_params.
+func decoded[P any](ctx context.Context, method string, raw json.RawMessage, answer func(context.Context, *P) (any, error)) (any, error) {
+	var p P
+	if err := extension.Decode(method, raw, &p); err != nil {
+		return nil, err
+	}
+	return answer(ctx, &p)
 }
 
 // HandleNotification dispatches one host notification; a malformed one is
@@ -310,11 +321,7 @@ func (s *server) HandleNotification(ctx context.Context, method string, params j
 // initialize answers extension/initialize (PROTOCOL.md §3.3). The Conn
 // has already applied the version rule; a refusal here ends the
 // connection once it is answered.
-func (s *server) initialize(ctx context.Context, raw json.RawMessage) (any, error) {
-	var p extension.InitializeParams
-	if err := extension.Decode(extension.MethodInitialize, raw, &p); err != nil {
-		return nil, err
-	}
+func (s *server) initialize(ctx context.Context, p *extension.InitializeParams) (any, error) {
 	s.session.Store(&p.Session)
 	res := extension.InitializeResult{
 		ProtocolVersion:    extension.ProtocolVersion,
@@ -329,7 +336,7 @@ func (s *server) initialize(ctx context.Context, raw json.RawMessage) (any, erro
 		res.Subscriptions = append(res.Subscriptions, string(pt))
 	}
 	if s.opts.Initialize != nil {
-		if err := s.opts.Initialize(ctx, &p, &res); err != nil {
+		if err := s.opts.Initialize(ctx, p, &res); err != nil {
 			s.logf("Initialize refused: %v", err)
 			return nil, extension.NewError(extension.ReasonInternal, "")
 		}
@@ -362,11 +369,7 @@ func (s *server) subscriptions() []extension.Point {
 // shutdownRequest answers extension/shutdown (D11): the Shutdown callback
 // runs bounded by timeoutMillis, the answer is written, then the sidecar's
 // side closes and Serve returns nil (PROTOCOL.md §3.6).
-func (s *server) shutdownRequest(ctx context.Context, raw json.RawMessage) (any, error) {
-	var p extension.ShutdownParams
-	if err := extension.Decode(extension.MethodShutdown, raw, &p); err != nil {
-		return nil, err
-	}
+func (s *server) shutdownRequest(ctx context.Context, p *extension.ShutdownParams) (any, error) {
 	if s.opts.Shutdown != nil {
 		if d := millis(p.TimeoutMillis); d > 0 {
 			var cancel context.CancelFunc

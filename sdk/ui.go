@@ -81,8 +81,7 @@ func (u *HostUI) Publish(ctx context.Context, surfaceID string, payload any) err
 	if err != nil {
 		return err
 	}
-	var res extension.UIPublishResult
-	err = u.s.call(ctx, extension.MethodUIPublish, extension.UIPublishParams{SurfaceID: surfaceID, SessionID: session.SessionID, Generation: session.Generation, Kind: kind, Payload: raw}, &res)
+	res, err := call[extension.UIPublishResult](ctx, u.s, extension.MethodUIPublish, extension.UIPublishParams{SurfaceID: surfaceID, SessionID: session.SessionID, Generation: session.Generation, Kind: kind, Payload: raw})
 	if err == nil && !res.Accepted {
 		err = ErrStale
 	}
@@ -132,8 +131,7 @@ func (u *HostUI) Ask(ctx context.Context, surfaceID string, kind extension.Promp
 	if err != nil {
 		return nil, err
 	}
-	var res extension.UIRequestResult
-	err = u.s.call(ctx, extension.MethodUIRequest, extension.UIRequestParams{SurfaceID: surfaceID, SessionID: session.SessionID, Generation: session.Generation, Kind: kind, Payload: raw}, &res)
+	res, err := call[extension.UIRequestResult](ctx, u.s, extension.MethodUIRequest, extension.UIRequestParams{SurfaceID: surfaceID, SessionID: session.SessionID, Generation: session.Generation, Kind: kind, Payload: raw})
 	switch {
 	case err != nil:
 		return nil, err
@@ -143,89 +141,70 @@ func (u *HostUI) Ask(ctx context.Context, surfaceID string, kind extension.Promp
 	return res.Values, nil
 }
 
-// one asks a single question, field key "value", and decodes its answer
-// into v.
-func (u *HostUI) one(ctx context.Context, surfaceID string, kind extension.PromptKind, message string, options []string, v any) error {
+// ask asks a single question, field key "value", and decodes its answer.
+func ask[T any](ctx context.Context, u *HostUI, surfaceID string, kind extension.PromptKind, message string, options []string) (T, error) {
+	var v T
 	values, err := u.Ask(ctx, surfaceID, kind, extension.UIFormPayload{Message: message, Fields: []extension.UIFormField{{Key: "value", Label: message, Kind: kind, Options: options, Required: true}}})
 	if err != nil {
-		return err
+		return v, err
 	}
 	raw, ok := values["value"]
 	if !ok {
-		return ErrDismissed
+		return v, ErrDismissed
 	}
-	if err := json.Unmarshal(raw, v); err != nil {
-		return fmt.Errorf("sdk: the host answered %s with %s: %w", kind, raw, err)
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return v, fmt.Errorf("sdk: the host answered %s with %s: %w", kind, raw, err)
 	}
-	return nil
+	return v, nil
 }
 
 // Confirm asks a yes-or-no question.
 func (u *HostUI) Confirm(ctx context.Context, surfaceID, message string) (bool, error) {
-	var yes bool
-	err := u.one(ctx, surfaceID, extension.PromptConfirm, message, nil, &yes)
-	return yes, err
+	return ask[bool](ctx, u, surfaceID, extension.PromptConfirm, message, nil)
 }
 
 // Input asks for a line of text.
 func (u *HostUI) Input(ctx context.Context, surfaceID, message string) (string, error) {
-	var text string
-	err := u.one(ctx, surfaceID, extension.PromptInput, message, nil, &text)
-	return text, err
+	return ask[string](ctx, u, surfaceID, extension.PromptInput, message, nil)
 }
 
 // Select asks for one of options.
 func (u *HostUI) Select(ctx context.Context, surfaceID, message string, options []string) (string, error) {
-	var choice string
-	err := u.one(ctx, surfaceID, extension.PromptSelect, message, options, &choice)
-	return choice, err
+	return ask[string](ctx, u, surfaceID, extension.PromptSelect, message, options)
 }
 
 // Multiselect asks for any of options.
 func (u *HostUI) Multiselect(ctx context.Context, surfaceID, message string, options []string) ([]string, error) {
-	var choices []string
-	err := u.one(ctx, surfaceID, extension.PromptMultiselect, message, options, &choices)
-	return choices, err
+	return ask[[]string](ctx, u, surfaceID, extension.PromptMultiselect, message, options)
 }
 
 // call sends one request to the host and strictly decodes its result.
-func (s *server) call(ctx context.Context, method string, params, result any) error {
+func call[R any](ctx context.Context, s *server, method string, params any) (R, error) {
+	var res R
 	raw, err := s.connection().Call(ctx, method, params)
 	if err == nil {
-		err = extension.Decode(method, raw, result)
+		err = extension.Decode(method, raw, &res)
 	}
-	return err
+	return res, err
 }
 
-// uiCallback answers extension/ui/action and extension/ui/submit
-// (PROTOCOL.md §7.4): unknown_method without a callback, invalid_params
-// for bad params, accepted:false for a callback's error.
-func (s *server) uiCallback(ctx context.Context, method string, raw json.RawMessage) (any, error) {
-	if method == extension.MethodUIAction {
-		var p extension.UIActionParams
-		if s.opts.Action == nil {
-			return nil, extension.NewError(extension.ReasonUnknownMethod, "method not found: "+method)
-		}
-		if err := extension.Decode(method, raw, &p); err != nil {
-			return nil, err
-		}
-		res, err := s.opts.Action(ctx, &p)
-		if err != nil {
-			s.logf("Action %s: %v", p.ActionID, err)
-			return extension.UIActionResult{Accepted: false, Message: err.Error()}, nil
-		}
-		return res, nil
+// action answers extension/ui/action (PROTOCOL.md §7.4): accepted:false,
+// with its text as the message, for the callback's error.
+func (s *server) action(ctx context.Context, p *extension.UIActionParams) (any, error) {
+	res, err := s.opts.Action(ctx, p)
+	if err != nil {
+		s.logf("Action %s: %v", p.ActionID, err)
+		return extension.UIActionResult{Accepted: false, Message: err.Error()}, nil
 	}
-	var p extension.UISubmitParams
-	if s.opts.Submit == nil {
-		return nil, extension.NewError(extension.ReasonUnknownMethod, "method not found: "+method)
-	}
-	if err := extension.Decode(method, raw, &p); err != nil {
-		return nil, err
-	}
-	if err := s.opts.Submit(ctx, &p); err != nil {
+	return res, nil
+}
+
+// submit answers extension/ui/submit (PROTOCOL.md §7.4): accepted:false
+// for the callback's error.
+func (s *server) submit(ctx context.Context, p *extension.UISubmitParams) (any, error) {
+	err := s.opts.Submit(ctx, p)
+	if err != nil {
 		s.logf("Submit %s: %v", p.SurfaceID, err)
-		return extension.UISubmitResult{Accepted: false}, nil
 	}
-	return extension.UISubmitResult{Accepted: true}, nil
+	return extension.UISubmitResult{Accepted: err == nil}, nil
 }
