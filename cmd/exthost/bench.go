@@ -30,12 +30,13 @@ package main
 //     line.
 //
 // Every child, sidecars and peers alike, is this binary in one of its
-// hidden modes (peers.go), so both sides of a ratio start from the same
+// hidden modes (main.go), so both sides of a ratio start from the same
 // binary, and runs with the bench's GOMAXPROCS.
 
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -45,6 +46,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"iter"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -53,10 +55,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"text/tabwriter"
 	"time"
 
 	"github.com/reasonix-ext/extension"
+	"github.com/reasonix-ext/extension/sdk"
 )
 
 // defaultBenchRounds is the default of -n: the whole run stays well
@@ -805,4 +809,185 @@ func duration(ns int64) string {
 	default:
 		return fmt.Sprintf("%.2fs", d.Seconds())
 	}
+}
+
+// pingRequest is the frame of the intercept baselines that the bench
+// writes, and pingAnswer the one the pingpong peer writes back: around
+// the host's own DTOs.
+type pingRequest struct {
+	JSONRPC string                    `json:"jsonrpc"`
+	ID      int64                     `json:"id"`
+	Method  string                    `json:"method"`
+	Params  extension.InterceptParams `json:"params"`
+}
+
+type pingAnswer struct {
+	JSONRPC string                    `json:"jsonrpc"`
+	ID      int64                     `json:"id"`
+	Result  extension.InterceptResult `json:"result"`
+}
+
+// answerLines is the loop of the pipe peers, on one goroutine: it reads
+// stdin a line at a time (a page's line of content-pipe, 349,528 bytes,
+// fits its buffer), writes what answer makes of each to stdout, flushed
+// after each line, and returns nil at EOF: the bench is done with the
+// peer. An error ends the peer, and the bench reads EOF and reports the
+// figure as failed.
+func answerLines(answer func(line []byte, out *bufio.Writer) error) error {
+	in := bufio.NewReaderSize(os.Stdin, 1<<20)
+	out := bufio.NewWriter(os.Stdout)
+	for {
+		line, err := in.ReadSlice('\n')
+		if err == io.EOF {
+			return nil
+		}
+		if err == nil {
+			err = answer(line, out)
+		}
+		if err == nil {
+			err = out.Flush()
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// answerPing is the pingpong peer's answer: the least a sidecar can do
+// with an extension/intercept frame. It decodes the line with plain
+// json.Unmarshal into the same DTOs the SDK decodes it into
+// (extension.InterceptParams inside an envelope, then the payload into
+// extension.ToolPayload, as the reference plugin's tool.before does),
+// and answers continue with json.Marshal.
+func answerPing(line []byte, out *bufio.Writer) error {
+	var req pingRequest
+	var tool extension.ToolPayload
+	err := json.Unmarshal(line, &req)
+	if err == nil {
+		err = json.Unmarshal(req.Params.Payload, &tool)
+	}
+	if err != nil {
+		return err
+	}
+	b, err := json.Marshal(pingAnswer{JSONRPC: "2.0", ID: req.ID, Result: extension.InterceptResult{Decision: extension.DecisionContinue}})
+	out.Write(b)
+	out.WriteByte('\n')
+	return err
+}
+
+// echoLine is the echoline peer's answer: the least a process can do to
+// be "ready", the line it read.
+func echoLine(line []byte, out *bufio.Writer) error {
+	_, err := out.Write(line)
+	return err
+}
+
+// countEvents is the observer sidecar. Its tool.after observer only
+// counts the events it receives, so the figure measures delivery, not
+// work; its tool.before interceptor answers block with the reason
+// "observed <n>", which is how the bench reads the count through the
+// protocol itself.
+func countEvents() error {
+	// Events are observed on one goroutine while intercepts run on
+	// others, hence the atomic.
+	var count atomic.Int64
+	return sdk.Serve(context.Background(), sdk.Options{
+		Name:    cmp.Or(os.Getenv("REASONIX_PLUGIN_NAME"), observerPeer),
+		Version: "1.0.0",
+		Observe: map[extension.Point]sdk.ObserveFunc{
+			extension.ToolAfter: func(context.Context, *sdk.Event) { count.Add(1) },
+		},
+		Intercept: map[extension.Point]sdk.InterceptFunc{
+			extension.ToolBefore: func(context.Context, *sdk.Call) (sdk.Verdict, error) {
+				return sdk.Block(fmt.Sprint("observed ", count.Load())), nil
+			},
+		},
+	})
+}
+
+// streamText is the text of every chunk the streamer and stream-pipe
+// write.
+const streamText = "a streamed piece of text "
+
+// serveTexts is the streamer sidecar. It serves plugin/<id>/bench/text,
+// whose stream is as many text chunks as the request's last message
+// says, and answers input.receive continue once the SDK has read and
+// verified its payload, however large.
+func serveTexts() error {
+	id := cmp.Or(os.Getenv("REASONIX_PLUGIN_NAME"), streamerPeer)
+	return sdk.Serve(context.Background(), sdk.Options{
+		Name: id, Version: "1.0.0",
+		Providers: []extension.ProviderDescriptor{{Ref: "plugin/" + id + "/bench/text", Model: "text"}},
+		Provider:  texts{},
+		Intercept: map[extension.Point]sdk.InterceptFunc{
+			extension.InputReceive: func(context.Context, *sdk.Call) (sdk.Verdict, error) { return sdk.Continue(), nil },
+		},
+	})
+}
+
+type texts struct{}
+
+func (texts) Catalog(context.Context) ([]extension.ProviderDescriptor, error) { return nil, nil }
+
+func (texts) Stream(ctx context.Context, open *extension.StreamOpenParams) (iter.Seq[extension.ProviderChunk], error) {
+	n := 0
+	if m := open.Request.Messages; len(m) > 0 {
+		n, _ = strconv.Atoi(m[len(m)-1].Content)
+	}
+	return func(yield func(extension.ProviderChunk) bool) {
+		for range n {
+			if !yield(sdk.Text(streamText)) {
+				return
+			}
+		}
+	}, nil
+}
+
+// chunkFrame is a stream chunk notification as the SDK writes it.
+type chunkFrame struct {
+	JSONRPC string                      `json:"jsonrpc"`
+	Method  string                      `json:"method"`
+	Params  extension.StreamChunkParams `json:"params"`
+}
+
+// pipeChunks is the stream-pipe peer's answer to a line "<count>
+// <streamId>": that many of the streamer's chunk frames, as the SDK
+// numbers them, through a buffered writer flushed when full and at the
+// end.
+func pipeChunks(line []byte, out *bufio.Writer) error {
+	var n int64
+	var id string
+	if _, err := fmt.Sscan(string(line), &n, &id); err != nil {
+		return err
+	}
+	f := chunkFrame{JSONRPC: "2.0", Method: extension.MethodStreamChunk, Params: extension.StreamChunkParams{StreamID: id, Chunk: sdk.Text(streamText)}}
+	for seq := int64(1); seq <= n; seq++ {
+		f.Params.Seq = seq
+		b, err := json.Marshal(f)
+		if err != nil {
+			return err
+		}
+		out.Write(b)
+		out.WriteByte('\n')
+	}
+	return nil
+}
+
+// hashContent is the content-pipe peer: it reads lines of base64 until
+// an empty one, decodes and hashes them, and answers the hex SHA-256.
+func hashContent() error {
+	h := sha256.New()
+	var buf []byte
+	return answerLines(func(line []byte, out *bufio.Writer) error {
+		line = bytes.TrimSuffix(line, []byte("\n"))
+		if len(line) == 0 {
+			fmt.Fprintln(out, hex.EncodeToString(h.Sum(nil)))
+			h.Reset()
+			return nil
+		}
+		var err error
+		buf, err = base64.StdEncoding.AppendDecode(buf[:0], line)
+		h.Write(buf)
+		return err
+	})
 }

@@ -23,14 +23,19 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/reasonix-ext/extension"
+	"github.com/reasonix-ext/extension/internal/fullsidecar"
 )
 
 // command is one entry of the command table: a new subcommand is one more
@@ -83,7 +88,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	name := args[0]
 	if name == runArg {
-		return runMode(args[1:], stderr) // not a command: see peers.go
+		return runMode(args[1:], stderr) // not a command: see runMode
 	}
 	if slices.Contains([]string{"-h", "-help", "--help"}, name) {
 		name = "help"
@@ -175,4 +180,90 @@ func trustCommand(fs *flag.FlagSet) func(*env) int {
 		}
 		return e.exit(err)
 	}
+}
+
+// The hidden modes: "exthost _run MODE" is the reference plugin's sidecar
+// or one of the bench's peers, so that demo, check and bench need nothing
+// but this binary (no Go toolchain, no checkout of the module), and both
+// sides of a bench ratio start from the same binary. They are not
+// commands (help does not list them), and they talk on the process's own
+// stdin and stdout.
+
+// runArg is the hidden first argument that selects a mode.
+const runArg = "_run"
+
+// The modes, by name.
+const (
+	fullsidecarMode = "fullsidecar"  // the reference plugin's sidecar
+	pingpongPeer    = "pingpong"     // the intercept baselines' child
+	echolinePeer    = "echoline"     // the startup baselines' child
+	observerPeer    = "observer"     // the observe_throughput sidecar
+	streamerPeer    = "streamer"     // the stream_throughput and content_8mib sidecar
+	streamPipePeer  = "stream-pipe"  // the stream_pipe baseline's child
+	contentPipePeer = "content-pipe" // the content_pipe baseline's child
+)
+
+// modes are what each mode runs; an error ends the process with status 1.
+var modes = map[string]func() error{
+	fullsidecarMode: func() error { return fullsidecar.Serve(context.Background()) },
+	pingpongPeer:    func() error { return answerLines(answerPing) },
+	echolinePeer:    func() error { return answerLines(echoLine) },
+	observerPeer:    countEvents,
+	streamerPeer:    serveTexts,
+	streamPipePeer:  func() error { return answerLines(pipeChunks) },
+	contentPipePeer: hashContent,
+}
+
+// runMode runs the mode args names and returns the exit status: 2, after
+// saying why, for anything but the name of one mode.
+func runMode(args []string, stderr io.Writer) int {
+	var mode func() error
+	if len(args) == 1 {
+		mode = modes[args[0]]
+	}
+	if mode == nil {
+		fmt.Fprintf(stderr, "exthost %s: %q is not a mode; exthost runs these as its own sidecars and bench peers: %s\n",
+			runArg, strings.Join(args, " "), strings.Join(slices.Sorted(maps.Keys(modes)), ", "))
+		return 2
+	}
+	if err := mode(); err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", args[0], err)
+		return 1
+	}
+	return 0
+}
+
+// executable is exthost's own path, absolute (as os.Executable returns
+// it, and as the launch gate requires) and with symlinks resolved.
+// Resolved once, so that the bench's timed spawns do not pay for it.
+var executable = sync.OnceValues(func() (string, error) {
+	exe, err := os.Executable()
+	if err == nil {
+		exe, err = filepath.EvalSymlinks(exe)
+	}
+	return exe, err
+})
+
+// referencePlugin writes, under work, the reference plugin's directory.
+func referencePlugin(work string) (string, error) {
+	m, err := extension.ParseManifest([]byte(fullsidecar.Manifest))
+	if err != nil {
+		return "", err
+	}
+	return modePlugin(work, fullsidecarMode, m)
+}
+
+// modePlugin writes m as the manifest of the plugin directory work/<mode>,
+// with runtime.command and runtime.args running this binary in mode. The
+// command names the binary by its absolute path: the launch gate expands
+// ${REASONIX_PLUGIN_ROOT} only as a command's prefix, and passes args
+// verbatim.
+func modePlugin(work, mode string, m *extension.Manifest) (string, error) {
+	dir := filepath.Join(work, mode)
+	exe, err := executable()
+	if err == nil {
+		m.Runtime.Command, m.Runtime.Args = exe, []string{runArg, mode}
+		err = writeManifest(dir, m)
+	}
+	return dir, err
 }
