@@ -126,10 +126,11 @@ func benchCommand(fs *flag.FlagSet) func(*env) int {
 // removed at the end.
 type bench struct {
 	n    int
-	work string   // the temporary directory
-	env  []string // every child's environment: ours, plus our GOMAXPROCS
-	one  sidecars // the plugin measured, installed once
-	four sidecars // its copies bench-1..bench-4
+	work string             // the temporary directory
+	env  []string           // every child's environment: ours, plus our GOMAXPROCS
+	one  sidecars           // the plugin measured, installed once
+	four sidecars           // its copies bench-1..bench-4
+	own  *extension.Runtime // the bench's own sidecar, running
 }
 
 // sidecars are plugins installed in one home, which a figure starts
@@ -158,13 +159,15 @@ func runBench(n int, args []string) ([]result, error) {
 	if err := b.setup(args); err != nil {
 		return nil, err
 	}
+	defer b.own.Close()
 	var results []result
 	// Each step measures one or more figures.
 	for _, step := range []func() ([]result, error){
 		b.intercepts("intercept_rtt", "pingpong_limit", b.one),
 		b.intercepts("intercept_chain4", "pingpong4_limit", b.four),
 		b.observeThroughput,
-		b.streamerFigures,
+		b.streamThroughput,
+		b.content8MiB,
 		b.startup,
 	} {
 		r, err := step()
@@ -177,7 +180,8 @@ func runBench(n int, args []string) ([]result, error) {
 }
 
 // setup installs the plugin in args (default: the reference plugin)
-// once, in home1, and as its copies, in home4.
+// once, in home1, and as its copies, in home4, and starts the bench's
+// own sidecar, from a home of its own.
 func (b *bench) setup(args []string) error {
 	var plugin string
 	var err error
@@ -196,6 +200,16 @@ func (b *bench) setup(args []string) error {
 	ids, err := installCopies(home4, plugin, filepath.Join(b.work, "copies"), copies)
 	b.four = sidecars{host: b.host(home4), ids: ids, hint: copiesHint}
 	b.four.host.MaxParallelStarts = copies
+	if err != nil {
+		return err
+	}
+	home := filepath.Join(b.work, "home-"+sidecarPeer)
+	dir, err := modePlugin(b.work, sidecarPeer, &extension.Manifest{APIVersion: "reasonix.io/plugin/v1", Name: sidecarPeer, Version: "1.0.0", Runtime: &extension.RuntimeSpec{
+		Capabilities: []string{"providers"}, Intercepts: []extension.Point{extension.InputReceive, extension.ToolBefore, extension.ToolAfter}}})
+	if err = install(home, dir, err); err != nil {
+		return fmt.Errorf("installing the bench's sidecar: %w", err)
+	}
+	b.own, err = sidecars{host: b.host(home), ids: []string{sidecarPeer}}.start("the bench's sidecar")
 	return err
 }
 
@@ -347,11 +361,7 @@ func (b *bench) intercepts(figure, baseline string, s sidecars) func() ([]result
 // never reached the observer, dropped by the host (D20) or the SDK.
 func (b *bench) observeThroughput() ([]result, error) {
 	const name = "observe_throughput"
-	rt, err := b.startPeerSidecar(name, observerPeer, extension.RuntimeSpec{Intercepts: []extension.Point{extension.ToolBefore, extension.ToolAfter}})
-	if err != nil {
-		return nil, err
-	}
-	defer rt.Close()
+	rt := b.own
 	count := func() (int64, error) {
 		out, err := rt.Intercept(context.Background(), extension.ToolBefore, extension.ToolPayload{Name: "count"})
 		if err != nil {
@@ -401,38 +411,9 @@ func (b *bench) observeThroughput() ([]result, error) {
 	return []result{{Name: name, PerSec: float64(received) / lastAt.Sub(begin).Seconds(), Lost: &lost}}, nil
 }
 
-// startPeerSidecar installs the bench's own sidecar peer in a home of its
-// own, its runtime block rt running the peer's mode, and starts it for
-// figure.
-func (b *bench) startPeerSidecar(figure, peer string, rt extension.RuntimeSpec) (*extension.Runtime, error) {
-	home := filepath.Join(b.work, "home-"+peer)
-	dir, err := modePlugin(b.work, peer, &extension.Manifest{APIVersion: "reasonix.io/plugin/v1", Name: peer, Version: "1.0.0", Runtime: &rt})
-	if err = install(home, dir, err); err != nil {
-		return nil, fmt.Errorf("%s: installing %s: %w", figure, peer, err)
-	}
-	return sidecars{host: b.host(home), ids: []string{peer}}.start(figure)
-}
-
-// streamerFigures measures stream_throughput against stream_pipe and
-// content_8mib against content_pipe, with one streamer sidecar and one
-// child running the baselines.
-func (b *bench) streamerFigures() ([]result, error) {
-	rt, err := b.startPeerSidecar("stream_throughput", streamerPeer, extension.RuntimeSpec{Capabilities: []string{"providers"}, Intercepts: []extension.Point{extension.InputReceive}})
-	if err != nil {
-		return nil, err
-	}
-	defer rt.Close()
-	stream, err := b.streamThroughput(rt)
-	if err != nil {
-		return nil, err
-	}
-	content, err := b.content8MiB(rt)
-	return append(stream, content...), err
-}
-
 // streamThroughput measures stream_throughput against stream_pipe: max(3,
 // n/200) streams of 10·n chunks each, alternating.
-func (b *bench) streamThroughput(rt *extension.Runtime) ([]result, error) {
+func (b *bench) streamThroughput() ([]result, error) {
 	const name = "stream_throughput"
 	child, err := b.startPeer(streamPipePeer, "")
 	if err != nil {
@@ -443,7 +424,7 @@ func (b *bench) streamThroughput(rt *extension.Runtime) ([]result, error) {
 	count := strconv.Itoa(chunks)
 	req := extension.ProviderRequest{Messages: []extension.ProviderMessage{{Role: extension.RoleUser, Content: count}}}
 	ours := op{name: name, baseline: "stream_pipe", run: func() (func() error, error) {
-		st, err := rt.OpenStream(context.Background(), "plugin/"+streamerPeer+"/bench/text", "", req)
+		st, err := b.own.OpenStream(context.Background(), "plugin/"+sidecarPeer+"/bench/text", "", req)
 		if err != nil {
 			return nil, err
 		}
@@ -486,7 +467,7 @@ func (b *bench) streamThroughput(rt *extension.Runtime) ([]result, error) {
 // verifies and answers, against content_pipe, the same 8 MiB written to
 // a child as base64 lines of 256 KiB that it decodes and hashes:
 // max(3, n/400) of each, alternating.
-func (b *bench) content8MiB(rt *extension.Runtime) ([]result, error) {
+func (b *bench) content8MiB() ([]result, error) {
 	const name = "content_8mib"
 	payload := []byte(`{"text":"` + strings.Repeat("a", extension.FrameBytes-len(`{"text":""}`)) + `"}`)
 	var lines bytes.Buffer
@@ -502,7 +483,7 @@ func (b *bench) content8MiB(rt *extension.Runtime) ([]result, error) {
 	defer stopAll([]*peer{child})
 	sum := sha256.Sum256(payload)
 	ours := op{name: name, baseline: "content_pipe", run: func() (func() error, error) {
-		out, err := rt.Intercept(context.Background(), extension.InputReceive, json.RawMessage(payload))
+		out, err := b.own.Intercept(context.Background(), extension.InputReceive, json.RawMessage(payload))
 		if err == nil && (out.Blocked || len(out.Replaced) > 0) {
 			err = fmt.Errorf("the sidecar answered %+v, not continue", out)
 		}
@@ -882,18 +863,27 @@ func echoLine(line []byte, out *bufio.Writer) error {
 	return err
 }
 
-// countEvents is the observer sidecar. Its tool.after observer only
-// counts the events it receives, so the figure measures delivery, not
-// work; its tool.before interceptor answers block with the reason
-// "observed <n>", which is how the bench reads the count through the
-// protocol itself.
-func countEvents() error {
+// streamText is the text of every chunk the bench's sidecar and the
+// stream-pipe peer write.
+const streamText = "a streamed piece of text "
+
+// serveBench is the bench's own sidecar. Its tool.after observer only
+// counts the events it receives, so observe_throughput measures
+// delivery, not work; its tool.before interceptor answers block with the
+// reason "observed <n>", which is how the bench reads the count through
+// the protocol itself. It serves plugin/<id>/bench/text, whose stream is
+// as many text chunks as the request's last message says, and answers
+// input.receive continue once the SDK has read and verified its
+// payload, however large.
+func serveBench() error {
 	// Events are observed on one goroutine while intercepts run on
 	// others, hence the atomic.
 	var count atomic.Int64
+	id := cmp.Or(os.Getenv("REASONIX_PLUGIN_NAME"), sidecarPeer)
 	return sdk.Serve(context.Background(), sdk.Options{
-		Name:    cmp.Or(os.Getenv("REASONIX_PLUGIN_NAME"), observerPeer),
-		Version: "1.0.0",
+		Name: id, Version: "1.0.0",
+		Providers: []extension.ProviderDescriptor{{Ref: "plugin/" + id + "/bench/text", Model: "text"}},
+		Provider:  texts{},
 		Observe: map[extension.Point]sdk.ObserveFunc{
 			extension.ToolAfter: func(context.Context, *sdk.Event) { count.Add(1) },
 		},
@@ -901,25 +891,6 @@ func countEvents() error {
 			extension.ToolBefore: func(context.Context, *sdk.Call) (sdk.Verdict, error) {
 				return sdk.Block(fmt.Sprint("observed ", count.Load())), nil
 			},
-		},
-	})
-}
-
-// streamText is the text of every chunk the streamer and stream-pipe
-// write.
-const streamText = "a streamed piece of text "
-
-// serveTexts is the streamer sidecar. It serves plugin/<id>/bench/text,
-// whose stream is as many text chunks as the request's last message
-// says, and answers input.receive continue once the SDK has read and
-// verified its payload, however large.
-func serveTexts() error {
-	id := cmp.Or(os.Getenv("REASONIX_PLUGIN_NAME"), streamerPeer)
-	return sdk.Serve(context.Background(), sdk.Options{
-		Name: id, Version: "1.0.0",
-		Providers: []extension.ProviderDescriptor{{Ref: "plugin/" + id + "/bench/text", Model: "text"}},
-		Provider:  texts{},
-		Intercept: map[extension.Point]sdk.InterceptFunc{
 			extension.InputReceive: func(context.Context, *sdk.Call) (sdk.Verdict, error) { return sdk.Continue(), nil },
 		},
 	})

@@ -197,8 +197,7 @@ const (
 	fullsidecarMode = "fullsidecar"  // the reference plugin's sidecar
 	pingpongPeer    = "pingpong"     // the intercept baselines' child
 	echolinePeer    = "echoline"     // the startup baselines' child
-	observerPeer    = "observer"     // the observe_throughput sidecar
-	streamerPeer    = "streamer"     // the stream_throughput and content_8mib sidecar
+	sidecarPeer     = "streamer"     // the bench's own sidecar, of observe_throughput, stream_throughput and content_8mib
 	streamPipePeer  = "stream-pipe"  // the stream_pipe baseline's child
 	contentPipePeer = "content-pipe" // the content_pipe baseline's child
 )
@@ -208,8 +207,7 @@ var modes = map[string]func() error{
 	fullsidecarMode: func() error { return fullsidecar.Serve(context.Background()) },
 	pingpongPeer:    func() error { return answerLines(answerPing) },
 	echolinePeer:    func() error { return answerLines(echoLine) },
-	observerPeer:    countEvents,
-	streamerPeer:    serveTexts,
+	sidecarPeer:     serveBench,
 	streamPipePeer:  func() error { return answerLines(pipeChunks) },
 	contentPipePeer: hashContent,
 }
