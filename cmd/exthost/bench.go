@@ -156,7 +156,12 @@ func runBench(n int, args []string) ([]result, error) {
 		// parallelism, so neither side of a ratio has more CPUs.
 		env: append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(runtime.GOMAXPROCS(0))),
 	}
-	if err := b.setup(args); err != nil {
+	targets, cleanup, err := pluginTargets("", args)
+	defer cleanup()
+	if err == nil {
+		err = b.setup(targets[0].dir)
+	}
+	if err != nil {
 		return nil, err
 	}
 	defer b.own.Close()
@@ -179,17 +184,9 @@ func runBench(n int, args []string) ([]result, error) {
 	return results, nil
 }
 
-// setup installs the plugin in args (default: the reference plugin)
-// once, in home1, and as its copies, in home4, and starts the bench's
+// setup installs the plugin in the directory plugin once, in home1, and as its copies, in home4, and starts the bench's
 // own sidecar, from a home of its own.
-func (b *bench) setup(args []string) error {
-	var plugin string
-	var err error
-	if len(args) == 1 {
-		plugin = args[0]
-	} else if plugin, err = referencePlugin(b.work); err != nil {
-		return err
-	}
+func (b *bench) setup(plugin string) error {
 	home1 := filepath.Join(b.work, "home1")
 	entry, err := extension.Install(home1, plugin, extension.InstallOptions{Link: true})
 	if err != nil {
