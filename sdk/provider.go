@@ -79,6 +79,11 @@ func ErrorChunk(message string) extension.ProviderChunk {
 	return extension.ProviderChunk{Type: extension.ChunkError, Error: &extension.ProviderError{Code: extension.ProviderErrorFailed, Message: cmp.Or(message, providerFailedText)}}
 }
 
+// errServerBusy is the Conn's answer to a request past its MaxHandlers
+// (PROTOCOL.md §2.5), which the package extension does not export: the
+// SDK gives it to a stream/open past the bound on open streams.
+var errServerBusy = &extension.Error{Code: -32099, Message: "server busy"}
+
 // providerFailedText is the frozen message of provider_failed.
 var providerFailedText = extension.NewError(extension.ReasonProviderFailed, "").Message
 
@@ -121,7 +126,7 @@ func (s *server) openStream(ctx context.Context, p *extension.StreamOpenParams) 
 		// The streams' pumps are callbacks too: their number is bounded
 		// like the handlers' (PROTOCOL.md §2.5).
 		cancel()
-		return nil, &extension.Error{Code: -32099, Message: "server busy"}
+		return nil, errServerBusy
 	}
 	chunks, err := s.opts.Provider.Stream(sctx, p)
 	if err != nil {

@@ -48,7 +48,6 @@ type demo struct {
 	out   io.Writer
 	wire  bool
 	quiet time.Duration // a step has settled after this long without news: what a sidecar does on its own after an answer (a publish, a stderr line) comes within it
-	work  string
 	rt    *extension.Runtime
 	ids   []string // the running plugins
 
@@ -249,7 +248,6 @@ func (d *demo) run(args []string, home, scriptFile string) error {
 		return err
 	}
 	defer os.RemoveAll(work)
-	d.work = work
 	turn := defaultTurn(work)
 	if scriptFile != "" {
 		if turn, err = loadScript(scriptFile); err != nil {
@@ -355,24 +353,22 @@ func (d *demo) run(args []string, home, scriptFile string) error {
 // step runs one step of the turn.
 func (d *demo) step(ctx context.Context, s scriptStep) {
 	switch {
-	case s.Intercept != "":
-		d.intercept(ctx, s.Intercept, s.Payload)
-	case s.Event != "":
-		chain := d.recipients(s.Event, s.Payload)
-		if len(chain) == 0 {
-			d.say("   skipped: no plugin subscribes to %s\n", s.Event)
-			return
-		}
-		if err := d.rt.Observe(s.Event, s.Payload); err != nil {
+	case s.Intercept != "" || s.Event != "":
+		p := cmp.Or(s.Intercept, s.Event)
+		if chain := d.recipients(p, s.Payload); len(chain) == 0 {
+			d.say("   skipped: no plugin subscribes to %s\n", p)
+		} else if s.Intercept != "" {
+			d.intercept(ctx, p, s.Payload, chain)
+		} else if err := d.rt.Observe(p, s.Payload); err != nil {
 			d.fail("%v", err)
-			return
+		} else {
+			// The event is written after Observe returns: its frame belongs here.
+			event, _ := json.Marshal(p)
+			d.waitFor(len(chain), func(w looseFrame) bool {
+				return w.Method == "extension/event" && bytes.Contains(w.Params, append([]byte(`"event":`), event...))
+			})
+			d.say("   observed by %s\n", strings.Join(chain, ", "))
 		}
-		// The event is written after Observe returns: its frame belongs here.
-		event, _ := json.Marshal(s.Event)
-		d.waitFor(len(chain), func(w looseFrame) bool {
-			return w.Method == "extension/event" && bytes.Contains(w.Params, append([]byte(`"event":`), event...))
-		})
-		d.say("   observed by %s\n", strings.Join(chain, ", "))
 	case s.Stream != "":
 		d.stream(ctx, s)
 	case s.Action != "":
@@ -428,12 +424,9 @@ func (d *demo) recipients(p extension.Point, payload json.RawMessage) []string {
 	return ids
 }
 
-func (d *demo) intercept(ctx context.Context, p extension.Point, payload json.RawMessage) {
-	chain := d.recipients(p, payload)
-	if len(chain) == 0 {
-		d.say("   skipped: no plugin subscribes to %s\n", p)
-		return
-	}
+// intercept runs an intercept step that reaches chain and says its
+// outcome.
+func (d *demo) intercept(ctx context.Context, p extension.Point, payload json.RawMessage, chain []string) {
 	out, err := d.rt.Intercept(ctx, p, payload)
 	switch {
 	case err != nil:
