@@ -679,26 +679,19 @@ func (u *HostUI) prepare(surfaceID string, kind extension.SurfaceKind, payload a
 		return session, nil, extension.NewError(extension.ReasonInvalidParams, "a surface needs an id")
 	}
 	raw, err := json.Marshal(payload)
+	var v any
 	if err == nil {
-		var v any
-		if v, err = extension.DecodeSurface(kind, raw); err == nil {
-			err = needOptions(v)
-		}
+		v, err = extension.DecodeSurface(kind, raw)
 	}
-	return session, raw, err
-}
-
-// needOptions refuses a select or multiselect field without options,
-// which no user could answer.
-func needOptions(v any) error {
+	// A select or multiselect field without options no user could answer.
 	if form, ok := v.(*extension.UIFormPayload); ok {
 		for i, f := range form.Fields {
 			if (f.Kind == extension.PromptSelect || f.Kind == extension.PromptMultiselect) && len(f.Options) == 0 {
-				return extension.NewError(extension.ReasonInvalidParams, fmt.Sprintf("/fields/%d is a %s field without options", i, f.Kind))
+				return session, nil, extension.NewError(extension.ReasonInvalidParams, fmt.Sprintf("/fields/%d is a %s field without options", i, f.Kind))
 			}
 		}
 	}
-	return nil
+	return session, raw, err
 }
 
 // Ask puts the form to the user as a prompt of kind and returns the

@@ -292,30 +292,26 @@ const copiesHint = "the 4-sidecar figures run copies of the plugin, bench-1..ben
 // and end with s.hint when there is one.
 func (s sidecars) start(figure string) (*extension.Runtime, error) {
 	rt, err := s.host.Start(context.Background())
-	if err != nil {
-		return nil, withHint(fmt.Errorf("%s: %w", figure, err), s.hint)
-	}
-	for _, id := range s.ids {
-		if _, ok := rt.Declaration(id); ok {
+	for i := 0; err == nil && i < len(s.ids); i++ {
+		if _, ok := rt.Declaration(s.ids[i]); ok {
 			continue
 		}
-		why := fmt.Errorf("%s: %s did not start", figure, id)
+		err = fmt.Errorf("%s did not start", s.ids[i])
 		for _, w := range rt.Warnings() {
-			if w.Plugin == id {
-				why = fmt.Errorf("%w: %v", why, w.Err)
+			if w.Plugin == s.ids[i] {
+				err = fmt.Errorf("%w: %v", err, w.Err)
 			}
 		}
 		rt.Close()
-		return nil, withHint(why, s.hint)
 	}
-	return rt, nil
-}
-
-func withHint(err error, hint string) error {
-	if hint == "" {
-		return err
+	if err == nil {
+		return rt, nil
 	}
-	return fmt.Errorf("%w; %s", err, hint)
+	err = fmt.Errorf("%s: %w", figure, err)
+	if s.hint != "" {
+		err = fmt.Errorf("%w; %s", err, s.hint)
+	}
+	return nil, err
 }
 
 // intercepts measures figure, one tool.before Intercept through the

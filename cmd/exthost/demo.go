@@ -188,7 +188,7 @@ func (d *demo) Show(s extension.Surface) {
 		d.forms = append(d.forms, [2]string{s.Plugin, s.SurfaceID})
 		d.mu.Unlock()
 	}
-	d.add(entry{text: indent("   ui: ", extension.TerminalSafe(strings.TrimSpace(s.Text())))})
+	d.add(entry{text: "   ui: " + strings.ReplaceAll(extension.TerminalSafe(strings.TrimSpace(s.Text())), "\n", "\n       ")})
 }
 
 // Ask answers a prompt as the script said, or as a user typing "Ada"
@@ -222,10 +222,6 @@ func (d *demo) Ask(ctx context.Context, p extension.Prompt) (map[string]json.Raw
 	answers, _ := json.Marshal(values)
 	d.add(entry{text: fmt.Sprintf("   prompt %s from %s (%s) %q, answered by the demo: %s", extension.TerminalSafe(p.SurfaceID), p.Plugin, p.Kind, extension.TerminalSafe(p.Form.Title), answers)})
 	return values, false, nil
-}
-
-func indent(prefix, text string) string {
-	return prefix + strings.ReplaceAll(text, "\n", "\n"+strings.Repeat(" ", len(prefix)))
 }
 
 // say adds a line of the step's own outcome, in order with what the
@@ -330,7 +326,7 @@ func (d *demo) run(args []string, home, scriptFile string) error {
 		d.mu.Lock()
 		clear(d.pending) // a request a step gave up on does not hold up the next
 		d.mu.Unlock()
-		fmt.Fprintf(d.out, "── %s\n", cmp.Or(step.Title, step.describe(i)))
+		fmt.Fprintf(d.out, "── %s\n", cmp.Or(step.Title, fmt.Sprintf("step %d: %s", i+1, strings.Join(step.kinds(), " "))))
 		d.step(ctx, step)
 		d.settle()
 	}
@@ -566,10 +562,6 @@ type scriptStep struct {
 	Submit      string                     `json:"submit,omitempty"`
 	Values      map[string]json.RawMessage `json:"values,omitempty"`
 	Resources   []string                   `json:"resources,omitempty"`
-}
-
-func (s scriptStep) describe(i int) string {
-	return fmt.Sprintf("step %d: %s", i+1, strings.Join(s.kinds(), " "))
 }
 
 // kinds lists what the step does; a valid step does one thing.

@@ -457,15 +457,11 @@ func installedLine(home string, entry *extension.PackageEntry) string {
 	if entry.Linked {
 		how = "linked in place at " + packageRoot(home, entry)
 	}
-	return extension.TerminalSafe(fmt.Sprintf("installed plugin %s %s in %s, %s", entry.Name, versionText(entry.Version), home, how))
-}
-
-// versionText is a version for a line of output, or "unversioned".
-func versionText(v string) string {
-	if v == "" {
-		return "unversioned"
+	version := "unversioned"
+	if entry.Version != "" {
+		version = "version " + entry.Version
 	}
-	return "version " + v
+	return extension.TerminalSafe(fmt.Sprintf("installed plugin %s %s in %s, %s", entry.Name, version, home, how))
 }
 
 // packageRoot returns the directory of an installed package: its root,
