@@ -156,8 +156,7 @@ func runBench(n int, args []string) ([]result, error) {
 		// parallelism, so neither side of a ratio has more CPUs.
 		env: append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(runtime.GOMAXPROCS(0))),
 	}
-	targets, cleanup, err := pluginTargets("", args)
-	defer cleanup()
+	targets, err := pluginTargets("", args, work)
 	if err == nil {
 		err = b.setup(targets[0].dir)
 	}

@@ -252,8 +252,7 @@ func (d *demo) run(args []string, home, scriptFile string) error {
 	}
 	if home == "" {
 		home = filepath.Join(work, "home")
-		targets, cleanup, err := pluginTargets("", args)
-		defer cleanup()
+		targets, err := pluginTargets("", args, work)
 		if err != nil {
 			return err
 		}

@@ -283,14 +283,23 @@ func checkCommand(fs *flag.FlagSet) func(*env) int {
 			e.usage()
 			return 2
 		}
-		targets, cleanup, err := pluginTargets(*home, e.args)
-		defer cleanup()
+		work, err := os.MkdirTemp("", "exthost-check-")
+		if err != nil {
+			return e.exit(err)
+		}
+		defer os.RemoveAll(work)
+		targets, err := pluginTargets(*home, e.args, work)
 		if err != nil {
 			return e.exit(err)
 		}
 		status := 0
 		for _, t := range targets {
-			progress(e, "checking %s…", t.name)
+			// Progress, when stderr is a terminal.
+			if f, ok := e.stderr.(*os.File); ok {
+				if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+					fmt.Fprintf(f, "checking %s…\n", t.name)
+				}
+			}
 			report, err := extension.Check(context.Background(), t.dir, extension.CheckOptions{Name: t.name, Timeout: *timeout})
 			if report == nil {
 				return e.exit(err)
@@ -313,17 +322,15 @@ func checkCommand(fs *flag.FlagSet) func(*env) int {
 // ("" for the manifest's name).
 type target struct{ dir, name string }
 
-// pluginTargets resolves what demo and check run: every enabled runtime
-// plugin installed in home, the plugin directory in args, or the bundled
-// reference plugin, written into a temporary directory that cleanup
-// removes.
-func pluginTargets(home string, args []string) ([]target, func(), error) {
-	nothing := func() {}
+// pluginTargets resolves what demo, check and bench run: every enabled
+// runtime plugin installed in home, the plugin directory in args, or the
+// bundled reference plugin, written into the directory work.
+func pluginTargets(home string, args []string, work string) ([]target, error) {
 	switch {
 	case home != "":
 		entries, err := extension.LoadPackages(home)
 		if err != nil {
-			return nil, nothing, err
+			return nil, err
 		}
 		var out []target
 		for i := range entries {
@@ -333,19 +340,14 @@ func pluginTargets(home string, args []string) ([]target, func(), error) {
 			}
 		}
 		if len(out) == 0 {
-			return nil, nothing, fmt.Errorf("no enabled plugin with a runtime is installed in %s", home)
+			return nil, fmt.Errorf("no enabled plugin with a runtime is installed in %s", home)
 		}
-		return out, nothing, nil
+		return out, nil
 	case len(args) == 1:
-		return []target{{args[0], ""}}, nothing, nil
+		return []target{{args[0], ""}}, nil
 	}
-	work, err := os.MkdirTemp("", "exthost-")
-	if err != nil {
-		return nil, nothing, err
-	}
-	cleanup := func() { os.RemoveAll(work) }
 	dir, err := referencePlugin(work)
-	return []target{{dir, ""}}, cleanup, err
+	return []target{{dir, ""}}, err
 }
 
 // printReport renders a report for people: one line per scenario, with
@@ -365,15 +367,6 @@ func printReport(w io.Writer, r *extension.CheckReport) {
 		fmt.Fprintf(w, "%s  %-44s %-4s %s\n", state, res.Name, res.Rule, strings.ReplaceAll(detail, "\n", "\n      "))
 	}
 	fmt.Fprintf(w, "%d passed, %d failed, %d skipped\n", r.Passed, r.Failed, r.Skipped)
-}
-
-// progress reports a long step on stderr when stderr is a terminal.
-func progress(e *env, format string, args ...any) {
-	if f, ok := e.stderr.(*os.File); ok {
-		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-			fmt.Fprintf(f, format+"\n", args...)
-		}
-	}
 }
 
 // Plugin management: install, list, enable, disable and remove the
