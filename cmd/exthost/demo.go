@@ -453,17 +453,12 @@ func (d *demo) stream(ctx context.Context, s scriptStep) {
 			d.fail("catalog: %v", err)
 			return
 		}
-		ref = ""
-		for _, m := range models {
-			if strings.HasPrefix(m.Ref, "plugin/") {
-				ref = m.Ref
-				break
-			}
-		}
-		if ref == "" {
+		i := slices.IndexFunc(models, func(m extension.ProviderDescriptor) bool { return strings.HasPrefix(m.Ref, "plugin/") })
+		if i < 0 {
 			d.say("   skipped: no plugin serves a model\n")
 			return
 		}
+		ref = models[i].Ref
 	}
 	req := extension.ProviderRequest{Messages: []extension.ProviderMessage{{Role: extension.RoleUser, Content: "hello"}}, Tools: []extension.ProviderToolSchema{}, MaxTokens: 256}
 	if s.Request != nil {
