@@ -560,31 +560,31 @@ type scriptStep struct {
 
 // kinds lists what the step does; a valid step does one thing.
 func (s scriptStep) kinds() []string {
-	var k []string
-	for name, set := range map[string]bool{"intercept " + string(s.Intercept): s.Intercept != "", "event " + string(s.Event): s.Event != "",
+	return named(map[string]bool{"intercept " + string(s.Intercept): s.Intercept != "", "event " + string(s.Event): s.Event != "",
 		"stream " + s.Stream: s.Stream != "", "action " + s.Action: s.Action != "", "answer": s.Answer != nil,
-		"submit " + s.Submit: s.Submit != "", "resources": s.Resources != nil} {
-		if set {
-			k = append(k, name)
-		}
-	}
-	slices.Sort(k)
-	return k
+		"submit " + s.Submit: s.Submit != "", "resources": s.Resources != nil})
 }
 
 // stray names a member set that the step's kind does not take, or "".
 func (s scriptStep) stray() string {
 	intercept, stream := s.Intercept != "" || s.Event != "", s.Stream != ""
-	for name, set := range map[string]bool{
+	return append(named(map[string]bool{
 		"payload": len(s.Payload) > 0 && !intercept, "effort": s.Effort != "" && !stream,
 		"request": s.Request != nil && !stream, "cancelAfter": s.CancelAfter != 0 && !stream || s.CancelAfter < 0,
 		"args": s.Args != nil && s.Action == "", "values": s.Values != nil && s.Submit == "",
-	} {
+	}), "")[0]
+}
+
+// named returns the names that m sets, sorted.
+func named(m map[string]bool) []string {
+	var names []string
+	for name, set := range m {
 		if set {
-			return name
+			names = append(names, name)
 		}
 	}
-	return ""
+	slices.Sort(names)
+	return names
 }
 
 // loadScript reads a turn an author wrote (see demo -help).
