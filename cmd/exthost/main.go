@@ -522,20 +522,15 @@ func listLine(home string, entry *extension.PackageEntry) string {
 		cells = append(cells, strings.Join(notes, ", "))
 	}
 	for i, c := range cells {
-		cells[i] = cellText(c)
+		cells[i] = extension.TerminalSafe(cellEscapes.Replace(c))
 	}
 	return strings.Join(cells, "\t")
 }
 
 // cellEscapes shows the two characters TerminalSafe leaves raw, which
-// would start a cell or a line of list.
+// would start a cell or a line of list: a cell is terminal-safe, and
+// shows tab and newline escaped too.
 var cellEscapes = strings.NewReplacer("\t", `\t`, "\n", `\n`)
-
-// cellText is s made safe for one cell of a list line: terminal-safe, and
-// with tab and newline shown escaped too.
-func cellText(s string) string {
-	return extension.TerminalSafe(cellEscapes.Replace(s))
-}
 
 // changeCommand is a command that takes -home and one installed plugin
 // name, changes its record with change and prints done, formatted with
