@@ -252,14 +252,12 @@ func (d *demo) run(args []string, home, scriptFile string) error {
 	}
 	if home == "" {
 		home = filepath.Join(work, "home")
-		targets, err := pluginTargets("", args, work)
+		targets, err := pluginTargets("", args, work) // one: args' or the reference plugin
+		if err == nil {
+			_, err = extension.Install(home, targets[0].dir, extension.InstallOptions{Link: true})
+		}
 		if err != nil {
 			return err
-		}
-		for _, t := range targets {
-			if _, err := extension.Install(home, t.dir, extension.InstallOptions{Name: t.name, Link: true}); err != nil {
-				return err
-			}
 		}
 	}
 	entries, err := extension.LoadPackages(home)
