@@ -100,10 +100,6 @@ func benchCommand(fs *flag.FlagSet) func(*env) int {
 	asJSON := fs.Bool("json", false, `print {"results": [...]} instead of the table`)
 	n := fs.Int("n", defaultBenchRounds, "timed calls of each latency figure and of its baseline; the startup figures time n/100 starts (at least 3) and observe_throughput offers 50*n events")
 	return func(e *env) int {
-		if len(e.args) > 1 {
-			e.usage()
-			return 2
-		}
 		if *n < 1 {
 			fmt.Fprintf(e.stderr, "exthost bench: -n %d: give a positive number of rounds\n", *n)
 			return 2

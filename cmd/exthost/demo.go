@@ -31,7 +31,7 @@ func demoCommand(fs *flag.FlagSet) func(*env) int {
 		`{"resources": [PATH...]}; each may have a "title"`)
 	home := fs.String("home", "", "run the plugins installed in this Reasonix home instead of PLUGIN_DIR")
 	return func(e *env) int {
-		if len(e.args) > 1 || (*home != "" && len(e.args) > 0) {
+		if *home != "" && len(e.args) > 0 {
 			e.usage()
 			return 2
 		}

@@ -121,6 +121,15 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		return 2
 	}
+	// The arguments are what c.args names: none, one ("X") or at most one
+	// ("[X]").
+	if n, most := fs.NArg(), min(len(c.args), 1); n > most || n < most && c.args[0] != '[' {
+		if n > most {
+			fmt.Fprintf(stderr, "exthost %s: unexpected arguments %q\n", c.name, fs.Args()[most:])
+		}
+		fs.Usage()
+		return 2
+	}
 	return action(&env{name: c.name, args: fs.Args(), usage: fs.Usage, stdin: stdin, stdout: stdout, stderr: stderr})
 }
 
@@ -176,10 +185,6 @@ func helpCommand(fs *flag.FlagSet) func(*env) int {
 func trustCommand(fs *flag.FlagSet) func(*env) int {
 	id := fs.String("name", "", "the plugin ID it would be installed as (default: the manifest's name)")
 	return func(e *env) int {
-		if len(e.args) != 1 {
-			e.usage()
-			return 2
-		}
 		t, err := extension.TrustPlugin(e.args[0], *id)
 		if err == nil {
 			fmt.Fprint(e.stdout, t.Text())
@@ -280,7 +285,7 @@ func checkCommand(fs *flag.FlagSet) func(*env) int {
 	home := fs.String("home", "", "check every enabled runtime plugin installed in this Reasonix home instead of PLUGIN_DIR")
 	timeout := fs.Duration("timeout", 0, "how long to wait for each answer, stream end or shutdown of the sidecar (0: the checker's default, 5s)")
 	return func(e *env) int {
-		if len(e.args) > 1 || (*home != "" && len(e.args) > 0) {
+		if *home != "" && len(e.args) > 0 {
 			e.usage()
 			return 2
 		}
@@ -379,7 +384,7 @@ func printReport(w io.Writer, r *extension.CheckReport) {
 func installCommand(fs *flag.FlagSet) func(*env) int {
 	link := fs.Bool("link", false, "record the directory in place instead of copying it under <home>/plugins/")
 	name := fs.String("name", "", "the plugin ID to install it as (default: the manifest's name)")
-	return homeCommand(fs, 1, func(e *env, dir string) int {
+	return homeCommand(fs, func(e *env, dir string) int {
 		if err := previewInstall(e.stdout, dir, e.args[0], *name, *link); err != nil {
 			return e.exit(err)
 		}
@@ -393,15 +398,10 @@ func installCommand(fs *flag.FlagSet) func(*env) int {
 }
 
 // homeCommand is a command on a Reasonix home: it declares -home (default
-// ~/.reasonix, PROTOCOL.md §3.1), takes exactly nargs arguments (else the
-// usage, exit 2) and runs do with the home directory.
-func homeCommand(fs *flag.FlagSet, nargs int, do func(e *env, home string) int) func(*env) int {
+// ~/.reasonix, PROTOCOL.md §3.1) and runs do with the home directory.
+func homeCommand(fs *flag.FlagSet, do func(e *env, home string) int) func(*env) int {
 	home := fs.String("home", "", "the Reasonix home directory (default: ~/.reasonix)")
 	return func(e *env) int {
-		if len(e.args) != nargs {
-			e.usage()
-			return 2
-		}
 		dir := *home
 		if dir == "" {
 			user, err := os.UserHomeDir()
@@ -471,7 +471,7 @@ func packageRoot(home string, entry *extension.PackageEntry) string {
 
 // listCommand prints one line per installed package, in installed order.
 func listCommand(fs *flag.FlagSet) func(*env) int {
-	return homeCommand(fs, 0, func(e *env, dir string) int {
+	return homeCommand(fs, func(e *env, dir string) int {
 		pkgs, err := extension.LoadPackages(dir)
 		if err != nil {
 			return e.exit(err)
@@ -540,7 +540,7 @@ var cellEscapes = strings.NewReplacer("\t", `\t`, "\n", `\n`)
 // directory alone.
 func changeCommand(change func(home, name string) error, done string) func(*flag.FlagSet) func(*env) int {
 	return func(flags *flag.FlagSet) func(*env) int {
-		return homeCommand(flags, 1, func(e *env, dir string) int {
+		return homeCommand(flags, func(e *env, dir string) int {
 			err := change(dir, e.args[0])
 			if errors.Is(err, fs.ErrNotExist) {
 				err = fmt.Errorf("%w; \"exthost list -home %s\" shows the installed names", err, dir)
@@ -559,10 +559,6 @@ func changeCommand(change func(home, name string) error, done string) func(*flag
 func redactCommand(fs *flag.FlagSet) func(*env) int {
 	explain := fs.Bool("explain", false, "report each removed credential (rule and input byte offset) on standard error")
 	return func(e *env) int {
-		if len(e.args) > 0 {
-			fmt.Fprintf(e.stderr, "exthost redact: unexpected arguments %q\n", e.args)
-			return 2
-		}
 		s := streamRedactor{r: new(extension.Redactor)}
 		if *explain {
 			s.explain = func(f extension.Finding) {
