@@ -512,10 +512,12 @@ func (b *bench) startup() ([]result, error) {
 		op{name: "spawn_4", run: b.spawn(copies)})
 }
 
-// peer is a running peer program and our ends of its stdin and stdout.
+// peer is a running peer program and our ends of its stdin (also
+// buffered, as w) and stdout.
 type peer struct {
 	cmd *exec.Cmd
 	in  io.WriteCloser
+	w   *bufio.Writer
 	out *bufio.Reader
 }
 
@@ -560,7 +562,7 @@ func (b *bench) startPeer(name, hello string) (*peer, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &peer{cmd: cmd, in: in, out: bufio.NewReader(out)}
+	p := &peer{cmd: cmd, in: in, w: bufio.NewWriter(in), out: bufio.NewReader(out)}
 	if hello == "" {
 		return p, nil
 	}
@@ -606,14 +608,10 @@ func (b *bench) spawn(k int) func() (func() error, error) {
 // DTOs as the host's, in envelopes, with plain json.Marshal and
 // json.Unmarshal, synchronously, on one goroutine.
 func rounds(peers []*peer) func() (func() error, error) {
-	ws := make([]*bufio.Writer, len(peers))
-	for i, p := range peers {
-		ws[i] = bufio.NewWriter(p.in)
-	}
 	var id int64
 	return func() (func() error, error) {
 		id++
-		for i, p := range peers {
+		for _, p := range peers {
 			payload, err := json.Marshal(benchTool)
 			if err != nil {
 				return nil, err
@@ -623,9 +621,9 @@ func rounds(peers []*peer) func() (func() error, error) {
 			if err != nil {
 				return nil, err
 			}
-			ws[i].Write(frame)
-			ws[i].WriteByte('\n')
-			if err := ws[i].Flush(); err != nil {
+			p.w.Write(frame)
+			p.w.WriteByte('\n')
+			if err := p.w.Flush(); err != nil {
 				return nil, fmt.Errorf("writing to the peer: %w", err)
 			}
 			line, err := p.out.ReadBytes('\n')
