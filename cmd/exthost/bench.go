@@ -10,18 +10,19 @@ package main
 //     doing nothing but plain encoding/json into the same DTOs.
 //   - intercept_chain4: one Intercept through four copies of the plugin,
 //     against pingpong4_limit, one such round with each of four children.
-//   - observe_throughput: events per second that reach an observer
-//     sidecar offered by a tight loop of Observe, and the fraction lost.
-//   - stream_throughput: one provider stream of 10·n text chunks from a
-//     streamer sidecar through Runtime.OpenStream to the last Recv,
+//   - observe_throughput: events per second that reach the bench's own
+//     sidecar (the streamer mode) offered by a tight loop of Observe, and
+//     the fraction lost.
+//   - stream_throughput: one provider stream of 10·n text chunks from
+//     that sidecar through Runtime.OpenStream to the last Recv,
 //     against stream_pipe, the same chunk frames from a child process
 //     through a bare pipe (a buffered writer flushed when full), each
 //     decoded into the same StreamChunkParams by plain json.Unmarshal.
 //     per_sec is chunks per second; the ratio, of times, is at most 2
 //     when the stream keeps at least half the pipe's rate.
 //   - content_8mib: one input.receive Intercept of an 8 MiB payload,
-//     externalized by the host and paged, verified and answered by the
-//     streamer's SDK, against content_pipe, the same bytes written to a
+//     externalized by the host and paged, verified and answered by that
+//     sidecar's SDK, against content_pipe, the same bytes written to a
 //     child as base64 lines of 256 KiB that it decodes and hashes. The
 //     target is a ratio of times of at most 3.3 (baseline/ours >= 0.3).
 //   - startup_1, startup_4: Host.Start of one sidecar and of four started
