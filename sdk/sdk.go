@@ -627,18 +627,6 @@ func UI(ctx context.Context) *HostUI {
 	return &HostUI{s}
 }
 
-// session is the session and generation of the handshake.
-func (u *HostUI) session() (extension.SessionContext, error) {
-	if u == nil {
-		return extension.SessionContext{}, errors.New("sdk: no connection: use UI with the context of a callback")
-	}
-	p := u.s.session.Load()
-	if p == nil {
-		return extension.SessionContext{}, errors.New("sdk: not ready: the handshake has not happened")
-	}
-	return *p, nil
-}
-
 // Publish shows payload as the surface surfaceID, replacing an earlier
 // one of that id. payload is an extension.UIStatusPayload,
 // UICardPayload, UIFormPayload or UINotificationPayload (or a pointer to
@@ -672,10 +660,16 @@ func (u *HostUI) Publish(ctx context.Context, surfaceID string, payload any) err
 
 // prepare checks a surface id and a payload the way the host will.
 func (u *HostUI) prepare(surfaceID string, kind extension.SurfaceKind, payload any) (extension.SessionContext, json.RawMessage, error) {
-	session, err := u.session()
-	if err != nil {
-		return session, nil, err
+	// The session and generation of the handshake.
+	var session extension.SessionContext
+	if u == nil {
+		return session, nil, errors.New("sdk: no connection: use UI with the context of a callback")
 	}
+	p := u.s.session.Load()
+	if p == nil {
+		return session, nil, errors.New("sdk: not ready: the handshake has not happened")
+	}
+	session = *p
 	if surfaceID == "" {
 		return session, nil, extension.NewError(extension.ReasonInvalidParams, "a surface needs an id")
 	}
