@@ -10,18 +10,19 @@ package main
 //     doing nothing but plain encoding/json into the same DTOs.
 //   - intercept_chain4: one Intercept through four copies of the plugin,
 //     against pingpong4_limit, one such round with each of four children.
-//   - observe_throughput: events per second that reach an observer
-//     sidecar offered by a tight loop of Observe, and the fraction lost.
-//   - stream_throughput: one provider stream of 10·n text chunks from a
-//     streamer sidecar through Runtime.OpenStream to the last Recv,
+//   - observe_throughput: events per second that reach the bench's own
+//     sidecar (the streamer mode) offered by a tight loop of Observe, and
+//     the fraction lost.
+//   - stream_throughput: one provider stream of 10·n text chunks from
+//     that sidecar through Runtime.OpenStream to the last Recv,
 //     against stream_pipe, the same chunk frames from a child process
 //     through a bare pipe (a buffered writer flushed when full), each
 //     decoded into the same StreamChunkParams by plain json.Unmarshal.
 //     per_sec is chunks per second; the ratio, of times, is at most 2
 //     when the stream keeps at least half the pipe's rate.
 //   - content_8mib: one input.receive Intercept of an 8 MiB payload,
-//     externalized by the host and paged, verified and answered by the
-//     streamer's SDK, against content_pipe, the same bytes written to a
+//     externalized by the host and paged, verified and answered by that
+//     sidecar's SDK, against content_pipe, the same bytes written to a
 //     child as base64 lines of 256 KiB that it decodes and hashes. The
 //     target is a ratio of times of at most 3.3 (baseline/ours >= 0.3).
 //   - startup_1, startup_4: Host.Start of one sidecar and of four started
@@ -30,12 +31,13 @@ package main
 //     line.
 //
 // Every child, sidecars and peers alike, is this binary in one of its
-// hidden modes (peers.go), so both sides of a ratio start from the same
+// hidden modes (main.go), so both sides of a ratio start from the same
 // binary, and runs with the bench's GOMAXPROCS.
 
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -45,6 +47,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"iter"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -53,10 +56,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"text/tabwriter"
 	"time"
 
 	"github.com/reasonix-ext/extension"
+	"github.com/reasonix-ext/extension/sdk"
 )
 
 // defaultBenchRounds is the default of -n: the whole run stays well
@@ -96,10 +101,6 @@ func benchCommand(fs *flag.FlagSet) func(*env) int {
 	asJSON := fs.Bool("json", false, `print {"results": [...]} instead of the table`)
 	n := fs.Int("n", defaultBenchRounds, "timed calls of each latency figure and of its baseline; the startup figures time n/100 starts (at least 3) and observe_throughput offers 50*n events")
 	return func(e *env) int {
-		if len(e.args) > 1 {
-			e.usage()
-			return 2
-		}
 		if *n < 1 {
 			fmt.Fprintf(e.stderr, "exthost bench: -n %d: give a positive number of rounds\n", *n)
 			return 2
@@ -122,10 +123,11 @@ func benchCommand(fs *flag.FlagSet) func(*env) int {
 // removed at the end.
 type bench struct {
 	n    int
-	work string   // the temporary directory
-	env  []string // every child's environment: ours, plus our GOMAXPROCS
-	one  sidecars // the plugin measured, installed once
-	four sidecars // its copies bench-1..bench-4
+	work string             // the temporary directory
+	env  []string           // every child's environment: ours, plus our GOMAXPROCS
+	one  sidecars           // the plugin measured, installed once
+	four sidecars           // its copies bench-1..bench-4
+	own  *extension.Runtime // the bench's own sidecar, running
 }
 
 // sidecars are plugins installed in one home, which a figure starts
@@ -151,16 +153,22 @@ func runBench(n int, args []string) ([]result, error) {
 		// parallelism, so neither side of a ratio has more CPUs.
 		env: append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(runtime.GOMAXPROCS(0))),
 	}
-	if err := b.setup(args); err != nil {
+	targets, err := pluginTargets("", args, work)
+	if err == nil {
+		err = b.setup(targets[0].dir)
+	}
+	if err != nil {
 		return nil, err
 	}
+	defer b.own.Close()
 	var results []result
 	// Each step measures one or more figures.
 	for _, step := range []func() ([]result, error){
 		b.intercepts("intercept_rtt", "pingpong_limit", b.one),
 		b.intercepts("intercept_chain4", "pingpong4_limit", b.four),
 		b.observeThroughput,
-		b.streamerFigures,
+		b.streamThroughput,
+		b.content8MiB,
 		b.startup,
 	} {
 		r, err := step()
@@ -172,16 +180,9 @@ func runBench(n int, args []string) ([]result, error) {
 	return results, nil
 }
 
-// setup installs the plugin in args (default: the reference plugin)
-// once, in home1, and as its copies, in home4.
-func (b *bench) setup(args []string) error {
-	var plugin string
-	var err error
-	if len(args) == 1 {
-		plugin = args[0]
-	} else if plugin, err = referencePlugin(b.work); err != nil {
-		return err
-	}
+// setup installs the plugin in the directory plugin once, in home1, and as its copies, in home4, and starts the bench's
+// own sidecar, from a home of its own.
+func (b *bench) setup(plugin string) error {
 	home1 := filepath.Join(b.work, "home1")
 	entry, err := extension.Install(home1, plugin, extension.InstallOptions{Link: true})
 	if err != nil {
@@ -192,6 +193,16 @@ func (b *bench) setup(args []string) error {
 	ids, err := installCopies(home4, plugin, filepath.Join(b.work, "copies"), copies)
 	b.four = sidecars{host: b.host(home4), ids: ids, hint: copiesHint}
 	b.four.host.MaxParallelStarts = copies
+	if err != nil {
+		return err
+	}
+	home := filepath.Join(b.work, "home-"+sidecarPeer)
+	dir, err := modePlugin(b.work, sidecarPeer, &extension.Manifest{APIVersion: "reasonix.io/plugin/v1", Name: sidecarPeer, Version: "1.0.0", Runtime: &extension.RuntimeSpec{
+		Capabilities: []string{"providers"}, Intercepts: []extension.Point{extension.InputReceive, extension.ToolBefore, extension.ToolAfter}}})
+	if err = install(home, dir, err); err != nil {
+		return fmt.Errorf("installing the bench's sidecar: %w", err)
+	}
+	b.own, err = sidecars{host: b.host(home), ids: []string{sidecarPeer}}.start("the bench's sidecar")
 	return err
 }
 
@@ -223,7 +234,7 @@ func installCopies(home, pluginDir, under string, n int) ([]string, error) {
 		if err := os.CopyFS(dir, os.DirFS(pluginDir)); err != nil {
 			return nil, fmt.Errorf("copying the plugin directory for %s: %w", m.Name, err)
 		}
-		if err := installManifest(home, dir, m); err != nil {
+		if err := install(home, dir, writeManifest(dir, m)); err != nil {
 			return nil, err
 		}
 		ids = append(ids, m.Name)
@@ -231,12 +242,11 @@ func installCopies(home, pluginDir, under string, n int) ([]string, error) {
 	return ids, nil
 }
 
-// installManifest writes m into the plugin directory dir, making it if
-// need be, and installs dir in home, linked, as m.Name.
-func installManifest(home, dir string, m *extension.Manifest) error {
-	err := writeManifest(dir, m)
+// install installs the plugin directory dir in home, linked, unless
+// making it failed with err.
+func install(home, dir string, err error) error {
 	if err == nil {
-		_, err = extension.Install(home, dir, extension.InstallOptions{Name: m.Name, Link: true})
+		_, err = extension.Install(home, dir, extension.InstallOptions{Link: true})
 	}
 	return err
 }
@@ -278,30 +288,26 @@ const copiesHint = "the 4-sidecar figures run copies of the plugin, bench-1..ben
 // and end with s.hint when there is one.
 func (s sidecars) start(figure string) (*extension.Runtime, error) {
 	rt, err := s.host.Start(context.Background())
-	if err != nil {
-		return nil, withHint(fmt.Errorf("%s: %w", figure, err), s.hint)
-	}
-	for _, id := range s.ids {
-		if _, ok := rt.Declaration(id); ok {
+	for i := 0; err == nil && i < len(s.ids); i++ {
+		if _, ok := rt.Declaration(s.ids[i]); ok {
 			continue
 		}
-		why := fmt.Errorf("%s: %s did not start", figure, id)
+		err = fmt.Errorf("%s did not start", s.ids[i])
 		for _, w := range rt.Warnings() {
-			if w.Plugin == id {
-				why = fmt.Errorf("%w: %v", why, w.Err)
+			if w.Plugin == s.ids[i] {
+				err = fmt.Errorf("%w: %v", err, w.Err)
 			}
 		}
 		rt.Close()
-		return nil, withHint(why, s.hint)
 	}
-	return rt, nil
-}
-
-func withHint(err error, hint string) error {
-	if hint == "" {
-		return err
+	if err == nil {
+		return rt, nil
 	}
-	return fmt.Errorf("%w; %s", err, hint)
+	err = fmt.Errorf("%s: %w", figure, err)
+	if s.hint != "" {
+		err = fmt.Errorf("%w; %s", err, s.hint)
+	}
+	return nil, err
 }
 
 // intercepts measures figure, one tool.before Intercept through the
@@ -331,11 +337,7 @@ func (b *bench) intercepts(figure, baseline string, s sidecars) func() ([]result
 			_, err := rt.Intercept(ctx, extension.ToolBefore, benchTool)
 			return nil, err
 		}
-		r, err := interleave(b.n, max(10, b.n/20), true, op{figure, intercept}, op{baseline, rounds(peers)})
-		if err != nil {
-			return nil, err
-		}
-		return []result{r[0].against(r[1]), r[1]}, nil
+		return interleave(b.n, max(10, b.n/20), true, op{figure, intercept, baseline}, op{name: baseline, run: rounds(peers)})
 	}
 }
 
@@ -348,11 +350,7 @@ func (b *bench) intercepts(figure, baseline string, s sidecars) func() ([]result
 // never reached the observer, dropped by the host (D20) or the SDK.
 func (b *bench) observeThroughput() ([]result, error) {
 	const name = "observe_throughput"
-	rt, err := b.startPeerSidecar(name, observerPeer, extension.RuntimeSpec{Intercepts: []extension.Point{extension.ToolBefore, extension.ToolAfter}})
-	if err != nil {
-		return nil, err
-	}
-	defer rt.Close()
+	rt := b.own
 	count := func() (int64, error) {
 		out, err := rt.Intercept(context.Background(), extension.ToolBefore, extension.ToolPayload{Name: "count"})
 		if err != nil {
@@ -402,42 +400,9 @@ func (b *bench) observeThroughput() ([]result, error) {
 	return []result{{Name: name, PerSec: float64(received) / lastAt.Sub(begin).Seconds(), Lost: &lost}}, nil
 }
 
-// startPeerSidecar installs the bench's own sidecar peer in a home of its
-// own, its runtime block rt running the peer's mode, and starts it for
-// figure.
-func (b *bench) startPeerSidecar(figure, peer string, rt extension.RuntimeSpec) (*extension.Runtime, error) {
-	home := filepath.Join(b.work, "home-"+peer)
-	m := &extension.Manifest{APIVersion: "reasonix.io/plugin/v1", Name: peer, Version: "1.0.0", Runtime: &rt}
-	var err error
-	if rt.Command, rt.Args, err = self(peer); err == nil {
-		err = installManifest(home, filepath.Join(b.work, peer), m)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("%s: installing %s: %w", figure, peer, err)
-	}
-	return sidecars{host: b.host(home), ids: []string{peer}}.start(figure)
-}
-
-// streamerFigures measures stream_throughput against stream_pipe and
-// content_8mib against content_pipe, with one streamer sidecar and one
-// child running the baselines.
-func (b *bench) streamerFigures() ([]result, error) {
-	rt, err := b.startPeerSidecar("stream_throughput", streamerPeer, extension.RuntimeSpec{Capabilities: []string{"providers"}, Intercepts: []extension.Point{extension.InputReceive}})
-	if err != nil {
-		return nil, err
-	}
-	defer rt.Close()
-	stream, err := b.streamThroughput(rt)
-	if err != nil {
-		return nil, err
-	}
-	content, err := b.content8MiB(rt)
-	return append(stream, content...), err
-}
-
 // streamThroughput measures stream_throughput against stream_pipe: max(3,
 // n/200) streams of 10·n chunks each, alternating.
-func (b *bench) streamThroughput(rt *extension.Runtime) ([]result, error) {
+func (b *bench) streamThroughput() ([]result, error) {
 	const name = "stream_throughput"
 	child, err := b.startPeer(streamPipePeer, "")
 	if err != nil {
@@ -447,8 +412,8 @@ func (b *bench) streamThroughput(rt *extension.Runtime) ([]result, error) {
 	chunks := 10 * b.n
 	count := strconv.Itoa(chunks)
 	req := extension.ProviderRequest{Messages: []extension.ProviderMessage{{Role: extension.RoleUser, Content: count}}}
-	ours := op{name: name, run: func() (func() error, error) {
-		st, err := rt.OpenStream(context.Background(), "plugin/"+streamerPeer+"/bench/text", "", req)
+	ours := op{name: name, baseline: "stream_pipe", run: func() (func() error, error) {
+		st, err := b.own.OpenStream(context.Background(), "plugin/"+sidecarPeer+"/bench/text", "", req)
 		if err != nil {
 			return nil, err
 		}
@@ -480,13 +445,10 @@ func (b *bench) streamThroughput(rt *extension.Runtime) ([]result, error) {
 		return nil, nil
 	}}
 	res, err := interleave(max(3, b.n/200), 1, false, base, ours)
-	if err != nil {
-		return nil, err
-	}
 	for i := range res {
 		res[i].PerSec = float64(chunks) / time.Duration(res[i].P50).Seconds()
 	}
-	return []result{res[0], res[1].against(res[0])}, nil
+	return res, err
 }
 
 // content8MiB measures content_8mib, one input.receive Intercept of an
@@ -494,7 +456,7 @@ func (b *bench) streamThroughput(rt *extension.Runtime) ([]result, error) {
 // verifies and answers, against content_pipe, the same 8 MiB written to
 // a child as base64 lines of 256 KiB that it decodes and hashes:
 // max(3, n/400) of each, alternating.
-func (b *bench) content8MiB(rt *extension.Runtime) ([]result, error) {
+func (b *bench) content8MiB() ([]result, error) {
 	const name = "content_8mib"
 	payload := []byte(`{"text":"` + strings.Repeat("a", extension.FrameBytes-len(`{"text":""}`)) + `"}`)
 	var lines bytes.Buffer
@@ -509,8 +471,8 @@ func (b *bench) content8MiB(rt *extension.Runtime) ([]result, error) {
 	}
 	defer stopAll([]*peer{child})
 	sum := sha256.Sum256(payload)
-	ours := op{name: name, run: func() (func() error, error) {
-		out, err := rt.Intercept(context.Background(), extension.InputReceive, json.RawMessage(payload))
+	ours := op{name: name, baseline: "content_pipe", run: func() (func() error, error) {
+		out, err := b.own.Intercept(context.Background(), extension.InputReceive, json.RawMessage(payload))
 		if err == nil && (out.Blocked || len(out.Replaced) > 0) {
 			err = fmt.Errorf("the sidecar answered %+v, not continue", out)
 		}
@@ -526,11 +488,7 @@ func (b *bench) content8MiB(rt *extension.Runtime) ([]result, error) {
 		}
 		return nil, err
 	}}
-	res, err := interleave(max(3, b.n/400), 1, false, base, ours)
-	if err != nil {
-		return nil, err
-	}
-	return []result{res[0], res[1].against(res[0])}, nil
+	return interleave(max(3, b.n/400), 1, false, base, ours)
 }
 
 // startup measures startup_1 and startup_4, the ready time of one and of
@@ -548,21 +506,19 @@ func (b *bench) startup() ([]result, error) {
 	}
 	// The untimed Close falls inside the blocks that count mallocs, so
 	// these figures report none.
-	r, err := interleave(max(3, b.n/100), 1, false,
-		op{"spawn_1", b.spawn(1)},
-		op{"startup_1", generation("startup_1", b.one)},
-		op{"spawn_4", b.spawn(copies)},
-		op{"startup_4", generation("startup_4", b.four)})
-	if err != nil {
-		return nil, err
-	}
-	return []result{r[1].against(r[0]), r[0], r[3].against(r[2]), r[2]}, nil
+	return interleave(max(3, b.n/100), 1, false,
+		op{"startup_1", generation("startup_1", b.one), "spawn_1"},
+		op{name: "spawn_1", run: b.spawn(1)},
+		op{"startup_4", generation("startup_4", b.four), "spawn_4"},
+		op{name: "spawn_4", run: b.spawn(copies)})
 }
 
-// peer is a running peer program and our ends of its stdin and stdout.
+// peer is a running peer program and our ends of its stdin (also
+// buffered, as w) and stdout.
 type peer struct {
 	cmd *exec.Cmd
 	in  io.WriteCloser
+	w   *bufio.Writer
 	out *bufio.Reader
 }
 
@@ -589,11 +545,11 @@ func (b *bench) peers(name string, k int, hello string) ([]*peer, error) {
 // complaints are seen, and has it echo hello, if any. The peer is
 // returned whenever it started, for stopAll.
 func (b *bench) startPeer(name, hello string) (*peer, error) {
-	exe, args, err := self(name)
+	exe, err := executable()
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(exe, args...)
+	cmd := exec.Command(exe, runArg, name)
 	cmd.Env = b.env
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
@@ -607,7 +563,7 @@ func (b *bench) startPeer(name, hello string) (*peer, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &peer{cmd: cmd, in: in, out: bufio.NewReader(out)}
+	p := &peer{cmd: cmd, in: in, w: bufio.NewWriter(in), out: bufio.NewReader(out)}
 	if hello == "" {
 		return p, nil
 	}
@@ -646,54 +602,41 @@ func (b *bench) spawn(k int) func() (func() error, error) {
 	}
 }
 
-// pingpong is the parent's side of one round with a child of the
-// intercept baselines: it writes request id, an extension/intercept frame
-// of benchTool whose payload it encodes as the host does, to w, and reads
-// and decodes the answer from r. The same DTOs as the host's, in
-// envelopes, with plain json.Marshal and json.Unmarshal, synchronously,
-// on one goroutine.
-func pingpong(w *bufio.Writer, r *bufio.Reader, id int64) error {
-	payload, err := json.Marshal(benchTool)
-	if err != nil {
-		return err
-	}
-	frame, err := json.Marshal(pingRequest{JSONRPC: "2.0", ID: id, Method: extension.MethodIntercept,
-		Params: extension.InterceptParams{Event: extension.ToolBefore, Seq: id, Payload: payload, TimeoutMillis: 5000}})
-	if err != nil {
-		return err
-	}
-	w.Write(frame)
-	w.WriteByte('\n')
-	if err := w.Flush(); err != nil {
-		return fmt.Errorf("writing to the peer: %w", err)
-	}
-	line, err := r.ReadBytes('\n')
-	if err != nil {
-		return fmt.Errorf("reading the peer's answer: %w", err)
-	}
-	var a pingAnswer
-	if err := json.Unmarshal(line, &a); err != nil {
-		return err
-	}
-	if a.ID != id || a.Result.Decision != extension.DecisionContinue {
-		return fmt.Errorf("the peer answered %s to request %d", line, id)
-	}
-	return nil
-}
-
 // rounds is one round with each peer in turn, all with the request ID
-// of the round.
+// of the round, the parent's side of the intercept baselines: to each, it
+// writes an extension/intercept frame of benchTool whose payload it
+// encodes as the host does, and reads and decodes the answer. The same
+// DTOs as the host's, in envelopes, with plain json.Marshal and
+// json.Unmarshal, synchronously, on one goroutine.
 func rounds(peers []*peer) func() (func() error, error) {
-	ws := make([]*bufio.Writer, len(peers))
-	for i, p := range peers {
-		ws[i] = bufio.NewWriter(p.in)
-	}
 	var id int64
 	return func() (func() error, error) {
 		id++
-		for i, p := range peers {
-			if err := pingpong(ws[i], p.out, id); err != nil {
+		for _, p := range peers {
+			payload, err := json.Marshal(benchTool)
+			if err != nil {
 				return nil, err
+			}
+			frame, err := json.Marshal(pingRequest{JSONRPC: "2.0", ID: id, Method: extension.MethodIntercept,
+				Params: extension.InterceptParams{Event: extension.ToolBefore, Seq: id, Payload: payload, TimeoutMillis: 5000}})
+			if err != nil {
+				return nil, err
+			}
+			p.w.Write(frame)
+			p.w.WriteByte('\n')
+			if err := p.w.Flush(); err != nil {
+				return nil, fmt.Errorf("writing to the peer: %w", err)
+			}
+			line, err := p.out.ReadBytes('\n')
+			if err != nil {
+				return nil, fmt.Errorf("reading the peer's answer: %w", err)
+			}
+			var a pingAnswer
+			if err := json.Unmarshal(line, &a); err != nil {
+				return nil, err
+			}
+			if a.ID != id || a.Result.Decision != extension.DecisionContinue {
+				return nil, fmt.Errorf("the peer answered %s to request %d", line, id)
 			}
 		}
 		return nil, nil
@@ -703,14 +646,15 @@ func rounds(peers []*peer) func() (func() error, error) {
 // op is one figure's sample: run does one timed operation and returns
 // an untimed cleanup, or nil for none.
 type op struct {
-	name string
-	run  func() (cleanup func() error, err error)
+	name     string
+	run      func() (cleanup func() error, err error)
+	baseline string // the name of the op it is measured against, or ""
 }
 
 // interleave runs warm untimed calls of each op, then n timed calls of
 // each, in alternating blocks, so that the machine's noise falls on all of
-// them alike, and returns each op's p50, p99 and, when allocs, its mallocs
-// per call. The times go into preallocated slices and the mallocs are
+// them alike, and returns each op's p50, p99, its ratio to its baseline
+// and, when allocs, its mallocs per call, in the order of ops. The times go into preallocated slices and the mallocs are
 // read around each block, so that neither is part of the figure.
 func interleave(n, warm int, allocs bool, ops ...op) ([]result, error) {
 	call := func(o op) (time.Duration, error) {
@@ -765,14 +709,14 @@ func interleave(n, warm int, allocs bool, ops ...op) ([]result, error) {
 			results[i].AllocsPerOp = &a
 		}
 	}
+	for i, o := range ops {
+		if j := slices.IndexFunc(ops, func(b op) bool { return b.name == o.baseline }); j >= 0 {
+			r := &results[i]
+			r.Baseline, r.BaselineP50 = o.baseline, results[j].P50
+			r.Ratio = float64(r.P50) / float64(r.BaselineP50)
+		}
+	}
 	return results, nil
-}
-
-// against sets r's baseline and its ratio to it.
-func (r result) against(base result) result {
-	r.Baseline, r.BaselineP50 = base.Name, base.P50
-	r.Ratio = float64(r.P50) / float64(base.P50)
-	return r
 }
 
 // percentile is the nearest-rank pth percentile of sorted, in
@@ -833,4 +777,175 @@ func duration(ns int64) string {
 	default:
 		return fmt.Sprintf("%.2fs", d.Seconds())
 	}
+}
+
+// pingRequest is the frame of the intercept baselines that the bench
+// writes, and pingAnswer the one the pingpong peer writes back: around
+// the host's own DTOs.
+type pingRequest struct {
+	JSONRPC string                    `json:"jsonrpc"`
+	ID      int64                     `json:"id"`
+	Method  string                    `json:"method"`
+	Params  extension.InterceptParams `json:"params"`
+}
+
+type pingAnswer struct {
+	JSONRPC string                    `json:"jsonrpc"`
+	ID      int64                     `json:"id"`
+	Result  extension.InterceptResult `json:"result"`
+}
+
+// answerLines is the loop of the pipe peers, on one goroutine: it reads
+// stdin a line at a time (a page's line of content-pipe, 349,528 bytes,
+// fits its buffer), writes what answer makes of each to stdout, flushed
+// after each line, and returns nil at EOF: the bench is done with the
+// peer. An error ends the peer, and the bench reads EOF and reports the
+// figure as failed.
+func answerLines(answer func(line []byte, out *bufio.Writer) error) error {
+	in := bufio.NewReaderSize(os.Stdin, 1<<20)
+	out := bufio.NewWriter(os.Stdout)
+	for {
+		line, err := in.ReadSlice('\n')
+		if err == io.EOF {
+			return nil
+		}
+		if err == nil {
+			err = answer(line, out)
+		}
+		if err == nil {
+			err = out.Flush()
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// answerPing is the pingpong peer's answer: the least a sidecar can do
+// with an extension/intercept frame. It decodes the line with plain
+// json.Unmarshal into the same DTOs the SDK decodes it into
+// (extension.InterceptParams inside an envelope, then the payload into
+// extension.ToolPayload, as the reference plugin's tool.before does),
+// and answers continue with json.Marshal.
+func answerPing(line []byte, out *bufio.Writer) error {
+	var req pingRequest
+	var tool extension.ToolPayload
+	err := json.Unmarshal(line, &req)
+	if err == nil {
+		err = json.Unmarshal(req.Params.Payload, &tool)
+	}
+	if err != nil {
+		return err
+	}
+	b, err := json.Marshal(pingAnswer{JSONRPC: "2.0", ID: req.ID, Result: extension.InterceptResult{Decision: extension.DecisionContinue}})
+	out.Write(b)
+	out.WriteByte('\n')
+	return err
+}
+
+// echoLine is the echoline peer's answer: the least a process can do to
+// be "ready", the line it read.
+func echoLine(line []byte, out *bufio.Writer) error {
+	_, err := out.Write(line)
+	return err
+}
+
+// streamText is the text of every chunk the bench's sidecar and the
+// stream-pipe peer write.
+const streamText = "a streamed piece of text "
+
+// serveBench is the bench's own sidecar. Its tool.after observer only
+// counts the events it receives, so observe_throughput measures
+// delivery, not work; its tool.before interceptor answers block with the
+// reason "observed <n>", which is how the bench reads the count through
+// the protocol itself. It serves plugin/<id>/bench/text, whose stream is
+// as many text chunks as the request's last message says, and answers
+// input.receive continue once the SDK has read and verified its
+// payload, however large.
+func serveBench() error {
+	// Events are observed on one goroutine while intercepts run on
+	// others, hence the atomic.
+	var count atomic.Int64
+	id := cmp.Or(os.Getenv("REASONIX_PLUGIN_NAME"), sidecarPeer)
+	return sdk.Serve(context.Background(), sdk.Options{
+		Name: id, Version: "1.0.0",
+		Providers: []extension.ProviderDescriptor{{Ref: "plugin/" + id + "/bench/text", Model: "text"}},
+		Provider:  texts{},
+		Observe: map[extension.Point]sdk.ObserveFunc{
+			extension.ToolAfter: func(context.Context, *sdk.Event) { count.Add(1) },
+		},
+		Intercept: map[extension.Point]sdk.InterceptFunc{
+			extension.ToolBefore: func(context.Context, *sdk.Call) (sdk.Verdict, error) {
+				return sdk.Block(fmt.Sprint("observed ", count.Load())), nil
+			},
+			extension.InputReceive: func(context.Context, *sdk.Call) (sdk.Verdict, error) { return sdk.Continue(), nil },
+		},
+	})
+}
+
+type texts struct{}
+
+func (texts) Catalog(context.Context) ([]extension.ProviderDescriptor, error) { return nil, nil }
+
+func (texts) Stream(ctx context.Context, open *extension.StreamOpenParams) (iter.Seq[extension.ProviderChunk], error) {
+	n := 0
+	if m := open.Request.Messages; len(m) > 0 {
+		n, _ = strconv.Atoi(m[len(m)-1].Content)
+	}
+	return func(yield func(extension.ProviderChunk) bool) {
+		for range n {
+			if !yield(sdk.Text(streamText)) {
+				return
+			}
+		}
+	}, nil
+}
+
+// chunkFrame is a stream chunk notification as the SDK writes it.
+type chunkFrame struct {
+	JSONRPC string                      `json:"jsonrpc"`
+	Method  string                      `json:"method"`
+	Params  extension.StreamChunkParams `json:"params"`
+}
+
+// pipeChunks is the stream-pipe peer's answer to a line "<count>
+// <streamId>": that many of the streamer's chunk frames, as the SDK
+// numbers them, through a buffered writer flushed when full and at the
+// end.
+func pipeChunks(line []byte, out *bufio.Writer) error {
+	var n int64
+	var id string
+	if _, err := fmt.Sscan(string(line), &n, &id); err != nil {
+		return err
+	}
+	f := chunkFrame{JSONRPC: "2.0", Method: extension.MethodStreamChunk, Params: extension.StreamChunkParams{StreamID: id, Chunk: sdk.Text(streamText)}}
+	for seq := int64(1); seq <= n; seq++ {
+		f.Params.Seq = seq
+		b, err := json.Marshal(f)
+		if err != nil {
+			return err
+		}
+		out.Write(b)
+		out.WriteByte('\n')
+	}
+	return nil
+}
+
+// hashContent is the content-pipe peer: it reads lines of base64 until
+// an empty one, decodes and hashes them, and answers the hex SHA-256.
+func hashContent() error {
+	h := sha256.New()
+	var buf []byte
+	return answerLines(func(line []byte, out *bufio.Writer) error {
+		line = bytes.TrimSuffix(line, []byte("\n"))
+		if len(line) == 0 {
+			fmt.Fprintln(out, hex.EncodeToString(h.Sum(nil)))
+			h.Reset()
+			return nil
+		}
+		var err error
+		buf, err = base64.StdEncoding.AppendDecode(buf[:0], line)
+		h.Write(buf)
+		return err
+	})
 }

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/reasonix-ext/extension"
@@ -30,19 +31,14 @@ func demoCommand(fs *flag.FlagSet) func(*env) int {
 		`{"resources": [PATH...]}; each may have a "title"`)
 	home := fs.String("home", "", "run the plugins installed in this Reasonix home instead of PLUGIN_DIR")
 	return func(e *env) int {
-		if len(e.args) > 1 || (*home != "" && len(e.args) > 0) {
+		if *home != "" && len(e.args) > 0 {
 			e.usage()
 			return 2
 		}
-		d := &demo{out: e.stdout, wire: *wire, quiet: demoQuiet}
-		return e.exit(d.run(e, *home, *script))
+		d := &demo{out: e.stdout, wire: *wire, quiet: 50 * time.Millisecond}
+		return e.exit(d.run(e.args, *home, *script))
 	}
 }
-
-// demoQuiet is how long a step must go without news to be over: what a
-// sidecar does on its own after an answer (a publish, a stderr line)
-// comes within it. A variable for the tests.
-var demoQuiet = 50 * time.Millisecond
 
 // demo is one run of the scripted turn. Everything the sidecars do during
 // a step (frames, stderr, UI, warnings) is collected as it happens and
@@ -51,8 +47,7 @@ var demoQuiet = 50 * time.Millisecond
 type demo struct {
 	out   io.Writer
 	wire  bool
-	quiet time.Duration // a step has settled after this long without news
-	work  string
+	quiet time.Duration // a step has settled after this long without news: what a sidecar does on its own after an answer (a publish, a stderr line) comes within it
 	rt    *extension.Runtime
 	ids   []string // the running plugins
 
@@ -61,8 +56,8 @@ type demo struct {
 	grew    chan struct{}
 	pending map[string]bool // requests not answered yet, "in 7" or "out 7"
 	answer  map[string]json.RawMessage
-	forms   [][2]string // forms shown or asked: plugin and surface id
-	failed  int
+	forms   [][2]string  // forms shown or asked: plugin and surface id
+	failed  atomic.Int64 // steps without a legal answer, and warnings
 }
 
 // entry is one thing that happened during a step.
@@ -133,30 +128,35 @@ func (d *demo) tap(redactor *extension.Redactor) func(bool, []byte) {
 	}
 }
 
-// settle waits, at most stepBound, until every request of the step has its
-// answer and nothing has happened for d.quiet, then prints what the
-// step caused.
-func (d *demo) settle() {
+// await waits, at most stepBound, until ready, called with d.mu held,
+// holds and then nothing has happened for quiet.
+func (d *demo) await(quiet time.Duration, ready func() bool) {
 	deadline := time.Now().Add(stepBound)
 	for {
 		d.mu.Lock()
-		grew, open := d.grew, len(d.pending)
+		grew, ok := d.grew, ready()
 		d.mu.Unlock()
-		wait := d.quiet
-		if open > 0 {
-			wait = time.Until(deadline)
+		wait := time.Until(deadline)
+		if ok {
+			wait = min(wait, quiet)
 		}
-		t := time.NewTimer(min(wait, max(time.Until(deadline), 0)))
+		if wait <= 0 {
+			return
+		}
+		t := time.NewTimer(wait)
 		select {
 		case <-grew:
 			t.Stop()
-			if time.Now().Before(deadline) {
-				continue
-			}
 		case <-t.C:
+			return
 		}
-		break
 	}
+}
+
+// settle waits until every request of the step has its answer and
+// nothing has happened for d.quiet, then prints what the step caused.
+func (d *demo) settle() {
+	d.await(d.quiet, func() bool { return len(d.pending) == 0 })
 	d.mu.Lock()
 	news := d.news
 	d.news = nil
@@ -170,26 +170,15 @@ func (d *demo) settle() {
 
 // waitFor waits, at most stepBound, until n frames of the step match.
 func (d *demo) waitFor(n int, match func(looseFrame) bool) {
-	deadline := time.Now().Add(stepBound)
-	for {
-		d.mu.Lock()
-		seen, grew := 0, d.grew
+	d.await(0, func() bool {
+		seen := 0
 		for _, e := range d.news {
 			if e.frame && match(e.w) {
 				seen++
 			}
 		}
-		d.mu.Unlock()
-		if seen >= n || !time.Now().Before(deadline) {
-			return
-		}
-		t := time.NewTimer(time.Until(deadline))
-		select {
-		case <-grew:
-		case <-t.C:
-		}
-		t.Stop()
-	}
+		return seen >= n
+	})
 }
 
 // Show prints a surface under the step that published it.
@@ -199,7 +188,7 @@ func (d *demo) Show(s extension.Surface) {
 		d.forms = append(d.forms, [2]string{s.Plugin, s.SurfaceID})
 		d.mu.Unlock()
 	}
-	d.add(entry{text: indent("   ui: ", extension.TerminalSafe(strings.TrimSpace(s.Text())))})
+	d.add(entry{text: "   ui: " + strings.ReplaceAll(extension.TerminalSafe(strings.TrimSpace(s.Text())), "\n", "\n       ")})
 }
 
 // Ask answers a prompt as the script said, or as a user typing "Ada"
@@ -235,10 +224,6 @@ func (d *demo) Ask(ctx context.Context, p extension.Prompt) (map[string]json.Raw
 	return values, false, nil
 }
 
-func indent(prefix, text string) string {
-	return prefix + strings.ReplaceAll(text, "\n", "\n"+strings.Repeat(" ", len(prefix)))
-}
-
 // say adds a line of the step's own outcome, in order with what the
 // sidecars did.
 func (d *demo) say(format string, args ...any) {
@@ -247,21 +232,18 @@ func (d *demo) say(format string, args ...any) {
 
 // fail marks the turn failed: a step did not get a legal answer.
 func (d *demo) fail(format string, args ...any) {
-	d.mu.Lock()
-	d.failed++
-	d.mu.Unlock()
+	d.failed.Add(1)
 	d.say("   FAILED: %s", extension.TerminalSafe(fmt.Sprintf(format, args...)))
 }
 
 // run installs the plugins (or uses those of home), starts them, runs the
 // turn and shuts them down.
-func (d *demo) run(e *env, home, scriptFile string) error {
+func (d *demo) run(args []string, home, scriptFile string) error {
 	work, err := os.MkdirTemp("", "exthost-demo-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(work)
-	d.work = work
 	turn := defaultTurn(work)
 	if scriptFile != "" {
 		if turn, err = loadScript(scriptFile); err != nil {
@@ -270,15 +252,12 @@ func (d *demo) run(e *env, home, scriptFile string) error {
 	}
 	if home == "" {
 		home = filepath.Join(work, "home")
-		targets, cleanup, err := pluginTargets(e, "", e.args)
-		defer cleanup()
+		targets, err := pluginTargets("", args, work) // one: args' or the reference plugin
+		if err == nil {
+			_, err = extension.Install(home, targets[0].dir, extension.InstallOptions{Link: true})
+		}
 		if err != nil {
 			return err
-		}
-		for _, t := range targets {
-			if _, err := extension.Install(home, t.dir, extension.InstallOptions{Name: t.name, Link: true}); err != nil {
-				return err
-			}
 		}
 	}
 	entries, err := extension.LoadPackages(home)
@@ -292,10 +271,15 @@ func (d *demo) run(e *env, home, scriptFile string) error {
 	}
 	d.pending = map[string]bool{}
 	h := &extension.Host{
-		Home:      home,
-		Session:   extension.SessionContext{SessionID: "demo-session", WorkspaceRoot: work, Generation: 1},
-		Frontend:  d,
-		OnWarning: func(w *extension.PluginError) { d.warn(w.Plugin, w.Err) },
+		Home:     home,
+		Session:  extension.SessionContext{SessionID: "demo-session", WorkspaceRoot: work, Generation: 1},
+		Frontend: d,
+		// An optional plugin skipped after a failure or a violation is a
+		// step without a legal answer.
+		OnWarning: func(w *extension.PluginError) {
+			d.failed.Add(1)
+			d.say("   warning: %s: %s", w.Plugin, extension.TerminalSafe(w.Err.Error()))
+		},
 		OnStderr: func(plugin, line string) {
 			d.add(entry{text: "      stderr " + plugin + ": " + line})
 		},
@@ -339,7 +323,7 @@ func (d *demo) run(e *env, home, scriptFile string) error {
 		d.mu.Lock()
 		clear(d.pending) // a request a step gave up on does not hold up the next
 		d.mu.Unlock()
-		fmt.Fprintf(d.out, "── %s\n", cmp.Or(step.Title, step.describe(i)))
+		fmt.Fprintf(d.out, "── %s\n", cmp.Or(step.Title, fmt.Sprintf("step %d: %s", i+1, strings.Join(step.kinds(), " "))))
 		d.step(ctx, step)
 		d.settle()
 	}
@@ -353,42 +337,31 @@ func (d *demo) run(e *env, home, scriptFile string) error {
 	if err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}
-	if d.failed > 0 {
-		return fmt.Errorf("%d step(s) did not get a legal answer", d.failed)
+	if n := d.failed.Load(); n > 0 {
+		return fmt.Errorf("%d step(s) did not get a legal answer", n)
 	}
 	return nil
-}
-
-// warn prints a warning of the host's: an optional plugin skipped after
-// a failure or a violation is a step without a legal answer.
-func (d *demo) warn(plugin string, err error) {
-	d.mu.Lock()
-	d.failed++
-	d.mu.Unlock()
-	d.add(entry{text: "   warning: " + plugin + ": " + extension.TerminalSafe(err.Error())})
 }
 
 // step runs one step of the turn.
 func (d *demo) step(ctx context.Context, s scriptStep) {
 	switch {
-	case s.Intercept != "":
-		d.intercept(ctx, s.Intercept, s.Payload)
-	case s.Event != "":
-		chain := d.recipients(s.Event, s.Payload)
-		if len(chain) == 0 {
-			d.say("   skipped: no plugin subscribes to %s\n", s.Event)
-			return
-		}
-		if err := d.rt.Observe(s.Event, s.Payload); err != nil {
+	case s.Intercept != "" || s.Event != "":
+		p := cmp.Or(s.Intercept, s.Event)
+		if chain := d.recipients(p, s.Payload); len(chain) == 0 {
+			d.say("   skipped: no plugin subscribes to %s\n", p)
+		} else if s.Intercept != "" {
+			d.intercept(ctx, p, s.Payload, chain)
+		} else if err := d.rt.Observe(p, s.Payload); err != nil {
 			d.fail("%v", err)
-			return
+		} else {
+			// The event is written after Observe returns: its frame belongs here.
+			event, _ := json.Marshal(p)
+			d.waitFor(len(chain), func(w looseFrame) bool {
+				return w.Method == "extension/event" && bytes.Contains(w.Params, append([]byte(`"event":`), event...))
+			})
+			d.say("   observed by %s\n", strings.Join(chain, ", "))
 		}
-		// The event is written after Observe returns: its frame belongs here.
-		event, _ := json.Marshal(s.Event)
-		d.waitFor(len(chain), func(w looseFrame) bool {
-			return w.Method == "extension/event" && bytes.Contains(w.Params, append([]byte(`"event":`), event...))
-		})
-		d.say("   observed by %s\n", strings.Join(chain, ", "))
 	case s.Stream != "":
 		d.stream(ctx, s)
 	case s.Action != "":
@@ -444,12 +417,9 @@ func (d *demo) recipients(p extension.Point, payload json.RawMessage) []string {
 	return ids
 }
 
-func (d *demo) intercept(ctx context.Context, p extension.Point, payload json.RawMessage) {
-	chain := d.recipients(p, payload)
-	if len(chain) == 0 {
-		d.say("   skipped: no plugin subscribes to %s\n", p)
-		return
-	}
+// intercept runs an intercept step that reaches chain and says its
+// outcome.
+func (d *demo) intercept(ctx context.Context, p extension.Point, payload json.RawMessage, chain []string) {
 	out, err := d.rt.Intercept(ctx, p, payload)
 	switch {
 	case err != nil:
@@ -481,17 +451,12 @@ func (d *demo) stream(ctx context.Context, s scriptStep) {
 			d.fail("catalog: %v", err)
 			return
 		}
-		ref = ""
-		for _, m := range models {
-			if strings.HasPrefix(m.Ref, "plugin/") {
-				ref = m.Ref
-				break
-			}
-		}
-		if ref == "" {
+		i := slices.IndexFunc(models, func(m extension.ProviderDescriptor) bool { return strings.HasPrefix(m.Ref, "plugin/") })
+		if i < 0 {
 			d.say("   skipped: no plugin serves a model\n")
 			return
 		}
+		ref = models[i].Ref
 	}
 	req := extension.ProviderRequest{Messages: []extension.ProviderMessage{{Role: extension.RoleUser, Content: "hello"}}, Tools: []extension.ProviderToolSchema{}, MaxTokens: 256}
 	if s.Request != nil {
@@ -591,37 +556,33 @@ type scriptStep struct {
 	Resources   []string                   `json:"resources,omitempty"`
 }
 
-func (s scriptStep) describe(i int) string {
-	return fmt.Sprintf("step %d: %s", i+1, strings.Join(s.kinds(), " "))
-}
-
 // kinds lists what the step does; a valid step does one thing.
 func (s scriptStep) kinds() []string {
-	var k []string
-	for name, set := range map[string]bool{"intercept " + string(s.Intercept): s.Intercept != "", "event " + string(s.Event): s.Event != "",
+	return named(map[string]bool{"intercept " + string(s.Intercept): s.Intercept != "", "event " + string(s.Event): s.Event != "",
 		"stream " + s.Stream: s.Stream != "", "action " + s.Action: s.Action != "", "answer": s.Answer != nil,
-		"submit " + s.Submit: s.Submit != "", "resources": s.Resources != nil} {
-		if set {
-			k = append(k, name)
-		}
-	}
-	slices.Sort(k)
-	return k
+		"submit " + s.Submit: s.Submit != "", "resources": s.Resources != nil})
 }
 
 // stray names a member set that the step's kind does not take, or "".
 func (s scriptStep) stray() string {
 	intercept, stream := s.Intercept != "" || s.Event != "", s.Stream != ""
-	for name, set := range map[string]bool{
+	return append(named(map[string]bool{
 		"payload": len(s.Payload) > 0 && !intercept, "effort": s.Effort != "" && !stream,
 		"request": s.Request != nil && !stream, "cancelAfter": s.CancelAfter != 0 && !stream || s.CancelAfter < 0,
 		"args": s.Args != nil && s.Action == "", "values": s.Values != nil && s.Submit == "",
-	} {
+	}), "")[0]
+}
+
+// named returns the names that m sets, sorted.
+func named(m map[string]bool) []string {
+	var names []string
+	for name, set := range m {
 		if set {
-			return name
+			names = append(names, name)
 		}
 	}
-	return ""
+	slices.Sort(names)
+	return names
 }
 
 // loadScript reads a turn an author wrote (see demo -help).

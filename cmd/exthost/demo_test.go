@@ -133,12 +133,12 @@ func TestDemoWireShowsEachAnswerAfterItsRequestUnderItsStep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func(q time.Duration) { demoQuiet = q }(demoQuiet)
-	demoQuiet = time.Millisecond // pairs are waited for; quiet only gathers a sidecar's own news
 	for run := range 50 {
-		var out, errb bytes.Buffer
-		if code := runArgs([]string{"demo", "-wire", dir}, &out, &errb); code != 0 {
-			t.Fatalf("run %d: exit %d: %s\n%s", run, code, errb.String(), out.String())
+		var out bytes.Buffer
+		// Pairs are waited for; quiet only gathers a sidecar's own news.
+		d := &demo{out: &out, wire: true, quiet: time.Millisecond}
+		if err := d.run([]string{dir}, "", ""); err != nil {
+			t.Fatalf("run %d: %v\n%s", run, err, out.String())
 		}
 		type key struct {
 			inbound bool
@@ -172,8 +172,6 @@ func TestDemoWireShowsEachAnswerAfterItsRequestUnderItsStep(t *testing.T) {
 
 // envelopeStart reads the id and method at the start of a frame.
 var envelopeStart = regexp.MustCompile(`^\{"jsonrpc":"2\.0",(?:"id":([0-9]+),)?(?:"method":"([^"]+)")?`)
-
-func runArgs(args []string, out, errb *bytes.Buffer) int { return run(args, nil, out, errb) }
 
 func TestDemoUsageNamesThePluginDir(t *testing.T) {
 	var out, errb bytes.Buffer

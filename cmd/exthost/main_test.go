@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"os/exec"
@@ -10,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/reasonix-ext/extension"
 )
@@ -150,33 +152,44 @@ func TestRedactCommandExplainNamesTheRule(t *testing.T) {
 
 // TestStreamRedactorRemovesEveryCorpusSecret streams the whole corpus, as one
 // input, through rounds of several sizes, so secrets land on every kind of
-// round boundary.
+// round boundary, read at once and a byte at a time (the base64 lines
+// of pem-orphan-end must wait for their END line).
 func TestStreamRedactorRemovesEveryCorpusSecret(t *testing.T) {
 	cases := loadCorpus(t)
 	var in strings.Builder
 	for _, c := range cases {
 		in.WriteString(c.text + "\n")
 	}
-	for _, chunk := range []int{97, 256, 1000, 4096, 0} {
-		t.Run(fmt.Sprintf("chunk=%d", chunk), func(t *testing.T) {
-			s := streamRedactor{r: new(extension.Redactor), chunk: chunk, context: chunk / 3, maxHold: 64 << 10}
-			var out bytes.Buffer
-			if err := s.copy(&out, strings.NewReader(in.String())); err != nil {
-				t.Fatal(err)
+	for _, small := range []bool{false, true} {
+		for _, chunk := range []int{97, 256, 1000, 4096, 0} {
+			t.Run(fmt.Sprintf("chunk=%d,small_reads=%t", chunk, small), func(t *testing.T) {
+				corpusThroughStream(t, cases, in.String(), chunk, small)
+			})
+		}
+	}
+}
+
+func corpusThroughStream(t *testing.T, cases []corpusCase, in string, chunk int, small bool) {
+	var src io.Reader = strings.NewReader(in)
+	if small {
+		src = iotest.OneByteReader(src)
+	}
+	s := streamRedactor{r: new(extension.Redactor), chunk: chunk, context: chunk / 3, maxHold: 64 << 10}
+	var out bytes.Buffer
+	if err := s.copy(&out, src); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cases {
+		for _, sec := range c.secrets {
+			if l := leak(out.String(), sec); l != "" {
+				t.Errorf("case %s: %q survived", c.name, l)
 			}
-			for _, c := range cases {
-				for _, sec := range c.secrets {
-					if l := leak(out.String(), sec); l != "" {
-						t.Errorf("case %s: %q survived", c.name, l)
-					}
-				}
-			}
-			if chunk == 0 { // one round: the same as redacting the whole input
-				if want := new(extension.Redactor).Redact(in.String()); out.String() != want {
-					t.Errorf("one-round output differs from Redact of the whole input")
-				}
-			}
-		})
+		}
+	}
+	if chunk == 0 { // one round: the same as redacting the whole input
+		if want := new(extension.Redactor).Redact(in); out.String() != want {
+			t.Errorf("one-round output differs from Redact of the whole input")
+		}
 	}
 }
 

@@ -151,9 +151,7 @@ func keep[T any](s []T, ok func(T) bool) []T {
 
 // input rewrites "/fs <t>" inputs.
 func input(ctx context.Context, c *sdk.Call) (sdk.Verdict, error) {
-	var in struct {
-		Text string `json:"text"`
-	}
+	var in extension.InputPayload
 	if err := c.Decode(&in); err != nil {
 		return sdk.Verdict{}, err
 	}
@@ -172,15 +170,9 @@ func input(ctx context.Context, c *sdk.Call) (sdk.Verdict, error) {
 	return sdk.Replace(in), nil
 }
 
-// toolCall is the tool.before payload; Arguments is JSON object text.
-type toolCall struct {
-	Name      string `json:"name"`
-	Arguments string `json:"arguments,omitempty"`
-}
-
 // tool blocks dangerous_exec and sandboxes read.
 func tool(ctx context.Context, c *sdk.Call) (sdk.Verdict, error) {
-	var call toolCall
+	var call extension.ToolPayload
 	if err := c.Decode(&call); err != nil {
 		return sdk.Verdict{}, err
 	}
