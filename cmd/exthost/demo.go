@@ -128,39 +128,47 @@ func (d *demo) tap(redactor *extension.Redactor) func(bool, []byte) {
 	}
 }
 
-// await waits, at most stepBound, until ready, called with d.mu held,
-// holds and then nothing has happened for quiet.
-func (d *demo) await(quiet time.Duration, ready func() bool) {
+// await waits, at most stepBound, until ready (called with d.mu held)
+// holds and then nothing has happened for quiet. Then, with d.mu still
+// held, it calls take (when not nil): nothing can come between the last
+// check and what take collects.
+func (d *demo) await(quiet time.Duration, ready func() bool, take func()) {
 	deadline := time.Now().Add(stepBound)
+	calm := time.Now() // since the last news
 	for {
 		d.mu.Lock()
 		grew, ok := d.grew, ready()
-		d.mu.Unlock()
 		wait := time.Until(deadline)
 		if ok {
-			wait = min(wait, quiet)
+			wait = min(wait, quiet-time.Since(calm))
 		}
 		if wait <= 0 {
+			if take != nil {
+				take()
+			}
+			d.mu.Unlock()
 			return
 		}
+		d.mu.Unlock()
 		t := time.NewTimer(wait)
 		select {
 		case <-grew:
 			t.Stop()
+			calm = time.Now()
 		case <-t.C:
-			return
 		}
 	}
 }
 
 // settle waits until every request of the step has its answer and
-// nothing has happened for d.quiet, then prints what the step caused.
+// nothing has happened for d.quiet, then prints what the step caused. A
+// request the step gave up on (at stepBound) does not hold up the next.
 func (d *demo) settle() {
-	d.await(d.quiet, func() bool { return len(d.pending) == 0 })
-	d.mu.Lock()
-	news := d.news
-	d.news = nil
-	d.mu.Unlock()
+	var news []entry
+	d.await(d.quiet, func() bool { return len(d.pending) == 0 }, func() {
+		news, d.news = d.news, nil
+		clear(d.pending)
+	})
 	for _, e := range news {
 		if !e.frame || d.wire {
 			fmt.Fprintln(d.out, e.text)
@@ -178,7 +186,7 @@ func (d *demo) waitFor(n int, match func(looseFrame) bool) {
 			}
 		}
 		return seen >= n
-	})
+	}, nil)
 }
 
 // Show prints a surface under the step that published it.
@@ -320,9 +328,6 @@ func (d *demo) run(args []string, home, scriptFile string) error {
 		d.fail("no plugin started: %v", rt.Warnings())
 	}
 	for i, step := range turn {
-		d.mu.Lock()
-		clear(d.pending) // a request a step gave up on does not hold up the next
-		d.mu.Unlock()
 		fmt.Fprintf(d.out, "── %s\n", cmp.Or(step.Title, fmt.Sprintf("step %d: %s", i+1, strings.Join(step.kinds(), " "))))
 		d.step(ctx, step)
 		d.settle()
