@@ -266,16 +266,8 @@ func writeFileAtomic(path string, data []byte) error {
 		return err
 	}
 	_, err = tmp.Write(data)
-	if err == nil {
-		err = tmp.Chmod(0o644)
-	}
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
+	// The first failure counts; the file is closed whatever happened.
+	if err = cmp.Or(err, tmp.Chmod(0o644), tmp.Sync(), tmp.Close()); err == nil {
 		err = os.Rename(tmp.Name(), path)
 	}
 	if err != nil {
@@ -614,11 +606,7 @@ func copyFile(sr, dr *os.Root, rel string, info fs.FileInfo) error {
 		return err
 	}
 	_, err = io.Copy(out, in)
-	if err == nil {
-		err = out.Chmod(perm) // the umask may have narrowed it
-	}
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	// The umask may have narrowed perm; the first failure counts, and the
+	// file is closed whatever happened.
+	return cmp.Or(err, out.Chmod(perm), out.Close())
 }
