@@ -424,14 +424,15 @@ type InstallOptions struct {
 // also from other processes, are serialized by a lock on the record: the copy
 // and the record change happen under its lock.
 func Install(home, pluginDir string, opts InstallOptions) (*PackageEntry, error) {
-	m, err := loadManifest(pluginDir)
-	if err != nil {
-		return nil, &PluginError{Plugin: cmp.Or(opts.Name, filepath.Base(pluginDir)), Op: "install", Err: err}
-	}
-	name := cmp.Or(opts.Name, m.Name)
+	name := cmp.Or(opts.Name, filepath.Base(pluginDir)) // until the manifest names it
 	fail := func(err error) (*PackageEntry, error) {
 		return nil, &PluginError{Plugin: name, Op: "install", Err: err}
 	}
+	m, err := loadManifest(pluginDir)
+	if err != nil {
+		return fail(err)
+	}
+	name = cmp.Or(opts.Name, m.Name)
 	if !validPluginName(name) {
 		return fail(fmt.Errorf("%w %q: use letters, digits, '.', '_' and '-' (InstallOptions.Name overrides the manifest name)", errInvalidPluginName, name))
 	}
