@@ -336,20 +336,7 @@ func (p *redactProgram) scan(s string) []Finding {
 
 func (p *redactProgram) anchorAt(s string, i int, a *redactAnchor) bool {
 	t := s[i:min(len(s), i+len(a.lit))]
-	return a.fold && redactFolds(t, a.lit) || !a.fold && t == a.lit
-}
-
-// redactFolds reports whether s, ASCII lower-cased, is lower.
-func redactFolds(s, lower string) bool {
-	if len(s) != len(lower) {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if redactLower[s[i]] != lower[i] {
-			return false
-		}
-	}
-	return true
+	return a.fold && strings.EqualFold(t, a.lit) || !a.fold && t == a.lit // t has len(a.lit) bytes: only ASCII can match
 }
 
 // The structural rules without a key: URL userinfo, command-line
