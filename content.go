@@ -7,7 +7,6 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-	"strconv"
 	"strings"
 	"sync"
 )
@@ -92,51 +91,27 @@ func (cs *contentStore) put(data []byte, pointer string) ExternalizedField {
 	return d
 }
 
-// page finds the page p asks for (PROTOCOL.md §6.3): its bytes, and the
-// result that carries them, without dataBase64.
-func (cs *contentStore) page(p ContentReadParams) ([]byte, ContentReadResult, error) {
+// read answers host/content/read (PROTOCOL.md §6.3); the host reads its
+// own store this way for an externalized replacement.
+func (cs *contentStore) read(_ context.Context, p ContentReadParams) (ContentReadResult, error) {
 	cs.mu.Lock()
 	obj, ok := cs.objs[p.ContentRef]
 	cs.mu.Unlock()
 	if !ok || p.Offset > int64(len(obj.data)) {
-		return nil, ContentReadResult{}, NewError(ReasonContentRefExpired, "")
+		return ContentReadResult{}, NewError(ReasonContentRefExpired, "")
 	}
 	end := min(p.Offset+ContentRefChunkBytes, int64(len(obj.data)))
 	res := ContentReadResult{ContentRef: p.ContentRef, Offset: p.Offset, TotalBytes: int64(len(obj.data)), SHA256: obj.sum, Encoding: EncodingUTF8}
 	if end < int64(len(obj.data)) {
 		res.NextOffset = end
 	}
-	return obj.data[p.Offset:end], res, nil
+	res.DataBase64 = base64.StdEncoding.EncodeToString(obj.data[p.Offset:end])
+	return res, nil
 }
 
-// read answers host/content/read as a result value; the host reads its
-// own store this way for an externalized replacement.
-func (cs *contentStore) read(ctx context.Context, p ContentReadParams) (ContentReadResult, error) {
-	chunk, res, err := cs.page(p)
-	res.DataBase64 = base64.StdEncoding.EncodeToString(chunk)
-	return res, err
-}
-
-// answer is read's result encoded by hand, with the bytes encoded
-// straight into it: the same JSON encoding/json writes for it (every
-// string in it is plain: a host-minted ref, base64, hex, "utf8"), at a
-// third of its cost for 8 MiB of pages (exthost bench, content_8mib).
-func (cs *contentStore) answer(p ContentReadParams) (preEncoded, error) {
-	chunk, res, err := cs.page(p)
-	if err != nil {
-		return nil, err
-	}
-	b := make([]byte, 0, base64.StdEncoding.EncodedLen(len(chunk))+len(res.ContentRef)+200)
-	b = append(append(append(b, `{"contentRef":"`...), res.ContentRef...), `","offset":`...)
-	b = strconv.AppendInt(b, res.Offset, 10)
-	b = base64.StdEncoding.AppendEncode(append(b, `,"dataBase64":"`...), chunk)
-	b = append(b, '"')
-	if res.NextOffset > 0 {
-		b = strconv.AppendInt(append(b, `,"nextOffset":`...), res.NextOffset, 10)
-	}
-	b = strconv.AppendInt(append(b, `,"totalBytes":`...), res.TotalBytes, 10)
-	b = append(append(append(b, `,"sha256":"`...), res.SHA256...), `","encoding":"utf8"}`...)
-	return b, nil
+// answer is read for the sidecar's HandleRequest.
+func (cs *contentStore) answer(p ContentReadParams) (ContentReadResult, error) {
+	return cs.read(context.Background(), p)
 }
 
 // close drops every object: refs die with their connection.
@@ -163,10 +138,6 @@ func randomID(prefix string) string {
 	rand.Read(b[:])
 	return prefix + hex.EncodeToString(b[:])
 }
-
-// readPage reads one page of a content object, as host/content/read
-// answers it.
-type readPage = func(ctx context.Context, p ContentReadParams) (ContentReadResult, error)
 
 // Rehydrate resolves the externalizable member of an owner document
 // (PROTOCOL.md §6.2): inline is the member as it came (nil when absent),
@@ -196,60 +167,20 @@ func Rehydrate(ctx context.Context, inline json.RawMessage, ext []ExternalizedFi
 // the base64, the page size, progress, and at the end the byte count and
 // SHA-256 against d. Every other failure is protocol_error; the reader's
 // own errors (content_ref_expired for an unknown ref) pass as they are.
-func readContent(ctx context.Context, d ExternalizedField, read readPage) ([]byte, error) {
+func readContent(ctx context.Context, d ExternalizedField, read func(context.Context, ContentReadParams) (ContentReadResult, error)) ([]byte, error) {
 	if d.TotalBytes > FrameBytes {
 		return nil, errorf(ReasonFrameTooLarge, "content %s is %d bytes, over the %d-byte limit", d.ContentRef, d.TotalBytes, FrameBytes)
 	}
 	bad := func(format string, args ...any) error {
 		return errorf(ReasonProtocolError, "content %s: "+format, append([]any{d.ContentRef}, args...)...)
 	}
-	// The next page is asked for as soon as its offset is known, before
-	// this one is decoded and hashed, so the two sides work at once: an
-	// 8 MiB read took a quarter less (exthost bench, content_8mib). The
-	// prefetch ends with this call: its context is cancelled and it is
-	// waited for.
-	ctx, cancel := context.WithCancel(ctx)
-	var pending chan pageRead
-	defer func() {
-		cancel()
-		if pending != nil {
-			<-pending
-		}
-	}()
-	fetch := func(offset int64) chan pageRead {
-		ch := make(chan pageRead, 1)
-		go func() {
-			page, err := read(ctx, ContentReadParams{ContentRef: d.ContentRef, Offset: offset})
-			ch <- pageRead{page, err}
-		}()
-		return ch
-	}
-	// The hash runs on its own goroutine, a page behind the decoding.
-	hashed, sum := make(chan []byte, 4), make(chan string, 1)
-	go func(in <-chan []byte) {
-		h := sha256.New()
-		for b := range in {
-			h.Write(b)
-		}
-		sum <- hex.EncodeToString(h.Sum(nil))
-	}(hashed)
-	hashing := true
-	defer func() {
-		if hashing {
-			close(hashed)
-			<-sum
-		}
-	}()
 	data := make([]byte, 0, d.TotalBytes)
 	var text []byte // a page's base64, copied out of its string into one reused buffer
-	pending = fetch(0)
-	for offset := int64(0); pending != nil; {
-		r := <-pending
-		pending = nil
-		page := r.page
+	for offset, more := int64(0), true; more; {
+		page, err := read(ctx, ContentReadParams{ContentRef: d.ContentRef, Offset: offset})
 		switch {
-		case r.err != nil:
-			return nil, r.err
+		case err != nil:
+			return nil, err
 		case page.ContentRef != d.ContentRef || page.Offset != offset:
 			return nil, bad("the page for offset %d echoes %s at %d", offset, page.ContentRef, page.Offset)
 		case page.Encoding != EncodingUTF8:
@@ -261,11 +192,7 @@ func readContent(ctx context.Context, d ExternalizedField, read readPage) ([]byt
 		case page.NextOffset != 0 && page.NextOffset <= offset:
 			return nil, bad("nextOffset %d makes no progress from %d", page.NextOffset, offset)
 		}
-		if page.NextOffset != 0 {
-			pending = fetch(page.NextOffset)
-		}
 		before := len(data)
-		var err error
 		text = append(text[:0], page.DataBase64...)
 		if data, err = base64.StdEncoding.AppendDecode(data, text); err != nil {
 			return nil, bad("the page at %d is not standard base64: %v", offset, err)
@@ -281,23 +208,14 @@ func readContent(ctx context.Context, d ExternalizedField, read readPage) ([]byt
 			// totalBytes, however the peer answers.
 			return nil, bad("nextOffset %d is not the page's end, %d", page.NextOffset, offset+int64(n))
 		}
-		hashed <- data[before:] // never written again, even if data grows
-		offset = page.NextOffset
+		offset, more = page.NextOffset, page.NextOffset != 0
 	}
-	close(hashed)
-	hashing = false
-	digest := <-sum
+	sum := sha256.Sum256(data)
 	switch {
 	case int64(len(data)) != d.TotalBytes:
 		return nil, bad("read %d bytes; the descriptor says %d", len(data), d.TotalBytes)
-	case !strings.EqualFold(digest, d.SHA256):
+	case !strings.EqualFold(hex.EncodeToString(sum[:]), d.SHA256):
 		return nil, bad("the bytes read do not match its SHA-256")
 	}
 	return data, nil
-}
-
-// pageRead is one page read ahead by ReadContent.
-type pageRead struct {
-	page ContentReadResult
-	err  error
 }

@@ -7,7 +7,6 @@ package extension
 
 import (
 	"cmp"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -174,20 +173,16 @@ func newLaunchSpec(id, root, version string, linked bool, m *Manifest) (*launchS
 }
 
 // claimsRequired reports whether the manifest under root, which failed the
-// strict parse, still reads as JSON with runtime.required set to true. It
-// is read leniently on purpose: the strict reading has already refused it,
-// and only this one flag decides whether the refusal is fatal (D10).
+// strict parse, still reads as a JSON object whose runtime member is an
+// object with required set to true. Only its members are read, as the
+// first step of ParseManifest reads them, not their types: the strict
+// reading has already refused it, and only this one flag decides whether
+// the refusal is fatal (D10).
 func claimsRequired(root string) bool {
 	data, err := readBounded(filepath.Join(root, ManifestFile), maxManifestBytes)
-	if err != nil {
-		return false
-	}
-	var doc struct {
-		Runtime struct {
-			Required bool `json:"required"`
-		} `json:"runtime"`
-	}
-	return json.Unmarshal(data, &doc) == nil && doc.Runtime.Required
+	var doc, rt members
+	return err == nil && readDocument(data, "", membersNode, &doc) == nil &&
+		readDocument(doc["runtime"], "", membersNode, &rt) == nil && string(rt["required"]) == "true"
 }
 
 // rootVariable is the only variable a command may start with.
@@ -278,6 +273,12 @@ func envProgram(args []string) (program string, rest []string, ok bool) {
 			}
 			return "", false
 		}
+		split := func(v string, ok bool) (string, []string, bool) { // -S: v holds more arguments
+			if !ok {
+				return "", nil, false
+			}
+			return envProgram(append(strings.Fields(v), args[i+1:]...))
+		}
 		switch {
 		case a == "--":
 			if i+1 < len(args) {
@@ -287,13 +288,9 @@ func envProgram(args []string) (program string, rest []string, ok bool) {
 		case a == "--unset" || a == "--chdir":
 			next()
 		case a == "--split-string":
-			v, ok := next()
-			if !ok {
-				return "", nil, false
-			}
-			return envProgram(append(strings.Fields(v), args[i+1:]...))
+			return split(next())
 		case strings.HasPrefix(a, "--split-string="):
-			return envProgram(append(strings.Fields(a[len("--split-string="):]), args[i+1:]...))
+			return split(a[len("--split-string="):], true)
 		case strings.HasPrefix(a, "--"): // --ignore-environment, --unset=NAME, --chdir=DIR...
 		case strings.HasPrefix(a, "-"):
 			for j := 1; j < len(a); j++ { // a cluster of short options
@@ -304,14 +301,10 @@ func envProgram(args []string) (program string, rest []string, ok bool) {
 					}
 					j = len(a)
 				case 'S':
-					v := a[j+1:]
-					if v == "" {
-						var ok bool
-						if v, ok = next(); !ok {
-							return "", nil, false
-						}
+					if j < len(a)-1 {
+						return split(a[j+1:], true)
 					}
-					return envProgram(append(strings.Fields(v), args[i+1:]...))
+					return split(next())
 				}
 			}
 		case strings.Contains(a, "="): // NAME=VALUE

@@ -577,10 +577,7 @@ func (t TrustSummary) Text() string {
 	}
 	row("required", required)
 	row("priority", fmt.Sprint(t.Priority))
-	maxTimeoutMillis := t.MaxTimeoutMillis
-	if maxTimeoutMillis <= 0 {
-		maxTimeoutMillis = defaultMaxInterceptTimeout.Milliseconds() // dispatch's default clamp (D18)
-	}
+	maxTimeoutMillis := cmp.Or(max(t.MaxTimeoutMillis, 0), defaultMaxInterceptTimeout.Milliseconds()) // dispatch's default clamp (D18)
 	switch {
 	case t.TimeoutMillis > maxTimeoutMillis:
 		row("timeout", fmt.Sprintf("%d ms per call (the manifest asks for %d ms; clamped to %d ms)", maxTimeoutMillis, t.TimeoutMillis, maxTimeoutMillis))

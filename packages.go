@@ -266,16 +266,8 @@ func writeFileAtomic(path string, data []byte) error {
 		return err
 	}
 	_, err = tmp.Write(data)
-	if err == nil {
-		err = tmp.Chmod(0o644)
-	}
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
+	// The first failure counts; the file is closed whatever happened.
+	if err = cmp.Or(err, tmp.Chmod(0o644), tmp.Sync(), tmp.Close()); err == nil {
 		err = os.Rename(tmp.Name(), path)
 	}
 	if err != nil {
@@ -432,14 +424,15 @@ type InstallOptions struct {
 // also from other processes, are serialized by a lock on the record: the copy
 // and the record change happen under its lock.
 func Install(home, pluginDir string, opts InstallOptions) (*PackageEntry, error) {
-	m, err := loadManifest(pluginDir)
-	if err != nil {
-		return nil, &PluginError{Plugin: cmp.Or(opts.Name, filepath.Base(pluginDir)), Op: "install", Err: err}
-	}
-	name := cmp.Or(opts.Name, m.Name)
+	name := cmp.Or(opts.Name, filepath.Base(pluginDir)) // until the manifest names it
 	fail := func(err error) (*PackageEntry, error) {
 		return nil, &PluginError{Plugin: name, Op: "install", Err: err}
 	}
+	m, err := loadManifest(pluginDir)
+	if err != nil {
+		return fail(err)
+	}
+	name = cmp.Or(opts.Name, m.Name)
 	if !validPluginName(name) {
 		return fail(fmt.Errorf("%w %q: use letters, digits, '.', '_' and '-' (InstallOptions.Name overrides the manifest name)", errInvalidPluginName, name))
 	}
@@ -614,11 +607,7 @@ func copyFile(sr, dr *os.Root, rel string, info fs.FileInfo) error {
 		return err
 	}
 	_, err = io.Copy(out, in)
-	if err == nil {
-		err = out.Chmod(perm) // the umask may have narrowed it
-	}
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	// The umask may have narrowed perm; the first failure counts, and the
+	// file is closed whatever happened.
+	return cmp.Or(err, out.Chmod(perm), out.Close())
 }

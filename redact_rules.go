@@ -80,7 +80,6 @@ func (t redactTokenRule) rule() redactRule {
 			return
 		}
 		w := s[p:min(len(s), p+window)]
-		st.work += len(w) // at most: the match is anchored at p
 		m := re.FindStringSubmatchIndex(w)
 		if m == nil || t.alnumEnd && m[1] < len(w) && redactAlnum(w[m[1]]) {
 			return
@@ -212,7 +211,6 @@ func redactKeyValue(st *redactScan, s string, p int) {
 		ks--
 	}
 	st.examined(ke)
-	st.work += ke - ks
 	if ks > 0 && (s[ks-1] == '/' || s[ks-1] == ':') { // a URL path or ARN segment
 		return
 	}
@@ -221,9 +219,7 @@ func redactKeyValue(st *redactScan, s string, p int) {
 		i = j + 1
 	}
 	i = redactBlank(s, i)
-	st.work += i - ke
 	st.examined(i)
-	examined := i
 	words := false // the value may hold blanks (password: correct horse)
 	switch {
 	case strings.HasPrefix(s[i:], ":=") || strings.HasPrefix(s[i:], "=>"):
@@ -240,7 +236,6 @@ func redactKeyValue(st *redactScan, s string, p int) {
 	rule, password := redactKeyKind("", s[ks:ke])
 	if rule == "" && ks >= 2 && s[ks-1] == ' ' { // "API key", "access token"
 		ps := redactRunBack(s, ks-1, 32, redactKeyChar)
-		st.work += ks - ps
 		rule, password = redactKeyKind(s[ps:ks-1], s[ks:ke])
 	}
 	if rule == "" {
@@ -248,8 +243,7 @@ func redactKeyValue(st *redactScan, s string, p int) {
 	}
 	i = redactBlank(s, i)
 	header := rule != "secret-key-value" // authorization-header, cookie-header
-	vs, ve, end := redactValue(s, i, ks, header, words && password)
-	st.work += end - examined
+	vs, ve := redactValue(s, i, ks, header, words && password)
 	// The value is not a secret when it is a placeholder, a count (pass: 12,
 	// secrets: 3), a line or port (File.java:118, host:443), a call (sig :=
 	// b.uint32()), except in a header a word of prose, or the directory of
@@ -275,8 +269,7 @@ func redactValueStop(c byte) bool {
 	return c <= ' ' || strings.IndexByte("\"'\\,;&()[]{}<>|`", c) >= 0
 }
 
-// redactValue finds the value that starts at i, and the end of what it
-// examined. A quoted value ends at its closing quote (or the end of the
+// redactValue finds the value that starts at i. A quoted value ends at its closing quote (or the end of the
 // line). An unquoted header value runs to the end of the line, or to the
 // quote that opened before the key (as in curl -H "Authorization: ..."), or
 // to the ']' closing a '[' in front of it (as Go prints an http.Header);
@@ -284,9 +277,9 @@ func redactValueStop(c byte) bool {
 // Other unquoted values end at a blank or punctuation that separates fields,
 // except that with words set they run on over blanks up to a word that is a
 // key (has ':' or '='), a comment or punctuation.
-func redactValue(s string, i, ks int, header, words bool) (vs, ve, end int) {
+func redactValue(s string, i, ks int, header, words bool) (vs, ve int) {
 	if header && i < len(s) && (s[i] == '{' || s[i] == '(') { // a nested structure
-		return i, i + 1, i + 1
+		return i, i + 1
 	}
 	bracket := header && i < len(s) && s[i] == '[' // as Go prints an http.Header
 	if bracket {
@@ -299,12 +292,12 @@ func redactValue(s string, i, ks int, header, words bool) (vs, ve, end int) {
 			switch c := s[k]; {
 			case c == '\n' || c == '\\' && k+1 < len(s) && s[k+1] == '\n', // quotes never span lines
 				strings.HasPrefix(s[k:], q):
-				return vs, k, k + 1
+				return vs, k
 			case q == `"` && c == '\\':
 				k++
 			}
 		}
-		return vs, len(s), len(s)
+		return vs, len(s)
 	}
 	k := i
 	if !header {
@@ -322,16 +315,15 @@ func redactValue(s string, i, ks int, header, words bool) (vs, ve, end int) {
 				break
 			}
 		}
-		end = k
 		for words && k < len(s) && (s[k] == ' ' || s[k] == '\t') {
 			w := redactBlank(s, k)
-			end = redactRun(s, w, len(s), func(c byte) bool { return !redactValueStop(c) })
+			end := redactRun(s, w, len(s), func(c byte) bool { return !redactValueStop(c) })
 			if end == w || s[w] == '#' || strings.ContainsAny(s[w:end], ":=") {
 				break
 			}
 			k = end
 		}
-		return i, k, end
+		return i, k
 	}
 	qc := "" // the quote the key sits in, if any
 	if ks > 0 && (s[ks-1] == '"' || s[ks-1] == '\'') {
@@ -346,7 +338,7 @@ func redactValue(s string, i, ks int, header, words bool) (vs, ve, end int) {
 			break
 		}
 	}
-	return i, i + len(strings.TrimRight(s[i:k], " \t")), k
+	return i, i + len(strings.TrimRight(s[i:k], " \t"))
 }
 
 // redactPlaceholder reports whether a value is empty, already redacted, or a
@@ -357,7 +349,7 @@ func redactPlaceholder(v string) bool {
 	// A hex constant of up to 64 bits, not a 256-bit private key.
 	hex := len(v) > 2 && len(v) <= 18 && v[0] == '0' && (v[1] == 'x' || v[1] == 'X') && strings.Trim(v[2:], redactHexDigits) == ""
 	return v == "" || strings.HasPrefix(v, RedactedMarker) || strings.Trim(v, "*") == "" || hex ||
-		slices.ContainsFunc([]string{"null", "nil", "none", "true", "false", "undefined", "redacted"}, func(w string) bool { return redactFolds(v, w) }) ||
+		slices.ContainsFunc([]string{"null", "nil", "none", "true", "false", "undefined", "redacted"}, func(w string) bool { return strings.EqualFold(v, w) }) ||
 		redactPlaceholderLen(v) == len(v) ||
 		strings.IndexByte("{[(", v[0]) >= 0 || // a nested structure
 		v[0] == '<' && v[len(v)-1] == '>' // <your-token>
@@ -430,7 +422,7 @@ func redactProse(v string) bool {
 		"unchanged", "ok", "yes", "hidden", "masked", "omitted", "provided",
 		"ed25519", "ed448", "rsa", "ecdsa", "dsa", "eddsa", "hmac", "hs256", "hs384", "hs512",
 		"rs256", "rs384", "rs512", "es256", "es384", "es512", "ps256", "aes", "aes128", "aes256",
-		"sha1", "sha256", "sha512", "x25519"}, func(w string) bool { return redactFolds(v, w) })
+		"sha1", "sha256", "sha512", "x25519"}, func(w string) bool { return strings.EqualFold(v, w) })
 }
 
 // redactDrivePath reports whether v is a Windows path: C:\... or C:/...,
