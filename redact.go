@@ -111,25 +111,35 @@ const redactMaxPasses = 4
 // Redact returns s with every credential replaced by [RedactedMarker].
 // Redact(Redact(s)) == Redact(s).
 func (r *Redactor) Redact(s string) string {
+	out, _ := r.redact(s)
+	return out
+}
+
+// redact is Redact that also returns the bytes its rules examined, summed
+// over its passes: a measure of work that tests use to show that
+// redaction is linear in the input, whatever the input.
+func (r *Redactor) redact(s string) (string, int) {
 	p := r.program()
+	work := 0
 	for range redactMaxPasses {
-		spans := p.scan(s)
+		spans, w := p.scan(s)
+		work += w
 		if len(spans) == 0 {
-			return s
+			return s, work
 		}
 		out := redactApply(s, spans)
 		if out == s {
-			return s
+			return s, work
 		}
 		s = out
 	}
-	return s
+	return s, work
 }
 
 // Findings reports what the first pass of [Redactor.Redact] removes from s,
 // ordered by start offset. Spans of different rules may overlap.
 func (r *Redactor) Findings(s string) []Finding {
-	spans := r.program().scan(s)
+	spans, _ := r.program().scan(s)
 	slices.SortStableFunc(spans, func(a, b Finding) int { return a.Start - b.Start })
 	return append(make([]Finding, 0, len(spans)), spans...) // never nil
 }
@@ -307,6 +317,7 @@ type redactScan struct {
 	cur   int       // rule being run
 	done  []int     // per rule: end of its last span; hits before it are skipped
 	pemAt int       // offset of the END line closing the last PEM block, or -1
+	work  int       // bytes the rules examined (see Redactor.redact)
 }
 
 // add records a span of the current rule under the given name.
@@ -322,8 +333,9 @@ func (st *redactScan) add(start, end int, name string) {
 // it examined, in vain or not, and need not examine again.
 func (st *redactScan) examined(end int) { st.done[st.cur] = max(st.done[st.cur], end) }
 
-// scan runs every rule over s once and returns the spans to replace.
-func (p *redactProgram) scan(s string) []Finding {
+// scan runs every rule over s once and returns the spans to replace and
+// the bytes its rules examined.
+func (p *redactProgram) scan(s string) ([]Finding, int) {
 	st := redactScan{done: make([]int, len(p.rules)), pemAt: -1}
 	for i, a := range p.hits(s) {
 		if i >= st.done[a.rule] {
@@ -331,7 +343,7 @@ func (p *redactProgram) scan(s string) []Finding {
 			p.rules[a.rule].match(&st, s, i)
 		}
 	}
-	return st.spans
+	return st.spans, st.work + len(s)
 }
 
 func (p *redactProgram) anchorAt(s string, i int, a *redactAnchor) bool {
@@ -374,6 +386,7 @@ scan:
 			past = true
 		}
 	}
+	st.work += i - b
 	if past && at < 0 { // no userinfo, nor for a "://" inside what was read
 		st.examined(i)
 	}
@@ -397,6 +410,7 @@ func redactUserFlag(st *redactScan, s string, p int) {
 		q, i = s[i], i+1
 	}
 	e := redactRun(s, i, len(s), func(c byte) bool { return c > ' ' && c != q && (q != 0 || c != '"' && c != '\'') })
+	st.work += e - p
 	user, pw, _ := strings.Cut(s[i:e], ":")
 	if user != "" && pw != "" && !strings.HasPrefix(pw, RedactedMarker) && strings.Trim(pw, "0123456789") != "" { // not docker -u 1000:1000
 		st.add(e-len(pw), e, "user-password-flag")
@@ -417,6 +431,7 @@ func redactDBPasswordFlag(st *redactScan, s string, p int) {
 		return // not the command word (mysql.sock, mysql_config)
 	}
 	end := redactRun(s, w, 1024, func(c byte) bool { return c != '\n' && c != ';' && c != '|' && c != '&' })
+	st.work += end - p
 	st.examined(end) // the rest of the command is read here, once
 	for i := w; i+2 < end; i++ {
 		if s[i] != '-' || s[i+1] != 'p' || s[i-1] != ' ' && s[i-1] != '\t' || s[i+2] == ' ' || s[i+2] == '\t' {
@@ -442,6 +457,7 @@ func redactTelegram(st *redactScan, s string, p int) {
 		return
 	}
 	e := redactRun(s, p+1, len(s), func(c byte) bool { return redactAlnum(c) || c == '_' || c == '-' })
+	st.work += e - b
 	if e-(p+1) == 35 {
 		st.add(b, e, "telegram-bot-token")
 	}
@@ -456,6 +472,7 @@ func redactPEM(st *redactScan, s string, p int) {
 	if s[p+5] == 'E' { // -----END, unless it closes the block just removed
 		if _, ok := redactPEMLabel(s, p+len("-----END ")); ok && p != st.pemAt {
 			start := redactPEMBodyBefore(s, p)
+			st.work += p - start
 			st.add(start, p, "pem-private-key")
 		}
 		return
@@ -465,6 +482,7 @@ func redactPEM(st *redactScan, s string, p int) {
 		return
 	}
 	end := redactPEMBody(st, s, hdr)
+	st.work += end - p
 	st.add(hdr, end, "pem-private-key")
 }
 

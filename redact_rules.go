@@ -80,6 +80,7 @@ func (t redactTokenRule) rule() redactRule {
 			return
 		}
 		w := s[p:min(len(s), p+window)]
+		st.work += len(w) // at most: the match is anchored at p
 		m := re.FindStringSubmatchIndex(w)
 		if m == nil || t.alnumEnd && m[1] < len(w) && redactAlnum(w[m[1]]) {
 			return
@@ -211,6 +212,7 @@ func redactKeyValue(st *redactScan, s string, p int) {
 		ks--
 	}
 	st.examined(ke)
+	st.work += ke - ks
 	if ks > 0 && (s[ks-1] == '/' || s[ks-1] == ':') { // a URL path or ARN segment
 		return
 	}
@@ -219,7 +221,9 @@ func redactKeyValue(st *redactScan, s string, p int) {
 		i = j + 1
 	}
 	i = redactBlank(s, i)
+	st.work += i - ke
 	st.examined(i)
+	examined := i
 	words := false // the value may hold blanks (password: correct horse)
 	switch {
 	case strings.HasPrefix(s[i:], ":=") || strings.HasPrefix(s[i:], "=>"):
@@ -236,6 +240,7 @@ func redactKeyValue(st *redactScan, s string, p int) {
 	rule, password := redactKeyKind("", s[ks:ke])
 	if rule == "" && ks >= 2 && s[ks-1] == ' ' { // "API key", "access token"
 		ps := redactRunBack(s, ks-1, 32, redactKeyChar)
+		st.work += ks - ps
 		rule, password = redactKeyKind(s[ps:ks-1], s[ks:ke])
 	}
 	if rule == "" {
@@ -243,7 +248,8 @@ func redactKeyValue(st *redactScan, s string, p int) {
 	}
 	i = redactBlank(s, i)
 	header := rule != "secret-key-value" // authorization-header, cookie-header
-	vs, ve := redactValue(s, i, ks, header, words && password)
+	vs, ve, end := redactValue(s, i, ks, header, words && password)
+	st.work += end - examined
 	// The value is not a secret when it is a placeholder, a count (pass: 12,
 	// secrets: 3), a line or port (File.java:118, host:443), a call (sig :=
 	// b.uint32()), except in a header a word of prose, or the directory of
@@ -269,7 +275,8 @@ func redactValueStop(c byte) bool {
 	return c <= ' ' || strings.IndexByte("\"'\\,;&()[]{}<>|`", c) >= 0
 }
 
-// redactValue finds the value that starts at i. A quoted value ends at its closing quote (or the end of the
+// redactValue finds the value that starts at i, and the end of what it
+// examined. A quoted value ends at its closing quote (or the end of the
 // line). An unquoted header value runs to the end of the line, or to the
 // quote that opened before the key (as in curl -H "Authorization: ..."), or
 // to the ']' closing a '[' in front of it (as Go prints an http.Header);
@@ -277,9 +284,9 @@ func redactValueStop(c byte) bool {
 // Other unquoted values end at a blank or punctuation that separates fields,
 // except that with words set they run on over blanks up to a word that is a
 // key (has ':' or '='), a comment or punctuation.
-func redactValue(s string, i, ks int, header, words bool) (vs, ve int) {
+func redactValue(s string, i, ks int, header, words bool) (vs, ve, end int) {
 	if header && i < len(s) && (s[i] == '{' || s[i] == '(') { // a nested structure
-		return i, i + 1
+		return i, i + 1, i + 1
 	}
 	bracket := header && i < len(s) && s[i] == '[' // as Go prints an http.Header
 	if bracket {
@@ -292,12 +299,12 @@ func redactValue(s string, i, ks int, header, words bool) (vs, ve int) {
 			switch c := s[k]; {
 			case c == '\n' || c == '\\' && k+1 < len(s) && s[k+1] == '\n', // quotes never span lines
 				strings.HasPrefix(s[k:], q):
-				return vs, k
+				return vs, k, k + 1
 			case q == `"` && c == '\\':
 				k++
 			}
 		}
-		return vs, len(s)
+		return vs, len(s), len(s)
 	}
 	k := i
 	if !header {
@@ -315,15 +322,16 @@ func redactValue(s string, i, ks int, header, words bool) (vs, ve int) {
 				break
 			}
 		}
+		end = k
 		for words && k < len(s) && (s[k] == ' ' || s[k] == '\t') {
 			w := redactBlank(s, k)
-			end := redactRun(s, w, len(s), func(c byte) bool { return !redactValueStop(c) })
+			end = redactRun(s, w, len(s), func(c byte) bool { return !redactValueStop(c) })
 			if end == w || s[w] == '#' || strings.ContainsAny(s[w:end], ":=") {
 				break
 			}
 			k = end
 		}
-		return i, k
+		return i, k, end
 	}
 	qc := "" // the quote the key sits in, if any
 	if ks > 0 && (s[ks-1] == '"' || s[ks-1] == '\'') {
@@ -338,7 +346,7 @@ func redactValue(s string, i, ks int, header, words bool) (vs, ve int) {
 			break
 		}
 	}
-	return i, i + len(strings.TrimRight(s[i:k], " \t"))
+	return i, i + len(strings.TrimRight(s[i:k], " \t")), k
 }
 
 // redactPlaceholder reports whether a value is empty, already redacted, or a
