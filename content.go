@@ -109,11 +109,6 @@ func (cs *contentStore) read(_ context.Context, p ContentReadParams) (ContentRea
 	return res, nil
 }
 
-// answer is read for the sidecar's HandleRequest.
-func (cs *contentStore) answer(p ContentReadParams) (ContentReadResult, error) {
-	return cs.read(context.Background(), p)
-}
-
 // close drops every object: refs die with their connection.
 func (cs *contentStore) close() {
 	cs.mu.Lock()

@@ -658,15 +658,6 @@ func enumStrings[T ~string](vs ...T) []string {
 	return out
 }
 
-// column returns f of each row, in order: one column of a table.
-func column[R, T any](rows []R, f func(R) T) []T {
-	out := make([]T, len(rows))
-	for i, row := range rows {
-		out[i] = f(row)
-	}
-	return out
-}
-
 // DecodePayload strictly decodes a payload or replacement document of
 // point p into a fresh value of its payload type and checks the point's
 // replacement rules (D16, PROTOCOL.md §4.1). It returns the decoded value,

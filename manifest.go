@@ -620,5 +620,9 @@ func trustList(items []string) string {
 
 // quotedList quotes each item and joins them, or says none.
 func quotedList(items []string) string {
-	return trustList(column(items, strconv.Quote))
+	quoted := make([]string, len(items))
+	for i, item := range items {
+		quoted[i] = strconv.Quote(item)
+	}
+	return trustList(quoted)
 }

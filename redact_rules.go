@@ -357,7 +357,9 @@ func redactPlaceholder(v string) bool {
 	// A hex constant of up to 64 bits, not a 256-bit private key.
 	hex := len(v) > 2 && len(v) <= 18 && v[0] == '0' && (v[1] == 'x' || v[1] == 'X') && strings.Trim(v[2:], redactHexDigits) == ""
 	return v == "" || strings.HasPrefix(v, RedactedMarker) || strings.Trim(v, "*") == "" || hex ||
-		slices.ContainsFunc([]string{"null", "nil", "none", "true", "false", "undefined", "redacted"}, func(w string) bool { return strings.EqualFold(v, w) }) ||
+		// Equal lengths: only ASCII letters fold here, never the long s or
+		// the Kelvin sign, which EqualFold would take for s and k.
+		slices.ContainsFunc([]string{"null", "nil", "none", "true", "false", "undefined", "redacted"}, func(w string) bool { return len(v) == len(w) && strings.EqualFold(v, w) }) ||
 		redactPlaceholderLen(v) == len(v) ||
 		strings.IndexByte("{[(", v[0]) >= 0 || // a nested structure
 		v[0] == '<' && v[len(v)-1] == '>' // <your-token>
@@ -430,7 +432,7 @@ func redactProse(v string) bool {
 		"unchanged", "ok", "yes", "hidden", "masked", "omitted", "provided",
 		"ed25519", "ed448", "rsa", "ecdsa", "dsa", "eddsa", "hmac", "hs256", "hs384", "hs512",
 		"rs256", "rs384", "rs512", "es256", "es384", "es512", "ps256", "aes", "aes128", "aes256",
-		"sha1", "sha256", "sha512", "x25519"}, func(w string) bool { return strings.EqualFold(v, w) })
+		"sha1", "sha256", "sha512", "x25519"}, func(w string) bool { return len(v) == len(w) && strings.EqualFold(v, w) })
 }
 
 // redactDrivePath reports whether v is a Windows path: C:\... or C:/...,
