@@ -134,6 +134,10 @@ func randomID(prefix string) string {
 	return prefix + hex.EncodeToString(b[:])
 }
 
+// readPage reads one page of a content object, as host/content/read
+// answers it.
+type readPage = func(ctx context.Context, p ContentReadParams) (ContentReadResult, error)
+
 // Rehydrate resolves the externalizable member of an owner document
 // (PROTOCOL.md §6.2): inline is the member as it came (nil when absent),
 // ext the document's externalized array and pointer the member's
@@ -162,20 +166,60 @@ func Rehydrate(ctx context.Context, inline json.RawMessage, ext []ExternalizedFi
 // the base64, the page size, progress, and at the end the byte count and
 // SHA-256 against d. Every other failure is protocol_error; the reader's
 // own errors (content_ref_expired for an unknown ref) pass as they are.
-func readContent(ctx context.Context, d ExternalizedField, read func(context.Context, ContentReadParams) (ContentReadResult, error)) ([]byte, error) {
+func readContent(ctx context.Context, d ExternalizedField, read readPage) ([]byte, error) {
 	if d.TotalBytes > FrameBytes {
 		return nil, errorf(ReasonFrameTooLarge, "content %s is %d bytes, over the %d-byte limit", d.ContentRef, d.TotalBytes, FrameBytes)
 	}
 	bad := func(format string, args ...any) error {
 		return errorf(ReasonProtocolError, "content %s: "+format, append([]any{d.ContentRef}, args...)...)
 	}
+	// The next page is asked for as soon as its offset is known, before
+	// this one is decoded and hashed, so the two sides work at once: an
+	// 8 MiB read took a quarter less (exthost bench, content_8mib). The
+	// prefetch ends with this call: its context is cancelled and it is
+	// waited for.
+	ctx, cancel := context.WithCancel(ctx)
+	var pending chan pageRead
+	defer func() {
+		cancel()
+		if pending != nil {
+			<-pending
+		}
+	}()
+	fetch := func(offset int64) chan pageRead {
+		ch := make(chan pageRead, 1)
+		go func() {
+			page, err := read(ctx, ContentReadParams{ContentRef: d.ContentRef, Offset: offset})
+			ch <- pageRead{page, err}
+		}()
+		return ch
+	}
+	// The hash runs on its own goroutine, a page behind the decoding.
+	hashed, sum := make(chan []byte, 4), make(chan string, 1)
+	go func(in <-chan []byte) {
+		h := sha256.New()
+		for b := range in {
+			h.Write(b)
+		}
+		sum <- hex.EncodeToString(h.Sum(nil))
+	}(hashed)
+	hashing := true
+	defer func() {
+		if hashing {
+			close(hashed)
+			<-sum
+		}
+	}()
 	data := make([]byte, 0, d.TotalBytes)
 	var text []byte // a page's base64, copied out of its string into one reused buffer
-	for offset, more := int64(0), true; more; {
-		page, err := read(ctx, ContentReadParams{ContentRef: d.ContentRef, Offset: offset})
+	pending = fetch(0)
+	for offset := int64(0); pending != nil; {
+		r := <-pending
+		pending = nil
+		page := r.page
 		switch {
-		case err != nil:
-			return nil, err
+		case r.err != nil:
+			return nil, r.err
 		case page.ContentRef != d.ContentRef || page.Offset != offset:
 			return nil, bad("the page for offset %d echoes %s at %d", offset, page.ContentRef, page.Offset)
 		case page.Encoding != EncodingUTF8:
@@ -187,7 +231,11 @@ func readContent(ctx context.Context, d ExternalizedField, read func(context.Con
 		case page.NextOffset != 0 && page.NextOffset <= offset:
 			return nil, bad("nextOffset %d makes no progress from %d", page.NextOffset, offset)
 		}
+		if page.NextOffset != 0 {
+			pending = fetch(page.NextOffset)
+		}
 		before := len(data)
+		var err error
 		text = append(text[:0], page.DataBase64...)
 		if data, err = base64.StdEncoding.AppendDecode(data, text); err != nil {
 			return nil, bad("the page at %d is not standard base64: %v", offset, err)
@@ -203,14 +251,23 @@ func readContent(ctx context.Context, d ExternalizedField, read func(context.Con
 			// totalBytes, however the peer answers.
 			return nil, bad("nextOffset %d is not the page's end, %d", page.NextOffset, offset+int64(n))
 		}
-		offset, more = page.NextOffset, page.NextOffset != 0
+		hashed <- data[before:] // never written again, even if data grows
+		offset = page.NextOffset
 	}
-	sum := sha256.Sum256(data)
+	close(hashed)
+	hashing = false
+	digest := <-sum
 	switch {
 	case int64(len(data)) != d.TotalBytes:
 		return nil, bad("read %d bytes; the descriptor says %d", len(data), d.TotalBytes)
-	case !strings.EqualFold(hex.EncodeToString(sum[:]), d.SHA256):
+	case !strings.EqualFold(digest, d.SHA256):
 		return nil, bad("the bytes read do not match its SHA-256")
 	}
 	return data, nil
+}
+
+// pageRead is one page read ahead by ReadContent.
+type pageRead struct {
+	page ContentReadResult
+	err  error
 }
