@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"sync"
 )
@@ -91,22 +92,51 @@ func (cs *contentStore) put(data []byte, pointer string) ExternalizedField {
 	return d
 }
 
-// read answers host/content/read (PROTOCOL.md §6.3); the host reads its
-// own store this way for an externalized replacement.
-func (cs *contentStore) read(_ context.Context, p ContentReadParams) (ContentReadResult, error) {
+// page finds the page p asks for (PROTOCOL.md §6.3): its bytes, and the
+// result that carries them, without dataBase64.
+func (cs *contentStore) page(p ContentReadParams) ([]byte, ContentReadResult, error) {
 	cs.mu.Lock()
 	obj, ok := cs.objs[p.ContentRef]
 	cs.mu.Unlock()
 	if !ok || p.Offset > int64(len(obj.data)) {
-		return ContentReadResult{}, NewError(ReasonContentRefExpired, "")
+		return nil, ContentReadResult{}, NewError(ReasonContentRefExpired, "")
 	}
 	end := min(p.Offset+ContentRefChunkBytes, int64(len(obj.data)))
 	res := ContentReadResult{ContentRef: p.ContentRef, Offset: p.Offset, TotalBytes: int64(len(obj.data)), SHA256: obj.sum, Encoding: EncodingUTF8}
 	if end < int64(len(obj.data)) {
 		res.NextOffset = end
 	}
-	res.DataBase64 = base64.StdEncoding.EncodeToString(obj.data[p.Offset:end])
-	return res, nil
+	return obj.data[p.Offset:end], res, nil
+}
+
+// read answers host/content/read as a result value; the host reads its
+// own store this way for an externalized replacement.
+func (cs *contentStore) read(ctx context.Context, p ContentReadParams) (ContentReadResult, error) {
+	chunk, res, err := cs.page(p)
+	res.DataBase64 = base64.StdEncoding.EncodeToString(chunk)
+	return res, err
+}
+
+// answer is read's result encoded by hand, with the bytes encoded
+// straight into it: the same JSON encoding/json writes for it (every
+// string in it is plain: a host-minted ref, base64, hex, "utf8"), at a
+// third of its cost for 8 MiB of pages (exthost bench, content_8mib).
+func (cs *contentStore) answer(p ContentReadParams) (preEncoded, error) {
+	chunk, res, err := cs.page(p)
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, 0, base64.StdEncoding.EncodedLen(len(chunk))+len(res.ContentRef)+200)
+	b = append(append(append(b, `{"contentRef":"`...), res.ContentRef...), `","offset":`...)
+	b = strconv.AppendInt(b, res.Offset, 10)
+	b = base64.StdEncoding.AppendEncode(append(b, `,"dataBase64":"`...), chunk)
+	b = append(b, '"')
+	if res.NextOffset > 0 {
+		b = strconv.AppendInt(append(b, `,"nextOffset":`...), res.NextOffset, 10)
+	}
+	b = strconv.AppendInt(append(b, `,"totalBytes":`...), res.TotalBytes, 10)
+	b = append(append(append(b, `,"sha256":"`...), res.SHA256...), `","encoding":"utf8"}`...)
+	return b, nil
 }
 
 // close drops every object: refs die with their connection.

@@ -26,13 +26,16 @@ func readRequest(s *sidecar, params string) (ContentReadResult, error) {
 	if err != nil {
 		return ContentReadResult{}, err
 	}
-	// The page as encoding/json writes it must be strictly decodable.
-	b, err := json.Marshal(res)
-	if err != nil {
-		return ContentReadResult{}, err
+	// The hand-encoded page must be what encoding/json writes for the
+	// same result, and strictly decodable.
+	var p ContentReadParams
+	json.Unmarshal([]byte(params), &p)
+	want, _ := s.content.read(context.Background(), p)
+	if b, _ := json.Marshal(want); string(b) != string(res.(preEncoded)) {
+		return ContentReadResult{}, errors.New("the hand-encoded page differs from encoding/json's: " + string(res.(preEncoded))[:80])
 	}
 	var page ContentReadResult
-	err = Decode(MethodContentRead, b, &page)
+	err = Decode(MethodContentRead, json.RawMessage(res.(preEncoded)), &page)
 	return page, err
 }
 

@@ -129,7 +129,7 @@ func (s *sidecar) HandleRequest(ctx context.Context, method string, params json.
 	if err := Decode(method, params, &p); err != nil {
 		return nil, err // a negative offset among them: invalid_params
 	}
-	return s.content.read(ctx, p)
+	return s.content.answer(p)
 }
 
 // HandleNotification takes the sidecar's stream notifications to their

@@ -456,8 +456,16 @@ func encodeRequest(id *msgID, method string, params any) ([]byte, error) {
 	return encodeFrame(requestFrame{JSONRPC: "2.0", ID: id, Method: method, Params: orEmptyObject(params)})
 }
 
+// preEncoded is a result a handler of this package has encoded itself:
+// valid, compact JSON, spliced into the response as it is.
+type preEncoded []byte
+
 // encodeResult encodes a successful response. A nil result is sent as {}.
 func encodeResult(id msgID, result any) ([]byte, error) {
+	if raw, ok := result.(preEncoded); ok {
+		b := strconv.AppendInt(append(make([]byte, 0, len(raw)+48), `{"jsonrpc":"2.0","id":`...), int64(id), 10)
+		return append(append(append(b, `,"result":`...), raw...), "}\n"...), nil
+	}
 	return encodeFrame(responseFrame{JSONRPC: "2.0", ID: &id, Result: orEmptyObject(result)})
 }
 
