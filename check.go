@@ -222,15 +222,18 @@ func (w seenFrame) wireError() (e *Error, ok bool) {
 // frameLog is every frame of one session, in the order read or written,
 // filled by a Conn's Tap.
 type frameLog struct {
-	ended <-chan struct{} // closed when nothing more will be logged; nil for never
+	ended    <-chan struct{} // closed when nothing more will be logged; nil for never
+	requests *atomic.Int64   // counts the requests the sidecar sent
 
 	mu     sync.Mutex // protects frames and grew
 	frames []seenFrame
 	grew   chan struct{} // closed and replaced when a frame is added
 }
 
-func newFrameLog(ended <-chan struct{}) *frameLog {
-	return &frameLog{ended: ended, grew: make(chan struct{})}
+// newLog returns an empty log that counts the sidecar's requests in
+// c.requests, across every session.
+func (c *checker) newLog() *frameLog {
+	return &frameLog{requests: &c.requests, grew: make(chan struct{})}
 }
 
 // add records a frame; line is copied.
@@ -245,6 +248,9 @@ func (l *frameLog) add(in bool, line []byte) {
 				w.m, w.fe, w.nullID = m, nil, true
 			}
 		}
+	}
+	if in && w.kind() == kindRequest {
+		l.requests.Add(1)
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -301,12 +307,11 @@ func (l *frameLog) wait(ctx context.Context, d time.Duration, from int, match fu
 // and through the Conn's writer the frames a Conn refuses to build. The
 // Conn answers the sidecar's own requests unknown_method.
 type session struct {
-	c       *checker
-	proc    *process
-	conn    *Conn
-	log     *frameLog
-	lastID  msgID // the id of the last request call sent
-	stopped bool
+	c      *checker
+	proc   *process
+	conn   *Conn
+	log    *frameLog
+	lastID msgID // the id of the last request call sent
 }
 
 // launch starts a sidecar for a session.
@@ -315,7 +320,7 @@ func (c *checker) launch() (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &session{c: c, proc: proc, log: newFrameLog(nil)}
+	s := &session{c: c, proc: proc, log: c.newLog()}
 	s.conn = NewConn(proc.stdout, proc.stdin, nil, ConnOptions{Tap: s.log.add, WriteStallTimeout: c.opts.Timeout})
 	s.log.ended = s.conn.Done() // the reader logs every frame it reads before the connection ends
 	return s, nil
@@ -340,19 +345,10 @@ func (s *session) call(method string, params any) (answer seenFrame, frames []se
 
 // stop ends the session as D11 prescribes: stdin closed, grace to exit,
 // then the group is killed. It reports what had to be killed and the
-// exit error, and counts the requests the sidecar sent.
+// exit error.
 func (s *session) stop(grace time.Duration) (killedWhat, error) {
 	killed, _ := s.proc.stop(grace, s.c.host.ReapTimeout, s.c.host.ExitDrain)
 	s.conn.Close()
-	if s.stopped {
-		return killed, s.proc.waitErr
-	}
-	s.stopped = true
-	for _, w := range s.log.since(0) {
-		if w.in && w.kind() == kindRequest {
-			s.c.requests.Add(1)
-		}
-	}
 	return killed, s.proc.waitErr
 }
 
@@ -616,18 +612,12 @@ func samplePayload(p Point, large bool) (doc json.RawMessage, ok bool) {
 func sampleAnswers(form UIFormPayload) map[string]json.RawMessage {
 	values := map[string]json.RawMessage{}
 	for _, f := range form.Fields {
-		first := "Ada"
-		if len(f.Options) > 0 {
-			first = f.Options[0]
-		}
-		quoted, _ := json.Marshal(first)
+		values[f.Key], _ = json.Marshal(slices.Concat(f.Options, []string{"Ada"})[0]) // the first option, or a name
 		switch f.Kind {
 		case PromptConfirm:
 			values[f.Key] = json.RawMessage("true")
 		case PromptMultiselect:
-			values[f.Key] = json.RawMessage("[" + string(quoted) + "]")
-		default:
-			values[f.Key] = quoted
+			values[f.Key] = json.RawMessage("[" + string(values[f.Key]) + "]")
 		}
 	}
 	if len(form.Fields) == 0 {
@@ -651,9 +641,7 @@ func (f *checkFrontend) Show(s Surface) {
 }
 
 func (f *checkFrontend) Ask(ctx context.Context, p Prompt) (map[string]json.RawMessage, bool, error) {
-	f.mu.Lock()
-	f.forms = append(f.forms, p.SurfaceID)
-	f.mu.Unlock()
+	f.Show(Surface{SurfaceID: p.SurfaceID, Form: &p.Form})
 	return sampleAnswers(p.Form), false, nil
 }
 
@@ -661,7 +649,7 @@ func (f *checkFrontend) Ask(ctx context.Context, p Prompt) (map[string]json.RawM
 // point, content refs, provider catalogs and streams, UI, the ids of the
 // sidecar's own requests and the host's shutdown.
 func (c *checker) hosted() {
-	log := newFrameLog(nil)
+	log := c.newLog()
 	fe := &checkFrontend{}
 	h := c.host
 	h.Frontend, h.Conn.Tap = fe, log.add
@@ -694,12 +682,7 @@ func (c *checker) hosted() {
 	c.providers(ctx, rt, s, log)
 	c.ui(ctx, rt, s, log, fe)
 	c.ids(log)
-	from := log.mark()
-	problem := ""
-	if err := rt.Close(); err != nil {
-		problem = err.Error()
-	}
-	c.record("shutdown/through-the-host", "D11", "§3.6", log.since(from), problem)
+	c.try(ctx, log, "shutdown/through-the-host", "D11", "§3.6", func(context.Context) error { return rt.Close() })
 }
 
 // startRule names the ruling a failed start broke.
@@ -756,22 +739,14 @@ func (c *checker) content(ctx context.Context, rt *Runtime, s *sidecar, log *fra
 		from := log.mark()
 		c.intercept(ctx, rt, s, log, Point(sub), payload, "content/verdict-on-a-large-payload")
 		frames := log.since(from)
-		refused := hostRefusals(frames)
-		reads, problem := 0, ""
-		for _, w := range frames {
-			if w.in && w.request(MethodContentRead) {
-				reads++
-				if a, ok := refused[w.m.id]; ok {
-					e, _ := a.wireError()
-					problem = fmt.Sprintf("a read was refused: %s: %s", e.Reason, e.Message)
-				}
-			}
-		}
-		if reads == 0 {
+		reads, problem := sidecarRequests(frames, func(_ seenFrame, e *Error) string {
+			return fmt.Sprintf("a read was refused: %s: %s", e.Reason, e.Message)
+		}, MethodContentRead)
+		if len(reads) == 0 {
 			c.skip(name, rule, section, "the sidecar answered without reading the externalized payload")
-			return
+		} else {
+			c.record(name, rule, section, frames, problem)
 		}
-		c.record(name, rule, section, frames, problem)
 		return
 	}
 	c.skip(name, rule, section, "no subscribed point has a free text member to make large")
@@ -786,52 +761,47 @@ func (c *checker) providers(ctx context.Context, rt *Runtime, s *sidecar, log *f
 		}
 		return
 	}
-	from := log.mark()
-	var res ProviderCatalogResult
-	problem := ""
-	cctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
-	defer cancel()
-	if err := s.call(cctx, MethodProviderCatalog, ProviderCatalogParams{}, &res); err != nil {
-		problem = err.Error()
-	}
-	for _, d := range res.Providers {
-		if !slices.ContainsFunc(s.result.Providers, func(p ProviderDescriptor) bool { return p.Ref == d.Ref }) {
-			problem = fmt.Sprintf("the catalog lists %q, which the handshake did not declare", d.Ref)
+	c.try(ctx, log, "provider/catalog", "D21", "§5.1", func(ctx context.Context) error {
+		var res ProviderCatalogResult
+		err := s.call(ctx, MethodProviderCatalog, ProviderCatalogParams{}, &res)
+		for _, d := range res.Providers {
+			if !slices.ContainsFunc(s.result.Providers, func(p ProviderDescriptor) bool { return p.Ref == d.Ref }) {
+				err = fmt.Errorf("the catalog lists %q, which the handshake did not declare", d.Ref)
+			}
 		}
-	}
-	c.record("provider/catalog", "D21", "§5.1", log.since(from), problem)
+		return err
+	})
 
 	ref := s.result.Providers[0].Ref
 	req := ProviderRequest{Messages: []ProviderMessage{{Role: RoleUser, Content: "hello"}}, Tools: []ProviderToolSchema{}, MaxTokens: 64}
-	sctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
-	defer cancel()
-	from = log.mark()
-	st, err := rt.OpenStream(sctx, ref, "", req)
-	problem = ""
+	var st *Stream
+	frames, err := c.attempt(ctx, log, func(ctx context.Context) (err error) {
+		if st, err = rt.OpenStream(ctx, ref, "", req); err != nil {
+			return err
+		}
+		for err == nil {
+			_, err = st.Recv()
+		}
+		if errors.Is(err, io.EOF) || errors.Is(err, ReasonProviderFailed) {
+			return nil // an end the sidecar chose; streamProblem judges it
+		}
+		return err
+	})
 	if errors.Is(err, ReasonProviderFailed) {
 		// §5.2: a sidecar may decline a stream; then none is there to judge.
 		c.skip("provider/stream", "D21", "§5.4", "the sidecar declined the stream: "+err.Error())
 		c.skip("provider/cancel", "D21", "§5.5", "the sidecar declined the stream")
 		return
 	}
-	if err != nil {
-		problem = err.Error()
-	} else {
-		for err == nil {
-			_, err = st.Recv()
-		}
-		if !errors.Is(err, io.EOF) && !errors.Is(err, ReasonProviderFailed) {
-			problem = err.Error()
-		}
-		if p := streamProblem(log.since(from), st.ID()); p != "" {
-			problem = p
-		}
+	problem := errText(err)
+	if st != nil {
+		problem = cmp.Or(streamProblem(frames, st.ID()), problem)
 	}
-	c.record("provider/stream", "D21", "§5.4", log.since(from), problem)
+	c.record("provider/stream", "D21", "§5.4", frames, problem)
 
-	cctx, cancel = context.WithTimeout(ctx, c.opts.Timeout)
+	cctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
 	defer cancel()
-	from = log.mark()
+	from := log.mark()
 	st, err = rt.OpenStream(cctx, ref, "", req)
 	if err != nil {
 		c.record("provider/cancel", "D21", "§5.5", log.since(from), err.Error())
@@ -848,7 +818,7 @@ func (c *checker) providers(ctx context.Context, rt *Runtime, s *sidecar, log *f
 		return w.in && w.fe == nil && w.m.method == MethodStreamEnd && bytes.Contains(w.m.params, id)
 	}
 	_, ended := log.wait(ctx, c.opts.Timeout, from, isEnd)
-	frames := log.since(from)
+	frames = log.since(from)
 	cancelAt := slices.IndexFunc(frames, func(w seenFrame) bool { return !w.in && w.request(MethodStreamCancel) })
 	endAt := slices.IndexFunc(frames, isEnd)
 	late := false // the cancel found the stream already over: {"cancelled":false}
@@ -919,14 +889,10 @@ func streamProblem(frames []seenFrame, id string) string {
 // every publish and request the sidecar made (D23, D24).
 func (c *checker) ui(ctx context.Context, rt *Runtime, s *sidecar, log *frameLog, fe *checkFrontend) {
 	for _, a := range s.result.UIActions {
-		actx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
-		from := log.mark()
-		problem := ""
-		if _, err := rt.Action(actx, "check-session", "/"+c.report.Plugin+":"+a.ActionID, nil); err != nil {
-			problem = err.Error()
-		}
-		cancel()
-		c.record("ui/action/"+a.ActionID, "D24", "§7.4", log.since(from), problem)
+		c.try(ctx, log, "ui/action/"+a.ActionID, "D24", "§7.4", func(ctx context.Context) error {
+			_, err := rt.Action(ctx, "check-session", "/"+c.report.Plugin+":"+a.ActionID, nil)
+			return err
+		})
 	}
 	fe.mu.Lock()
 	forms := slices.Clone(fe.forms)
@@ -934,30 +900,19 @@ func (c *checker) ui(ctx context.Context, rt *Runtime, s *sidecar, log *frameLog
 	if len(forms) == 0 {
 		c.skip("ui/submit", "D24", "§7.4", "the sidecar published and asked no form")
 	} else {
-		sctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
-		from := log.mark()
-		_, err := rt.Submit(sctx, "check-session", c.report.Plugin, forms[0], map[string]json.RawMessage{"value": json.RawMessage(`"Ada"`)})
-		cancel()
+		frames, err := c.attempt(ctx, log, func(ctx context.Context) error {
+			_, err := rt.Submit(ctx, "check-session", c.report.Plugin, forms[0], map[string]json.RawMessage{"value": json.RawMessage(`"Ada"`)})
+			return err
+		})
 		if errors.Is(err, ReasonUnknownMethod) {
 			c.skip("ui/submit", "D24", "§7.4", "the sidecar takes no submits (it answered unknown_method)")
 		} else {
-			c.record("ui/submit", "D24", "§7.4", log.since(from), errText(err))
+			c.record("ui/submit", "D24", "§7.4", frames, errText(err))
 		}
 	}
-	frames := log.since(0)
-	refused := hostRefusals(frames)
-	seen, problem := []seenFrame{}, ""
-	for _, w := range frames {
-		if !w.in || (!w.request(MethodUIPublish) && !w.request(MethodUIRequest)) {
-			continue
-		}
-		seen = append(seen, w)
-		if a, ok := refused[w.m.id]; ok {
-			e, _ := a.wireError()
-			seen = append(seen, a)
-			problem = fmt.Sprintf("the host refused a %s: %s: %s", w.m.method, e.Reason, e.Message)
-		}
-	}
+	seen, problem := sidecarRequests(log.since(0), func(w seenFrame, e *Error) string {
+		return fmt.Sprintf("the host refused a %s: %s: %s", w.m.method, e.Reason, e.Message)
+	}, MethodUIPublish, MethodUIRequest)
 	if len(seen) == 0 {
 		c.skip("ui/structured-only", "D23", "§7.5", "the sidecar published nothing and asked nothing")
 		return
@@ -1005,7 +960,7 @@ func (c *checker) ids(log *frameLog) {
 			answered[id] = true
 		}
 	}
-	if c.requests.Add(int64(len(mine))) == 0 {
+	if c.requests.Load() == 0 {
 		c.skip("ids/own-requests-are-integers", "D4", "§2.3", "the sidecar sent no request of its own")
 	} else {
 		c.record("ids/own-requests-are-integers", "D4", "§2.3", mine, badRequest)
@@ -1021,16 +976,43 @@ func answerID(id msgID, ok bool) string {
 	return strconv.FormatInt(int64(id), 10)
 }
 
-// hostRefusals indexes the host's error answers to the sidecar's requests
-// by id.
-func hostRefusals(frames []seenFrame) map[msgID]seenFrame {
-	out := map[msgID]seenFrame{}
+// sidecarRequests returns the sidecar's requests for methods among
+// frames, each followed by the host's error answer when the host refused
+// it, and the last refusal as say tells it ("" for none).
+func sidecarRequests(frames []seenFrame, say func(request seenFrame, e *Error) string, methods ...string) (seen []seenFrame, problem string) {
+	refused := map[msgID]seenFrame{}
 	for _, a := range frames {
 		if _, isErr := a.wireError(); !a.in && isErr && !a.nullID {
-			out[a.m.id] = a
+			refused[a.m.id] = a
 		}
 	}
-	return out
+	for _, w := range frames {
+		if !w.in || !slices.ContainsFunc(methods, w.request) {
+			continue
+		}
+		seen = append(seen, w)
+		if a, ok := refused[w.m.id]; ok {
+			seen = append(seen, a)
+			problem = say(w, a.m.err)
+		}
+	}
+	return seen, problem
+}
+
+// attempt runs op bounded by Timeout and returns the frames logged
+// meanwhile and op's error.
+func (c *checker) attempt(ctx context.Context, log *frameLog, op func(context.Context) error) ([]seenFrame, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
+	defer cancel()
+	from := log.mark()
+	err := op(ctx)
+	return log.since(from), err
+}
+
+// try records a scenario that passes when op, run by attempt, succeeds.
+func (c *checker) try(ctx context.Context, log *frameLog, name, rule, section string, op func(context.Context) error) {
+	frames, err := c.attempt(ctx, log, op)
+	c.record(name, rule, section, frames, errText(err))
 }
 
 // errText is err's text, or "" for nil.
