@@ -70,9 +70,7 @@ type CheckReport struct {
 // failed scenario; the error is nil when none failed. Nothing it started
 // is left running.
 func Check(ctx context.Context, pluginDir string, opts CheckOptions) (*CheckReport, error) {
-	if opts.Timeout <= 0 {
-		opts.Timeout = 5 * time.Second
-	}
+	opts.Timeout = orDefault(opts.Timeout, 5*time.Second)
 	work, err := os.MkdirTemp("", "reasonix-check-")
 	if err != nil {
 		return nil, err
@@ -81,8 +79,8 @@ func Check(ctx context.Context, pluginDir string, opts CheckOptions) (*CheckRepo
 	// One configuration for the raw sessions and the generation: the
 	// host's defaults (D10, D11, D13), every wait for an answer bounded by
 	// Timeout.
-	c := &checker{ctx: ctx, opts: opts, work: work, home: filepath.Join(work, "home")}
-	c.host = *Host{Home: c.home, Env: opts.Env, ShutdownTimeout: opts.Timeout, InitializeTimeout: opts.Timeout,
+	c := &checker{ctx: ctx, opts: opts}
+	c.host = *Host{Home: filepath.Join(work, "home"), Env: opts.Env, ShutdownTimeout: opts.Timeout, InitializeTimeout: opts.Timeout,
 		FastInterceptTimeout: opts.Timeout, InterceptTimeout: opts.Timeout,
 		Session: SessionContext{SessionID: "check-session", WorkspaceRoot: work, Generation: 1}}.withDefaults()
 	if c.setUp(pluginDir) {
@@ -108,31 +106,28 @@ func Check(ctx context.Context, pluginDir string, opts CheckOptions) (*CheckRepo
 
 // checker is one run of Check.
 type checker struct {
-	ctx        context.Context
-	opts       CheckOptions
-	host       Host // the configuration, its defaults filled in
-	work, home string
-	spec       *launchSpec
-	decl       InitializeResult // the declaration of the first raw session
-	requests   atomic.Int64     // requests the sidecar sent, in every session
-	report     CheckReport
+	ctx      context.Context
+	opts     CheckOptions
+	host     Host // the configuration, its defaults filled in: Home, and the workspace root in Session
+	spec     *launchSpec
+	decl     InitializeResult // the declaration of the first raw session
+	requests atomic.Int64     // requests the sidecar sent, in every session
+	report   CheckReport
 }
 
 // setUp installs the plugin and runs the launch gate; it reports whether
 // a sidecar can be started.
 func (c *checker) setUp(dir string) bool {
-	entry, err := Install(c.home, dir, InstallOptions{Name: c.opts.Name, Link: true})
+	c.report.Plugin = cmp.Or(c.opts.Name, filepath.Base(dir))
+	entry, err := Install(c.host.Home, dir, InstallOptions{Name: c.opts.Name, Link: true})
+	if err == nil {
+		c.spec, err = launchGate(c.host.Home, entry, c.host.Session.WorkspaceRoot)
+	}
 	if err == nil {
 		c.report.Plugin = entry.Name
-		c.spec, err = launchGate(c.home, entry, c.work)
 	}
-	if err != nil {
-		c.report.Plugin = cmp.Or(c.opts.Name, filepath.Base(dir))
-		c.record("install/launch-gate", "D8", "§3.1", nil, err.Error())
-		return false
-	}
-	c.record("install/launch-gate", "D8", "§3.1", nil, "")
-	return true
+	c.record("install/launch-gate", "D8", "§3.1", nil, errText(err))
+	return err == nil
 }
 
 // judge records a scenario: problem "" passes it.
@@ -198,8 +193,6 @@ func (w seenFrame) kind() msgKind {
 	}
 	return w.m.kind
 }
-
-func (w seenFrame) response() bool { return w.kind() == kindResponse }
 
 // answers reports whether w is a response to request id, valid or not.
 func (w seenFrame) answers(id msgID) bool {
@@ -358,28 +351,27 @@ func (s *session) stop(grace time.Duration) (killedWhat, error) {
 func (c *checker) handshake(s *session, judge bool) bool {
 	answer, frames, ok := s.call(MethodInitialize, c.host.initializeParams(c.spec.Runtime))
 	var res InitializeResult
-	answered, problem := c.answerProblem(answer, ok, MethodInitialize, &res), ""
-	if strings.HasPrefix(answered, strictProblem) {
-		answered, problem = "", answered
-	}
+	problem := c.answerProblem(answer, ok, MethodInitialize, &res)
 	if !judge {
-		return answered == "" && problem == ""
+		return problem == ""
 	}
-	c.record("handshake/answered", "D10", "§3.5", frames, answered)
-	if answered != "" {
-		return false
+	answered := problem // a result that does not decode strictly was answered
+	if strings.HasPrefix(problem, strictProblem) {
+		answered = ""
 	}
-	c.record("handshake/strict-result", "D3", "§3.3", frames, problem)
-	if problem != "" {
-		return false
+	// Each stage is judged once the one before it passed.
+	for _, st := range [...]struct{ name, rule, section, problem string }{
+		{"handshake/answered", "D10", "§3.5", answered},
+		{"handshake/strict-result", "D3", "§3.3", problem},
+		{"handshake/declaration", "D9", "§3.3", errText(checkDeclaration(c.report.Plugin, c.spec.Runtime, &res))},
+	} {
+		c.record(st.name, st.rule, st.section, frames, st.problem)
+		if st.problem != "" {
+			return false
+		}
 	}
 	c.decl = res
-	problem = ""
-	if err := checkDeclaration(c.report.Plugin, c.spec.Runtime, &res); err != nil {
-		problem = err.Error()
-	}
-	c.record("handshake/declaration", "D9", "§3.3", frames, problem)
-	return problem == ""
+	return true
 }
 
 // strictProblem starts the problem of a result that is not decoded.
@@ -470,7 +462,7 @@ func (c *checker) protocol() {
 		}
 		from := s.log.mark()
 		s.conn.sendRaw([]byte(frame))
-		answer, ok := s.log.wait(c.ctx, c.opts.Timeout, from, func(w seenFrame) bool { return w.in && w.response() })
+		answer, ok := s.log.wait(c.ctx, c.opts.Timeout, from, func(w seenFrame) bool { return w.in && w.kind() == kindResponse })
 		survived = survived && ok
 		c.recordErrorAnswer(pr.name, pr.rule, pr.section, answer, s.log.since(from), ok, pr.code, pr.reason, id, pr.echo)
 	}
@@ -510,7 +502,7 @@ func (c *checker) protocol() {
 	// Judged once the log has ended: an answer to a notification may come late.
 	problem = ""
 	for _, w := range s.log.since(from) {
-		if w.in && w.response() && !w.answers(shutdownID) {
+		if w.in && w.kind() == kindResponse && !w.answers(shutdownID) {
 			problem = "the sidecar answered a notification"
 		}
 	}
@@ -560,10 +552,8 @@ func (c *checker) oversized() {
 		return
 	}
 	s.conn.Notify(c.ctx, MethodInitialized, InitializedParams{})
-	line := make([]byte, 0, FrameBytes+1024)
-	line = append(line, `{"jsonrpc":"2.0","method":"extension/resources/changed","params":{"paths":["`...)
-	line = append(line, bytes.Repeat([]byte("a"), FrameBytes+1024-len(line)-5)...)
-	line = append(line, `"]}}`...)
+	const head, tail = `{"jsonrpc":"2.0","method":"extension/resources/changed","params":{"paths":["`, `"]}}`
+	line := []byte(head + strings.Repeat("a", FrameBytes+1023-len(head)-len(tail)) + tail)
 	from := s.log.mark()
 	s.conn.sendRaw(line) // its writing fails once the sidecar stops reading
 	problem := ""
@@ -718,7 +708,7 @@ func (c *checker) intercept(ctx context.Context, rt *Runtime, s *sidecar, log *f
 	default:
 		problem = err.Error()
 		for _, w := range frames {
-			if w.in && w.response() && w.fe == nil && w.m.result != nil && Decode(MethodIntercept, w.m.result, &InterceptResult{}) != nil {
+			if w.in && w.kind() == kindResponse && w.fe == nil && w.m.result != nil && Decode(MethodIntercept, w.m.result, &InterceptResult{}) != nil {
 				rule = "D3" // the verdict itself does not decode strictly
 			}
 		}
@@ -945,7 +935,7 @@ func (c *checker) ids(log *frameLog) {
 			case w.fe == nil && w.m.id < 1:
 				badRequest = fmt.Sprintf("a %s request has id %d; ids are integers numbered from 1", w.m.method, w.m.id)
 			}
-		case w.response():
+		case w.kind() == kindResponse:
 			id, ok := w.m.id, w.fe == nil && !w.nullID
 			if w.fe != nil {
 				id, ok = w.fe.id, w.fe.hasID

@@ -138,7 +138,7 @@ func (w *walker) release() {
 		w.path = nil
 	}
 	if cap(w.dup.names) > walkerKeep {
-		w.dup.names, w.dup.escaped = nil, nil
+		w.dup.names = nil
 	}
 	clear(w.dup.sets)
 }
@@ -176,18 +176,6 @@ func (w *walker) locate(e *ValidationError, def string) {
 // pointerEscaper escapes a member name as an RFC 6901 reference token.
 var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
 
-// kindError reports a value of JSON type got where n admits another.
-func (w *walker) kindError(n *vnode, got vkind) error {
-	want := n.kind.String()
-	if n.kind == vArray && n.elem.kind == vString {
-		want = "an array of strings"
-	}
-	return &ValidationError{rule: ruleKind, Msg: fmt.Sprintf("want %s, got %s", want, got), want: want, got: got}
-}
-
-func (w *walker) push(t pathToken) { w.path = append(w.path, t) }
-func (w *walker) pop()             { w.path = w.path[:len(w.path)-1] }
-
 // value walks one value against n into dst.
 func (w *walker) value(n *vnode, dst reflect.Value) error {
 	c := w.s.peek()
@@ -198,8 +186,12 @@ func (w *walker) value(n *vnode, dst reflect.Value) error {
 	case got == n.kind, got == vInteger && n.kind == vNumber:
 	case got == vAny: // the end of the input or garbage, which skip names
 		return w.skip(false)
-	default:
-		return w.kindError(n, got)
+	default: // a value of another JSON type
+		want := n.kind.String()
+		if n.kind == vArray && n.elem.kind == vString {
+			want = "an array of strings"
+		}
+		return &ValidationError{rule: ruleKind, Msg: fmt.Sprintf("want %s, got %s", want, got), want: want, got: got}
 	}
 	if dst.Kind() == reflect.Pointer {
 		dst.Set(reflect.New(dst.Type().Elem()))
@@ -245,7 +237,7 @@ func (w *walker) items(closer byte, item func(i int) error) error {
 		if err := item(i); err != nil {
 			return err
 		}
-		w.pop()
+		w.path = w.path[:len(w.path)-1]
 		if more, err = w.s.next(closer); err != nil {
 			return err
 		}
@@ -257,14 +249,14 @@ func (w *walker) items(closer byte, item func(i int) error) error {
 // path and each called with the scanner at its value. With dups, a
 // repeated member name is refused (D3).
 func (w *walker) members(inMap, dups bool, each func(key []byte, escaped bool) error) error {
-	mark := w.dup.push()
+	mark := len(w.dup.names)
 	defer w.dup.pop(mark)
 	return w.items('}', func(int) error {
 		key, escaped, err := w.s.key()
 		if err != nil {
 			return err
 		}
-		w.push(pathToken{key: key, escaped: escaped, inMap: inMap})
+		w.path = append(w.path, pathToken{key: key, escaped: escaped, inMap: inMap})
 		if dups && w.dup.seen(mark, key, escaped) {
 			return w.duplicate(key, escaped)
 		}
@@ -275,7 +267,7 @@ func (w *walker) members(inMap, dups bool, each func(key []byte, escaped bool) e
 // elements walks the array at the scanner, each index pushed on the path.
 func (w *walker) elements(each func(i int) error) error {
 	return w.items(']', func(i int) error {
-		w.push(pathToken{index: i})
+		w.path = append(w.path, pathToken{index: i})
 		return each(i)
 	})
 }
@@ -314,7 +306,7 @@ func (w *walker) object(n *vnode, dst reflect.Value) error {
 	}
 	if missing := n.required &^ present; missing != 0 {
 		p := n.props[bits.TrailingZeros64(missing)] // the first missing, by name
-		w.push(pathToken{key: []byte(strconv.Quote(p.name))})
+		w.path = append(w.path, pathToken{key: []byte(strconv.Quote(p.name))})
 		return w.fail(ruleMissing, p.name, "missing required member %q", p.name)
 	}
 	if inv, ok := dst.Addr().Interface().(invariant); ok {
@@ -530,7 +522,7 @@ var emptyObject = []byte("{}")
 // params, protocol_error for a result, since a peer's malformed result is
 // the peer's protocol violation (PROTOCOL.md §3.3, §8.3).
 func Decode(method string, doc json.RawMessage, v any) error {
-	m, ok := lookupMethod(method)
+	m, ok := methodsByName()[method]
 	switch {
 	case !ok:
 		return NewError(ReasonUnknownMethod, "method not found: "+method)
@@ -824,9 +816,8 @@ func plainString(raw []byte) (string, bool) {
 // names; an object with more than dupLinear members switches to a set, so
 // a hostile frame with a million members costs linear time, not quadratic.
 type dupState struct {
-	names   [][]byte // raw names of the open objects' members, innermost last
-	escaped []bool
-	sets    map[int]map[string]bool // decoded names of large objects, by mark; made with the walker
+	names [][]byte                // decoded names of the open objects' members, innermost last
+	sets  map[int]map[string]bool // decoded names of large objects, by mark; made with the walker
 }
 
 // dupLinear is how many members an object may have before its duplicate
@@ -834,14 +825,12 @@ type dupState struct {
 const dupLinear = 16
 
 func (d *dupState) reset() {
-	d.names, d.escaped = d.names[:0], d.escaped[:0]
+	d.names = d.names[:0]
 	clear(d.sets)
 }
 
-func (d *dupState) push() int { return len(d.names) }
-
 func (d *dupState) pop(mark int) {
-	d.names, d.escaped = d.names[:mark], d.escaped[:mark]
+	d.names = d.names[:mark]
 	for k := range d.sets { // the sets of the objects inside it too (a fast skip that gave up leaves them)
 		if k >= mark {
 			delete(d.sets, k)
@@ -852,23 +841,25 @@ func (d *dupState) pop(mark int) {
 // seen records key in the object opened at mark and reports whether it was
 // already there.
 func (d *dupState) seen(mark int, key []byte, escaped bool) bool {
+	name := key[1 : len(key)-1] // the name itself, decoded only when it has an escape
+	if escaped {
+		name = []byte(unquote(key, true))
+	}
 	if set := d.sets[mark]; set != nil {
-		name := unquote(key, escaped)
-		dup := set[name]
-		set[name] = true
+		dup := set[string(name)]
+		set[string(name)] = true
 		return dup
 	}
-	for i := mark; i < len(d.names); i++ {
-		// The same bytes, or with an escape on either side the same value.
-		if bytes.Equal(d.names[i], key) || (d.escaped[i] || escaped) && unquote(d.names[i], d.escaped[i]) == unquote(key, escaped) {
+	for _, n := range d.names[mark:] {
+		if bytes.Equal(n, name) {
 			return true
 		}
 	}
-	d.names, d.escaped = append(d.names, key), append(d.escaped, escaped)
+	d.names = append(d.names, name)
 	if len(d.names)-mark > dupLinear {
 		set := make(map[string]bool, 2*dupLinear)
-		for i := mark; i < len(d.names); i++ {
-			set[unquote(d.names[i], d.escaped[i])] = true
+		for _, n := range d.names[mark:] {
+			set[string(n)] = true
 		}
 		d.sets[mark] = set
 	}
