@@ -132,13 +132,11 @@ func (c *checker) setUp(dir string) bool {
 
 // judge records a scenario: problem "" passes it.
 func (c *checker) record(name, rule, section string, frames []seenFrame, problem string) {
-	r := CheckResult{Name: name, Rule: rule, OK: problem == ""}
-	r.Detail = "PROTOCOL.md " + section
+	detail := "PROTOCOL.md " + section
 	if problem != "" {
-		r.Detail += ": " + TerminalSafe(problem) // D27: it may quote the sidecar
+		detail += ": " + TerminalSafe(problem) // D27: it may quote the sidecar
 	}
-	r.Detail += showFrames(frames)
-	c.report.Results = append(c.report.Results, r)
+	c.report.Results = append(c.report.Results, CheckResult{Name: name, Rule: rule, OK: problem == "", Detail: detail + showFrames(frames)})
 }
 
 // skip records a scenario the sidecar gave no occasion to check.
@@ -194,12 +192,19 @@ func (w seenFrame) kind() msgKind {
 	return w.m.kind
 }
 
+// id returns w's id, valid envelope or not, and false when it has no
+// integer one.
+func (w seenFrame) id() (msgID, bool) {
+	if w.fe != nil {
+		return w.fe.id, w.fe.hasID
+	}
+	return w.m.id, !w.nullID && w.m.kind != kindNotification
+}
+
 // answers reports whether w is a response to request id, valid or not.
 func (w seenFrame) answers(id msgID) bool {
-	if w.fe != nil {
-		return w.fe.kind == kindResponse && w.fe.hasID && w.fe.id == id
-	}
-	return w.m.kind == kindResponse && !w.nullID && w.m.id == id
+	got, ok := w.id()
+	return w.kind() == kindResponse && ok && got == id
 }
 
 // request reports whether w is a valid request for method ("" for any).
@@ -426,11 +431,8 @@ func (c *checker) protocol() {
 	answer, frames, ok := s.call(MethodIntercept, early)
 	c.recordErrorAnswer("barrier/request-before-initialized", "D6", "§3.4", answer, frames, ok, codeInvalidRequest, ReasonProtocolError, 2, true)
 	problem := ""
-	for _, w := range s.log.since(0) {
-		if w.in && !w.answers(1) && !w.answers(2) {
-			problem = "the sidecar sent a frame before extension/initialized other than its initialize answer"
-			break
-		}
+	if slices.ContainsFunc(s.log.since(0), func(w seenFrame) bool { return w.in && !w.answers(1) && !w.answers(2) }) {
+		problem = "the sidecar sent a frame before extension/initialized other than its initialize answer"
 	}
 	c.record("barrier/nothing-before-initialized", "D6", "§3.4", s.log.since(0), problem)
 	s.conn.Notify(c.ctx, MethodInitialized, InitializedParams{})
@@ -501,10 +503,8 @@ func (c *checker) protocol() {
 	c.record("shutdown/exit-0", "D11", "§3.6", nil, problem)
 	// Judged once the log has ended: an answer to a notification may come late.
 	problem = ""
-	for _, w := range s.log.since(from) {
-		if w.in && w.kind() == kindResponse && !w.answers(shutdownID) {
-			problem = "the sidecar answered a notification"
-		}
+	if slices.ContainsFunc(s.log.since(from), func(w seenFrame) bool { return w.in && w.kind() == kindResponse && !w.answers(shutdownID) }) {
+		problem = "the sidecar answered a notification"
 	}
 	c.record("events/no-reply", "D20", "§2.6", s.log.since(from), problem)
 }
@@ -707,10 +707,10 @@ func (c *checker) intercept(ctx context.Context, rt *Runtime, s *sidecar, log *f
 		rule, problem = "D18", err.Error()
 	default:
 		problem = err.Error()
-		for _, w := range frames {
-			if w.in && w.kind() == kindResponse && w.fe == nil && w.m.result != nil && Decode(MethodIntercept, w.m.result, &InterceptResult{}) != nil {
-				rule = "D3" // the verdict itself does not decode strictly
-			}
+		if slices.ContainsFunc(frames, func(w seenFrame) bool {
+			return w.in && w.kind() == kindResponse && w.fe == nil && w.m.result != nil && Decode(MethodIntercept, w.m.result, &InterceptResult{}) != nil
+		}) {
+			rule = "D3" // the verdict itself does not decode strictly
 		}
 	}
 	c.record(name, rule, "§4.4", frames, problem)
@@ -797,12 +797,12 @@ func (c *checker) providers(ctx context.Context, rt *Runtime, s *sidecar, log *f
 		c.record("provider/cancel", "D21", "§5.5", log.since(from), err.Error())
 		return
 	}
-	if _, err := st.Recv(); err != nil {
-		st.Close()
+	_, err = st.Recv()
+	st.Close()
+	if err != nil {
 		c.skip("provider/cancel", "D21", "§5.5", "the stream ended before its first chunk could be cancelled")
 		return
 	}
-	st.Close()
 	id, _ := json.Marshal(st.ID())
 	isEnd := func(w seenFrame) bool {
 		return w.in && w.fe == nil && w.m.method == MethodStreamEnd && bytes.Contains(w.m.params, id)
@@ -936,10 +936,7 @@ func (c *checker) ids(log *frameLog) {
 				badRequest = fmt.Sprintf("a %s request has id %d; ids are integers numbered from 1", w.m.method, w.m.id)
 			}
 		case w.kind() == kindResponse:
-			id, ok := w.m.id, w.fe == nil && !w.nullID
-			if w.fe != nil {
-				id, ok = w.fe.id, w.fe.hasID
-			}
+			id, ok := w.id()
 			switch {
 			case badAnswer != "":
 			case !ok || !sent[id]:

@@ -210,11 +210,8 @@ func (w *walker) value(n *vnode, dst reflect.Value) error {
 	case vInteger, vNumber:
 		return w.number(n, dst)
 	}
-	if err := w.s.literal(); err != nil {
-		return err
-	}
-	dst.SetBool(c == 't')
-	return nil
+	dst.SetBool(c == 't') // a boolean: the literal is checked next
+	return w.s.literal()
 }
 
 // kindOf classifies a value by its first byte; numbers are reported as
@@ -385,43 +382,40 @@ func (w *walker) number(n *vnode, dst reflect.Value) error {
 	if err != nil {
 		return err
 	}
-	if n.kind == vNumber {
+	switch {
+	case n.kind == vNumber:
 		f, err := strconv.ParseFloat(string(num.raw), 64)
-		if err != nil {
+		switch {
+		case err != nil:
 			return w.fail(ruleRange, string(num.raw), "number %.40s is out of range", string(num.raw))
-		}
-		// A negative literal below the minimum stays below it even when it
-		// rounds to -0 (-1e-400 is not >= 0, -0.0 is). Looked at only then.
-		if n.min != nil && (f < float64(*n.min) || num.negative && f == 0 && float64(*n.min) >= 0 && nonzeroMantissa(num.raw)) {
+		case n.min != nil && (f < float64(*n.min) || num.negative && f == 0 && float64(*n.min) >= 0 && nonzeroMantissa(num.raw)):
+			// A negative literal below the minimum stays below it even
+			// when it rounds to -0 (-1e-400 is not >= 0, -0.0 is).
 			return w.fail(ruleRange, string(num.raw), "number %s is out of bounds", string(num.raw))
 		}
 		dst.SetFloat(f)
-		return nil
-	}
-	if num.fraction || num.exponent {
+	case num.fraction || num.exponent:
 		return w.fail(ruleInteger, string(num.raw), "want an integer, got %.40s", string(num.raw)) // D3
-	}
-	if n.unsigned {
+	case n.unsigned && num.negative:
+		// D3: encoding/json refuses any sign for an unsigned field, "-0"
+		// included, so the walk does too.
+		return w.fail(ruleRange, string(num.raw), "must not be negative")
+	case n.unsigned:
 		u, err := strconv.ParseUint(string(num.raw), 10, 64)
-		switch {
-		case num.negative:
-			// D3: encoding/json refuses any sign for an unsigned field,
-			// "-0" included, so the walk does too.
-			return w.fail(ruleRange, string(num.raw), "must not be negative")
-		case err != nil || dst.OverflowUint(u):
+		if err != nil || dst.OverflowUint(u) {
 			return w.fail(ruleRange, string(num.raw), "integer %.40s is out of range", string(num.raw))
 		}
 		dst.SetUint(u)
-		return nil
+	default:
+		i, err := strconv.ParseInt(string(num.raw), 10, 64)
+		switch {
+		case err != nil || dst.OverflowInt(i):
+			return w.fail(ruleRange, string(num.raw), "integer %.40s is out of range", string(num.raw)) // D3
+		case n.min != nil && i < *n.min:
+			return w.fail(ruleRange, string(num.raw), "must be at least %d", *n.min)
+		}
+		dst.SetInt(i)
 	}
-	i, err := strconv.ParseInt(string(num.raw), 10, 64)
-	switch {
-	case err != nil || dst.OverflowInt(i):
-		return w.fail(ruleRange, string(num.raw), "integer %.40s is out of range", string(num.raw)) // D3
-	case n.min != nil && i < *n.min:
-		return w.fail(ruleRange, string(num.raw), "must be at least %d", *n.min)
-	}
-	dst.SetInt(i)
 	return nil
 }
 
@@ -513,8 +507,6 @@ func Unmarshal(doc []byte, v any) error {
 	return walk(n, doc, rv.Elem())
 }
 
-var emptyObject = []byte("{}")
-
 // Decode strictly decodes the params or the result of method into v, a
 // pointer to the method's params DTO or to its result DTO (D3). Absent or
 // empty params read as {} (D5). A failure is an *Error that wraps the
@@ -523,21 +515,18 @@ var emptyObject = []byte("{}")
 // the peer's protocol violation (PROTOCOL.md §3.3, §8.3).
 func Decode(method string, doc json.RawMessage, v any) error {
 	m, ok := methodsByName()[method]
-	switch {
-	case !ok:
+	if !ok {
 		return NewError(ReasonUnknownMethod, "method not found: "+method)
-	case m.result != nil && reflect.TypeOf(v) == reflect.PointerTo(m.result):
-		return strictDecode(m.result, doc, v, ReasonProtocolError)
 	}
-	return strictDecode(m.params, doc, v, ReasonInvalidParams)
-}
-
-func strictDecode(want reflect.Type, doc []byte, v any, reason Reason) error {
+	want, reason := m.params, ReasonInvalidParams
+	if m.result != nil && reflect.TypeOf(v) == reflect.PointerTo(m.result) {
+		want, reason = m.result, ReasonProtocolError
+	}
 	if reflect.TypeOf(v) != reflect.PointerTo(want) || reflect.ValueOf(v).IsNil() {
 		return errorf(ReasonInternal, "decoding %s needs a *%s, got %T", want.Name(), want.Name(), v)
 	}
 	if len(bytes.TrimSpace(doc)) == 0 {
-		doc = emptyObject // D5
+		doc = []byte("{}") // D5
 	}
 	if err := Unmarshal(doc, v); err != nil {
 		return errorf(reason, "invalid %s: %w", want.Name(), err)
