@@ -305,11 +305,10 @@ func (l *frameLog) wait(ctx context.Context, d time.Duration, from int, match fu
 // and through the Conn's writer the frames a Conn refuses to build. The
 // Conn answers the sidecar's own requests unknown_method.
 type session struct {
-	c      *checker
-	proc   *process
-	conn   *Conn
-	log    *frameLog
-	lastID msgID // the id of the last request call sent
+	c    *checker
+	proc *process
+	conn *Conn
+	log  *frameLog
 }
 
 // launch starts a sidecar for a session.
@@ -333,8 +332,7 @@ func (s *session) call(method string, params any) (answer seenFrame, frames []se
 	s.conn.Call(ctx, method, params) // the answer, whatever it is, was logged before the call returned
 	frames = s.log.since(from)
 	if i := slices.IndexFunc(frames, func(w seenFrame) bool { return !w.in && w.request(method) }); i >= 0 {
-		s.lastID = frames[i].m.id
-		if j := slices.IndexFunc(frames, func(w seenFrame) bool { return w.in && w.answers(s.lastID) }); j >= 0 {
+		if j := slices.IndexFunc(frames, func(w seenFrame) bool { return w.in && w.answers(frames[i].m.id) }); j >= 0 {
 			return frames[j], frames, true
 		}
 	}
@@ -482,8 +480,7 @@ func (c *checker) protocol() {
 	}
 	s.conn.Notify(c.ctx, MethodResourcesChanged, ResourcesChangedParams{Paths: []string{"skills/review.md"}})
 	s.conn.Notify(c.ctx, "extension/no-such-notification", struct{}{})
-	answer, _, ok = s.call(MethodShutdown, ShutdownParams{TimeoutMillis: c.opts.Timeout.Milliseconds()})
-	shutdownID := s.lastID
+	answer, _, ok = s.call(MethodShutdown, ShutdownParams{TimeoutMillis: c.opts.Timeout.Milliseconds()}) // id 3
 
 	// D11: the shutdown is answered accepted, then stdin's end stops the
 	// sidecar with status 0.
@@ -503,7 +500,7 @@ func (c *checker) protocol() {
 	c.record("shutdown/exit-0", "D11", "§3.6", nil, problem)
 	// Judged once the log has ended: an answer to a notification may come late.
 	problem = ""
-	if slices.ContainsFunc(s.log.since(from), func(w seenFrame) bool { return w.in && w.kind() == kindResponse && !w.answers(shutdownID) }) {
+	if slices.ContainsFunc(s.log.since(from), func(w seenFrame) bool { return w.in && w.kind() == kindResponse && !w.answers(3) }) {
 		problem = "the sidecar answered a notification"
 	}
 	c.record("events/no-reply", "D20", "§2.6", s.log.since(from), problem)
@@ -616,17 +613,14 @@ func sampleAnswers(form UIFormPayload) map[string]json.RawMessage {
 	return values
 }
 
-// checkFrontend answers every prompt and remembers the forms it saw.
+// checkFrontend answers every prompt and remembers the first form it saw.
 type checkFrontend struct {
-	mu    sync.Mutex
-	forms []string // surface ids of forms published or asked
+	form atomic.Pointer[string] // the surface id of the first form published or asked
 }
 
 func (f *checkFrontend) Show(s Surface) {
 	if s.Form != nil {
-		f.mu.Lock()
-		f.forms = append(f.forms, s.SurfaceID)
-		f.mu.Unlock()
+		f.form.CompareAndSwap(nil, &s.SurfaceID)
 	}
 }
 
@@ -846,25 +840,24 @@ func streamProblem(frames []seenFrame, id string) string {
 		switch w.m.method {
 		case MethodStreamChunk:
 			var ch StreamChunkParams
-			if err := Decode(w.m.method, w.m.params, &ch); err != nil {
+			switch err := Decode(w.m.method, w.m.params, &ch); {
+			case err != nil:
 				return "a chunk does not decode strictly: " + err.Error()
-			}
-			if ends > 0 {
+			case ends > 0:
 				return fmt.Sprintf("chunk %d came after the stream's end", ch.Seq)
-			}
-			if ch.Seq != next {
+			case ch.Seq != next:
 				return fmt.Sprintf("chunk seq %d where %d was next: seqs start at seqBase 1 and have no gap or repeat", ch.Seq, next)
 			}
 			next++
 		case MethodStreamEnd:
 			var end StreamEndParams
-			if err := Decode(w.m.method, w.m.params, &end); err != nil {
+			ends++
+			switch err := Decode(w.m.method, w.m.params, &end); {
+			case err != nil:
 				return "the end does not decode strictly: " + err.Error()
-			}
-			if ends++; ends > 1 {
+			case ends > 1:
 				return "the stream has two ends"
-			}
-			if end.LastSeq != next-1 {
+			case end.LastSeq != next-1:
 				return fmt.Sprintf("the end says lastSeq %d after %d chunks", end.LastSeq, next-1)
 			}
 		}
@@ -875,7 +868,7 @@ func streamProblem(frames []seenFrame, id string) string {
 	return ""
 }
 
-// ui invokes every declared action, submits the forms it saw, and judges
+// ui invokes every declared action, submits the first form it saw, and judges
 // every publish and request the sidecar made (D23, D24).
 func (c *checker) ui(ctx context.Context, rt *Runtime, s *sidecar, log *frameLog, fe *checkFrontend) {
 	for _, a := range s.result.UIActions {
@@ -884,14 +877,11 @@ func (c *checker) ui(ctx context.Context, rt *Runtime, s *sidecar, log *frameLog
 			return err
 		})
 	}
-	fe.mu.Lock()
-	forms := slices.Clone(fe.forms)
-	fe.mu.Unlock()
-	if len(forms) == 0 {
+	if form := fe.form.Load(); form == nil {
 		c.skip("ui/submit", "D24", "§7.4", "the sidecar published and asked no form")
 	} else {
 		frames, err := c.attempt(ctx, log, func(ctx context.Context) error {
-			_, err := rt.Submit(ctx, "check-session", c.report.Plugin, forms[0], map[string]json.RawMessage{"value": json.RawMessage(`"Ada"`)})
+			_, err := rt.Submit(ctx, "check-session", c.report.Plugin, *form, map[string]json.RawMessage{"value": json.RawMessage(`"Ada"`)})
 			return err
 		})
 		if errors.Is(err, ReasonUnknownMethod) {
@@ -939,8 +929,10 @@ func (c *checker) ids(log *frameLog) {
 			id, ok := w.id()
 			switch {
 			case badAnswer != "":
-			case !ok || !sent[id]:
-				badAnswer = fmt.Sprintf("an answer has id %s, which is no request the host sent", answerID(id, ok))
+			case !ok:
+				badAnswer = "an answer has id that is not an integer, which is no request the host sent"
+			case !sent[id]:
+				badAnswer = fmt.Sprintf("an answer has id %d, which is no request the host sent", id)
 			case answered[id]:
 				badAnswer = fmt.Sprintf("request %d was answered twice", id)
 			}
@@ -953,14 +945,6 @@ func (c *checker) ids(log *frameLog) {
 		c.record("ids/own-requests-are-integers", "D4", "§2.3", mine, badRequest)
 	}
 	c.record("ids/answers-match-requests", "D4", "§2.3", nil, badAnswer)
-}
-
-// answerID shows an answer's id, or that it has no integer one.
-func answerID(id msgID, ok bool) string {
-	if !ok {
-		return "that is not an integer"
-	}
-	return strconv.FormatInt(int64(id), 10)
 }
 
 // sidecarRequests returns the sidecar's requests for methods among
