@@ -88,9 +88,7 @@ func walk(n *vnode, doc []byte, dst reflect.Value) error {
 // its tokens.
 func walkDoc(n *vnode, doc []byte, dst reflect.Value) (spaced bool, err error) {
 	w := walkers.Get().(*walker)
-	w.s = scanner{data: doc}
-	w.path = w.path[:0]
-	w.dup.reset()
+	w.s = scanner{data: doc} // the path and the names are empty: release left them so
 	err = w.value(n, dst)
 	if err == nil {
 		err = w.s.end()
@@ -134,6 +132,7 @@ func (w *walker) release() {
 	w.s = scanner{}
 	clear(w.path[:cap(w.path)])
 	clear(w.dup.names[:cap(w.dup.names)])
+	w.path, w.dup.names = w.path[:0], w.dup.names[:0]
 	if cap(w.path) > walkerKeep {
 		w.path = nil
 	}
@@ -812,11 +811,6 @@ type dupState struct {
 // dupLinear is how many members an object may have before its duplicate
 // check uses a set.
 const dupLinear = 16
-
-func (d *dupState) reset() {
-	d.names = d.names[:0]
-	clear(d.sets)
-}
 
 func (d *dupState) pop(mark int) {
 	d.names = d.names[:mark]
