@@ -88,20 +88,7 @@ func Check(ctx context.Context, pluginDir string, opts CheckOptions) (*CheckRepo
 		c.oversized()
 		c.hosted()
 	}
-	var errs []error
-	for _, r := range c.report.Results {
-		switch {
-		case r.Skipped:
-			c.report.Skipped++
-		case r.OK:
-			c.report.Passed++
-		default:
-			c.report.Failed++
-			first, _, _ := strings.Cut(r.Detail, "\n")
-			errs = append(errs, fmt.Errorf("%s (%s): %s", r.Name, r.Rule, first))
-		}
-	}
-	return &c.report, errors.Join(errs...)
+	return &c.report, errors.Join(c.failed...)
 }
 
 // checker is one run of Check.
@@ -113,6 +100,7 @@ type checker struct {
 	decl     InitializeResult // the declaration of the first raw session
 	requests atomic.Int64     // requests the sidecar sent, in every session
 	report   CheckReport
+	failed   []error // one a failed scenario, its detail's first line
 }
 
 // setUp installs the plugin and runs the launch gate; it reports whether
@@ -133,14 +121,20 @@ func (c *checker) setUp(dir string) bool {
 // judge records a scenario: problem "" passes it.
 func (c *checker) record(name, rule, section string, frames []seenFrame, problem string) {
 	detail := "PROTOCOL.md " + section
-	if problem != "" {
+	if problem == "" {
+		c.report.Passed++
+	} else {
 		detail += ": " + TerminalSafe(problem) // D27: it may quote the sidecar
+		c.report.Failed++
+		first, _, _ := strings.Cut(detail, "\n")
+		c.failed = append(c.failed, fmt.Errorf("%s (%s): %s", name, rule, first))
 	}
 	c.report.Results = append(c.report.Results, CheckResult{Name: name, Rule: rule, OK: problem == "", Detail: detail + showFrames(frames)})
 }
 
 // skip records a scenario the sidecar gave no occasion to check.
 func (c *checker) skip(name, rule, section, why string) {
+	c.report.Skipped++
 	c.report.Results = append(c.report.Results, CheckResult{Name: name, Rule: rule, Skipped: true, Detail: "PROTOCOL.md " + section + ": skipped: " + why})
 }
 
@@ -278,15 +272,12 @@ func (l *frameLog) wait(ctx context.Context, d time.Duration, from int, match fu
 	defer cancel()
 	for {
 		l.mu.Lock()
-		for ; from < len(l.frames); from++ {
-			if match(l.frames[from]) {
-				w := l.frames[from]
-				l.mu.Unlock()
-				return w, true
-			}
-		}
-		grew := l.grew
+		frames, grew := l.frames[from:], l.grew // logged frames never change: read outside the lock
 		l.mu.Unlock()
+		if i := slices.IndexFunc(frames, match); i >= 0 {
+			return frames[i], true
+		}
+		from += len(frames)
 		select {
 		case <-grew:
 		case <-l.ended:
@@ -684,15 +675,14 @@ func startRule(err error) string {
 
 // intercept asks the sidecar one intercept as the owner of the point
 // would be asked, so that every failure is reported rather than skipped
-// (D19), and judges the verdict (D16).
-func (c *checker) intercept(ctx context.Context, rt *Runtime, s *sidecar, log *frameLog, p Point, payload json.RawMessage, name string) bool {
+// (D19), and judges the verdict (D16). It returns the frames of the exchange.
+func (c *checker) intercept(ctx context.Context, rt *Runtime, s *sidecar, log *frameLog, p Point, payload json.RawMessage, name string) []seenFrame {
 	from := log.mark()
 	host := ""
 	if p == PermissionDecision {
 		host = "allow" // the sample's hostDecision
 	}
-	out := &InterceptOutcome{Payload: payload}
-	_, err := rt.rule(ctx, s, p, out, host, true)
+	_, err := rt.rule(ctx, s, p, &InterceptOutcome{Payload: payload}, host, true)
 	frames := log.since(from)
 	rule, problem := "D16", ""
 	switch {
@@ -708,7 +698,7 @@ func (c *checker) intercept(ctx context.Context, rt *Runtime, s *sidecar, log *f
 		}
 	}
 	c.record(name, rule, "§4.4", frames, problem)
-	return problem == ""
+	return frames
 }
 
 // content sends a payload over 64 KiB, which travels by reference (D22),
@@ -720,9 +710,7 @@ func (c *checker) content(ctx context.Context, rt *Runtime, s *sidecar, log *fra
 		if !ok {
 			continue
 		}
-		from := log.mark()
-		c.intercept(ctx, rt, s, log, Point(sub), payload, "content/verdict-on-a-large-payload")
-		frames := log.since(from)
+		frames := c.intercept(ctx, rt, s, log, Point(sub), payload, "content/verdict-on-a-large-payload")
 		reads, problem := sidecarRequests(frames, func(_ seenFrame, e *Error) string {
 			return fmt.Sprintf("a read was refused: %s: %s", e.Reason, e.Message)
 		}, MethodContentRead)
