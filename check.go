@@ -389,15 +389,6 @@ func (c *checker) answerProblem(answer seenFrame, ok bool, method string, result
 	return ""
 }
 
-// probe is one hand-written frame and the answer it must get.
-type probe struct {
-	name, rule, section string
-	frame               string
-	code                int    // the error code it must be answered with
-	reason              Reason // the reason in the error's data
-	echo                bool   // the answer carries the frame's id (else null)
-}
-
 // protocol is the first session: the handshake, the barrier from the
 // sidecar's side, strict envelopes, error data, notifications and a
 // bounded shutdown.
@@ -426,8 +417,14 @@ func (c *checker) protocol() {
 	c.record("barrier/nothing-before-initialized", "D6", "§3.4", s.log.since(0), problem)
 	s.conn.Notify(c.ctx, MethodInitialized, InitializedParams{})
 
-	// The probes' ids, clear of the Conn's own: 3 is the shutdown's.
-	probes := []probe{
+	// Hand-written frames and the answers they must get. The probes' ids
+	// are clear of the Conn's own: 3 is the shutdown's.
+	probes := []struct {
+		name, rule, section, frame string
+		code                       int    // the error code it must be answered with
+		reason                     Reason // the reason in the error's data
+		echo                       bool   // the answer carries the frame's id (else null)
+	}{
 		{"envelope/string-id", "D4", "§2.3", `{"jsonrpc":"2.0","id":"7","method":"extension/provider/catalog","params":{}}`, codeInvalidRequest, ReasonProtocolError, false},
 		{"envelope/fractional-id", "D4", "§2.3", `{"jsonrpc":"2.0","id":7.5,"method":"extension/provider/catalog","params":{}}`, codeInvalidRequest, ReasonProtocolError, false},
 		{"envelope/wrong-jsonrpc", "D3", "§2.4", `{"jsonrpc":"1.0","id":%d,"method":"extension/provider/catalog","params":{}}`, codeInvalidRequest, ReasonProtocolError, true},
@@ -438,10 +435,10 @@ func (c *checker) protocol() {
 		{"errors/unknown-method", "D7", "§8.1", `{"jsonrpc":"2.0","id":%d,"method":"extension/no-such-method","params":{}}`, codeMethodNotFound, ReasonUnknownMethod, true},
 		{"errors/notification-method-as-request", "D7", "§2.4", `{"jsonrpc":"2.0","id":%d,"method":"extension/initialized","params":{}}`, codeMethodNotFound, ReasonUnknownMethod, true},
 		{"params/refused-strictly", "D3", "§2.2", `{"jsonrpc":"2.0","id":%d,"method":"extension/intercept","params":{"event":"input.receive","seq":0,"payload":{},"timeoutMillis":1000}}`, codeInvalidParams, ReasonInvalidParams, true},
+		{"errors/unserved-method", "D7", "§2.6", `{"jsonrpc":"2.0","id":%d,"method":"extension/provider/catalog","params":{}}`, codeMethodNotFound, ReasonUnknownMethod, true},
 	}
-	if len(c.decl.Providers) == 0 {
-		probes = append(probes, probe{"errors/unserved-method", "D7", "§2.6", `{"jsonrpc":"2.0","id":%d,"method":"extension/provider/catalog","params":{}}`, codeMethodNotFound, ReasonUnknownMethod, true})
-	} else {
+	if len(c.decl.Providers) > 0 {
+		probes = probes[:len(probes)-1] // the last one needs a sidecar without providers
 		c.skip("errors/unserved-method", "D7", "§2.6", "the sidecar serves every method class it could be asked (it declares providers)")
 	}
 	survived := true
@@ -586,24 +583,6 @@ func samplePayload(p Point, large bool) (doc json.RawMessage, ok bool) {
 	return json.RawMessage(strings.Replace(samplePayloads[p], "%s", text, 1)), ok
 }
 
-// sampleAnswers answers a prompt as a user would: every field filled.
-func sampleAnswers(form UIFormPayload) map[string]json.RawMessage {
-	values := map[string]json.RawMessage{}
-	for _, f := range form.Fields {
-		values[f.Key], _ = json.Marshal(slices.Concat(f.Options, []string{"Ada"})[0]) // the first option, or a name
-		switch f.Kind {
-		case PromptConfirm:
-			values[f.Key] = json.RawMessage("true")
-		case PromptMultiselect:
-			values[f.Key] = json.RawMessage("[" + string(values[f.Key]) + "]")
-		}
-	}
-	if len(form.Fields) == 0 {
-		values["value"] = json.RawMessage(`"Ada"`)
-	}
-	return values
-}
-
 // checkFrontend answers every prompt and remembers the first form it saw.
 type checkFrontend struct {
 	form atomic.Pointer[string] // the surface id of the first form published or asked
@@ -615,9 +594,23 @@ func (f *checkFrontend) Show(s Surface) {
 	}
 }
 
+// Ask answers a prompt as a user would: every field filled.
 func (f *checkFrontend) Ask(ctx context.Context, p Prompt) (map[string]json.RawMessage, bool, error) {
 	f.Show(Surface{SurfaceID: p.SurfaceID, Form: &p.Form})
-	return sampleAnswers(p.Form), false, nil
+	values := map[string]json.RawMessage{}
+	for _, field := range p.Form.Fields {
+		values[field.Key], _ = json.Marshal(slices.Concat(field.Options, []string{"Ada"})[0]) // the first option, or a name
+		switch field.Kind {
+		case PromptConfirm:
+			values[field.Key] = json.RawMessage("true")
+		case PromptMultiselect:
+			values[field.Key] = json.RawMessage("[" + string(values[field.Key]) + "]")
+		}
+	}
+	if len(p.Form.Fields) == 0 {
+		values["value"] = json.RawMessage(`"Ada"`)
+	}
+	return values, false, nil
 }
 
 // hosted runs the scenarios of a real generation: every subscribed
