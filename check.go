@@ -317,11 +317,10 @@ func (c *checker) launch() (*session, error) {
 // call sends a request through the Conn and returns the sidecar's answer
 // as the log holds it, valid or not, and the frames of the exchange.
 func (s *session) call(method string, params any) (answer seenFrame, frames []seenFrame, ok bool) {
-	from := s.log.mark()
-	ctx, cancel := context.WithTimeout(s.c.ctx, s.c.opts.Timeout)
-	defer cancel()
-	s.conn.Call(ctx, method, params) // the answer, whatever it is, was logged before the call returned
-	frames = s.log.since(from)
+	frames, _ = s.c.attempt(s.c.ctx, s.log, func(ctx context.Context) error {
+		_, err := s.conn.Call(ctx, method, params) // the answer, whatever it is, was logged before the call returned
+		return err
+	})
 	if i := slices.IndexFunc(frames, func(w seenFrame) bool { return !w.in && w.request(method) }); i >= 0 {
 		if j := slices.IndexFunc(frames, func(w seenFrame) bool { return w.in && w.answers(frames[i].m.id) }); j >= 0 {
 			return frames[j], frames, true
@@ -407,8 +406,7 @@ func (c *checker) protocol() {
 		point = Point(c.decl.Subscriptions[0])
 	}
 	payload, _ := samplePayload(point, false)
-	early := InterceptParams{Event: point, Seq: 1, Payload: payload, TimeoutMillis: 1000}
-	answer, frames, ok := s.call(MethodIntercept, early)
+	answer, frames, ok := s.call(MethodIntercept, InterceptParams{Event: point, Seq: 1, Payload: payload, TimeoutMillis: 1000})
 	c.recordErrorAnswer("barrier/request-before-initialized", "D6", "§3.4", answer, frames, ok, codeInvalidRequest, ReasonProtocolError, 2, true)
 	problem := ""
 	if slices.ContainsFunc(s.log.since(0), func(w seenFrame) bool { return w.in && !w.answers(1) && !w.answers(2) }) {
@@ -895,19 +893,19 @@ func (c *checker) ids(log *frameLog) {
 	}
 	badRequest, badAnswer := "", ""
 	for _, w := range frames {
+		id, ok := w.id()
 		switch {
 		case !w.in:
 		case w.kind() == kindRequest:
 			mine = append(mine, w)
 			switch {
 			case badRequest != "":
-			case w.fe != nil && !w.fe.hasID:
+			case !ok:
 				badRequest = "a request's id is not an integer that fits in int64; ids are integers numbered from 1"
 			case w.fe == nil && w.m.id < 1:
 				badRequest = fmt.Sprintf("a %s request has id %d; ids are integers numbered from 1", w.m.method, w.m.id)
 			}
 		case w.kind() == kindResponse:
-			id, ok := w.id()
 			switch {
 			case badAnswer != "":
 			case !ok:
