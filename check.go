@@ -620,20 +620,18 @@ func (c *checker) hosted() {
 	h := c.host
 	h.Frontend, h.Conn.Tap = fe, log.add
 	rt, err := h.Start(c.ctx)
-	var s *sidecar
-	if err == nil {
-		if s = rt.byID[c.report.Plugin]; s == nil {
-			err = fmt.Errorf("plugin %s did not start", c.report.Plugin)
-			for _, w := range rt.Warnings() {
-				err = w.Err // the optional plugin's start error
-			}
-			rt.Close()
+	if err == nil && rt.byID[c.report.Plugin] == nil {
+		err = fmt.Errorf("plugin %s did not start", c.report.Plugin)
+		for _, w := range rt.Warnings() {
+			err = w.Err // the optional plugin's start error
 		}
+		rt.Close()
 	}
 	if err != nil {
 		c.record("host/start", startRule(err), "§3.5", log.since(0), err.Error())
 		return
 	}
+	s := rt.byID[c.report.Plugin]
 	ctx, cancel := context.WithCancel(c.ctx)
 	defer cancel()
 	if slices.Contains(s.result.Subscriptions, string(SessionStart)) {
