@@ -408,11 +408,8 @@ func (c *checker) protocol() {
 	payload, _ := samplePayload(point, false)
 	answer, frames, ok := s.call(MethodIntercept, InterceptParams{Event: point, Seq: 1, Payload: payload, TimeoutMillis: 1000})
 	c.recordErrorAnswer("barrier/request-before-initialized", "D6", "§3.4", answer, frames, ok, codeInvalidRequest, ReasonProtocolError, 2, true)
-	problem := ""
-	if slices.ContainsFunc(s.log.since(0), func(w seenFrame) bool { return w.in && !w.answers(1) && !w.answers(2) }) {
-		problem = "the sidecar sent a frame before extension/initialized other than its initialize answer"
-	}
-	c.record("barrier/nothing-before-initialized", "D6", "§3.4", s.log.since(0), problem)
+	early := slices.ContainsFunc(s.log.since(0), func(w seenFrame) bool { return w.in && !w.answers(1) && !w.answers(2) })
+	c.record("barrier/nothing-before-initialized", "D6", "§3.4", s.log.since(0), problemIf(early, "the sidecar sent a frame before extension/initialized other than its initialize answer"))
 	s.conn.Notify(c.ctx, MethodInitialized, InitializedParams{})
 
 	// Hand-written frames and the answers they must get. The probes' ids
@@ -452,11 +449,7 @@ func (c *checker) protocol() {
 		survived = survived && ok
 		c.recordErrorAnswer(pr.name, pr.rule, pr.section, answer, s.log.since(from), ok, pr.code, pr.reason, id, pr.echo)
 	}
-	problem = ""
-	if !survived {
-		problem = "a malformed frame went unanswered: the connection did not survive it"
-	}
-	c.record("envelope/connection-survives", "D2", "§2.4", nil, problem)
+	c.record("envelope/connection-survives", "D2", "§2.4", nil, problemIf(!survived, "a malformed frame went unanswered: the connection did not survive it"))
 
 	// Events, resources/changed and an unknown notification get no answer.
 	from := s.log.mark()
@@ -471,7 +464,8 @@ func (c *checker) protocol() {
 	// D11: the shutdown is answered accepted, then stdin's end stops the
 	// sidecar with status 0.
 	var res ShutdownResult
-	if problem = c.answerProblem(answer, ok, MethodShutdown, &res); problem == "" && !res.Accepted {
+	problem := c.answerProblem(answer, ok, MethodShutdown, &res)
+	if problem == "" && !res.Accepted {
 		problem = `the answer is not {"accepted":true}`
 	}
 	c.record("shutdown/answered", "D11", "§3.6", s.log.since(from), problem)
@@ -485,14 +479,11 @@ func (c *checker) protocol() {
 	}
 	c.record("shutdown/exit-0", "D11", "§3.6", nil, problem)
 	// Judged once the log has ended: an answer to a notification may come late.
-	problem = ""
-	if slices.ContainsFunc(s.log.since(from), func(w seenFrame) bool { return w.in && w.kind() == kindResponse && !w.answers(3) }) {
-		problem = "the sidecar answered a notification"
-	}
-	c.record("events/no-reply", "D20", "§2.6", s.log.since(from), problem)
+	answered := slices.ContainsFunc(s.log.since(from), func(w seenFrame) bool { return w.in && w.kind() == kindResponse && !w.answers(3) })
+	c.record("events/no-reply", "D20", "§2.6", s.log.since(from), problemIf(answered, "the sidecar answered a notification"))
 }
 
-// judgeErrorID records a scenario whose frame must be answered with an
+// recordErrorAnswer records a scenario whose frame must be answered with an
 // error of code and reason, carrying id when echo is set, and id null
 // otherwise (a peer that cannot trust a faulty frame may answer it with
 // id null in any case, PROTOCOL.md §2.4).
@@ -961,6 +952,14 @@ func (c *checker) attempt(ctx context.Context, log *frameLog, op func(context.Co
 func (c *checker) try(ctx context.Context, log *frameLog, name, rule, section string, op func(context.Context) error) {
 	frames, err := c.attempt(ctx, log, op)
 	c.record(name, rule, section, frames, errText(err))
+}
+
+// problemIf is problem when bad holds, else "" (a pass).
+func problemIf(bad bool, problem string) string {
+	if bad {
+		return problem
+	}
+	return ""
 }
 
 // errText is err's text, or "" for nil.
