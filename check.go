@@ -70,9 +70,7 @@ type CheckReport struct {
 // failed scenario; the error is nil when none failed. Nothing it started
 // is left running.
 func Check(ctx context.Context, pluginDir string, opts CheckOptions) (*CheckReport, error) {
-	if opts.Timeout <= 0 {
-		opts.Timeout = 5 * time.Second
-	}
+	opts.Timeout = orDefault(opts.Timeout, 5*time.Second)
 	work, err := os.MkdirTemp("", "reasonix-check-")
 	if err != nil {
 		return nil, err
@@ -81,8 +79,8 @@ func Check(ctx context.Context, pluginDir string, opts CheckOptions) (*CheckRepo
 	// One configuration for the raw sessions and the generation: the
 	// host's defaults (D10, D11, D13), every wait for an answer bounded by
 	// Timeout.
-	c := &checker{ctx: ctx, opts: opts, work: work, home: filepath.Join(work, "home")}
-	c.host = *Host{Home: c.home, Env: opts.Env, ShutdownTimeout: opts.Timeout, InitializeTimeout: opts.Timeout,
+	c := &checker{ctx: ctx, opts: opts}
+	c.host = *Host{Home: filepath.Join(work, "home"), Env: opts.Env, ShutdownTimeout: opts.Timeout, InitializeTimeout: opts.Timeout,
 		FastInterceptTimeout: opts.Timeout, InterceptTimeout: opts.Timeout,
 		Session: SessionContext{SessionID: "check-session", WorkspaceRoot: work, Generation: 1}}.withDefaults()
 	if c.setUp(pluginDir) {
@@ -90,64 +88,53 @@ func Check(ctx context.Context, pluginDir string, opts CheckOptions) (*CheckRepo
 		c.oversized()
 		c.hosted()
 	}
-	var errs []error
-	for _, r := range c.report.Results {
-		switch {
-		case r.Skipped:
-			c.report.Skipped++
-		case r.OK:
-			c.report.Passed++
-		default:
-			c.report.Failed++
-			first, _, _ := strings.Cut(r.Detail, "\n")
-			errs = append(errs, fmt.Errorf("%s (%s): %s", r.Name, r.Rule, first))
-		}
-	}
-	return &c.report, errors.Join(errs...)
+	return &c.report, errors.Join(c.failed...)
 }
 
 // checker is one run of Check.
 type checker struct {
-	ctx        context.Context
-	opts       CheckOptions
-	host       Host // the configuration, its defaults filled in
-	work, home string
-	spec       *launchSpec
-	decl       InitializeResult // the declaration of the first raw session
-	requests   atomic.Int64     // requests the sidecar sent, in every session
-	report     CheckReport
+	ctx      context.Context
+	opts     CheckOptions
+	host     Host // the configuration, its defaults filled in: Home, and the workspace root in Session
+	spec     *launchSpec
+	decl     InitializeResult // the declaration of the first raw session
+	requests atomic.Int64     // requests the sidecar sent, in every session
+	report   CheckReport
+	failed   []error // one a failed scenario, its detail's first line
 }
 
 // setUp installs the plugin and runs the launch gate; it reports whether
 // a sidecar can be started.
 func (c *checker) setUp(dir string) bool {
-	entry, err := Install(c.home, dir, InstallOptions{Name: c.opts.Name, Link: true})
+	c.report.Plugin = cmp.Or(c.opts.Name, filepath.Base(dir))
+	entry, err := Install(c.host.Home, dir, InstallOptions{Name: c.opts.Name, Link: true})
+	if err == nil {
+		c.spec, err = launchGate(c.host.Home, entry, c.host.Session.WorkspaceRoot)
+	}
 	if err == nil {
 		c.report.Plugin = entry.Name
-		c.spec, err = launchGate(c.home, entry, c.work)
 	}
-	if err != nil {
-		c.report.Plugin = cmp.Or(c.opts.Name, filepath.Base(dir))
-		c.record("install/launch-gate", "D8", "§3.1", nil, err.Error())
-		return false
-	}
-	c.record("install/launch-gate", "D8", "§3.1", nil, "")
-	return true
+	c.record("install/launch-gate", "D8", "§3.1", nil, errText(err))
+	return err == nil
 }
 
 // judge records a scenario: problem "" passes it.
 func (c *checker) record(name, rule, section string, frames []seenFrame, problem string) {
-	r := CheckResult{Name: name, Rule: rule, OK: problem == ""}
-	r.Detail = "PROTOCOL.md " + section
-	if problem != "" {
-		r.Detail += ": " + TerminalSafe(problem) // D27: it may quote the sidecar
+	detail := "PROTOCOL.md " + section
+	if problem == "" {
+		c.report.Passed++
+	} else {
+		detail += ": " + TerminalSafe(problem) // D27: it may quote the sidecar
+		c.report.Failed++
+		first, _, _ := strings.Cut(detail, "\n")
+		c.failed = append(c.failed, fmt.Errorf("%s (%s): %s", name, rule, first))
 	}
-	r.Detail += showFrames(frames)
-	c.report.Results = append(c.report.Results, r)
+	c.report.Results = append(c.report.Results, CheckResult{Name: name, Rule: rule, OK: problem == "", Detail: detail + showFrames(frames)})
 }
 
 // skip records a scenario the sidecar gave no occasion to check.
 func (c *checker) skip(name, rule, section, why string) {
+	c.report.Skipped++
 	c.report.Results = append(c.report.Results, CheckResult{Name: name, Rule: rule, Skipped: true, Detail: "PROTOCOL.md " + section + ": skipped: " + why})
 }
 
@@ -199,14 +186,19 @@ func (w seenFrame) kind() msgKind {
 	return w.m.kind
 }
 
-func (w seenFrame) response() bool { return w.kind() == kindResponse }
+// id returns w's id, valid envelope or not, and false when it has no
+// integer one.
+func (w seenFrame) id() (msgID, bool) {
+	if w.fe != nil {
+		return w.fe.id, w.fe.hasID
+	}
+	return w.m.id, !w.nullID && w.m.kind != kindNotification
+}
 
 // answers reports whether w is a response to request id, valid or not.
 func (w seenFrame) answers(id msgID) bool {
-	if w.fe != nil {
-		return w.fe.kind == kindResponse && w.fe.hasID && w.fe.id == id
-	}
-	return w.m.kind == kindResponse && !w.nullID && w.m.id == id
+	got, ok := w.id()
+	return w.kind() == kindResponse && ok && got == id
 }
 
 // request reports whether w is a valid request for method ("" for any).
@@ -222,15 +214,18 @@ func (w seenFrame) wireError() (e *Error, ok bool) {
 // frameLog is every frame of one session, in the order read or written,
 // filled by a Conn's Tap.
 type frameLog struct {
-	ended <-chan struct{} // closed when nothing more will be logged; nil for never
+	ended    <-chan struct{} // closed when nothing more will be logged; nil for never
+	requests *atomic.Int64   // counts the requests the sidecar sent
 
 	mu     sync.Mutex // protects frames and grew
 	frames []seenFrame
 	grew   chan struct{} // closed and replaced when a frame is added
 }
 
-func newFrameLog(ended <-chan struct{}) *frameLog {
-	return &frameLog{ended: ended, grew: make(chan struct{})}
+// newLog returns an empty log that counts the sidecar's requests in
+// c.requests, across every session.
+func (c *checker) newLog() *frameLog {
+	return &frameLog{requests: &c.requests, grew: make(chan struct{})}
 }
 
 // add records a frame; line is copied.
@@ -245,6 +240,9 @@ func (l *frameLog) add(in bool, line []byte) {
 				w.m, w.fe, w.nullID = m, nil, true
 			}
 		}
+	}
+	if in && w.kind() == kindRequest {
+		l.requests.Add(1)
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -274,15 +272,12 @@ func (l *frameLog) wait(ctx context.Context, d time.Duration, from int, match fu
 	defer cancel()
 	for {
 		l.mu.Lock()
-		for ; from < len(l.frames); from++ {
-			if match(l.frames[from]) {
-				w := l.frames[from]
-				l.mu.Unlock()
-				return w, true
-			}
-		}
-		grew := l.grew
+		frames, grew := l.frames[from:], l.grew // logged frames never change: read outside the lock
 		l.mu.Unlock()
+		if i := slices.IndexFunc(frames, match); i >= 0 {
+			return frames[i], true
+		}
+		from += len(frames)
 		select {
 		case <-grew:
 		case <-l.ended:
@@ -301,12 +296,10 @@ func (l *frameLog) wait(ctx context.Context, d time.Duration, from int, match fu
 // and through the Conn's writer the frames a Conn refuses to build. The
 // Conn answers the sidecar's own requests unknown_method.
 type session struct {
-	c       *checker
-	proc    *process
-	conn    *Conn
-	log     *frameLog
-	lastID  msgID // the id of the last request call sent
-	stopped bool
+	c    *checker
+	proc *process
+	conn *Conn
+	log  *frameLog
 }
 
 // launch starts a sidecar for a session.
@@ -315,7 +308,7 @@ func (c *checker) launch() (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &session{c: c, proc: proc, log: newFrameLog(nil)}
+	s := &session{c: c, proc: proc, log: c.newLog()}
 	s.conn = NewConn(proc.stdout, proc.stdin, nil, ConnOptions{Tap: s.log.add, WriteStallTimeout: c.opts.Timeout})
 	s.log.ended = s.conn.Done() // the reader logs every frame it reads before the connection ends
 	return s, nil
@@ -324,14 +317,12 @@ func (c *checker) launch() (*session, error) {
 // call sends a request through the Conn and returns the sidecar's answer
 // as the log holds it, valid or not, and the frames of the exchange.
 func (s *session) call(method string, params any) (answer seenFrame, frames []seenFrame, ok bool) {
-	from := s.log.mark()
-	ctx, cancel := context.WithTimeout(s.c.ctx, s.c.opts.Timeout)
-	defer cancel()
-	s.conn.Call(ctx, method, params) // the answer, whatever it is, was logged before the call returned
-	frames = s.log.since(from)
+	frames, _ = s.c.attempt(s.c.ctx, s.log, func(ctx context.Context) error {
+		_, err := s.conn.Call(ctx, method, params) // the answer, whatever it is, was logged before the call returned
+		return err
+	})
 	if i := slices.IndexFunc(frames, func(w seenFrame) bool { return !w.in && w.request(method) }); i >= 0 {
-		s.lastID = frames[i].m.id
-		if j := slices.IndexFunc(frames, func(w seenFrame) bool { return w.in && w.answers(s.lastID) }); j >= 0 {
+		if j := slices.IndexFunc(frames, func(w seenFrame) bool { return w.in && w.answers(frames[i].m.id) }); j >= 0 {
 			return frames[j], frames, true
 		}
 	}
@@ -340,19 +331,10 @@ func (s *session) call(method string, params any) (answer seenFrame, frames []se
 
 // stop ends the session as D11 prescribes: stdin closed, grace to exit,
 // then the group is killed. It reports what had to be killed and the
-// exit error, and counts the requests the sidecar sent.
+// exit error.
 func (s *session) stop(grace time.Duration) (killedWhat, error) {
 	killed, _ := s.proc.stop(grace, s.c.host.ReapTimeout, s.c.host.ExitDrain)
 	s.conn.Close()
-	if s.stopped {
-		return killed, s.proc.waitErr
-	}
-	s.stopped = true
-	for _, w := range s.log.since(0) {
-		if w.in && w.kind() == kindRequest {
-			s.c.requests.Add(1)
-		}
-	}
 	return killed, s.proc.waitErr
 }
 
@@ -362,28 +344,27 @@ func (s *session) stop(grace time.Duration) (killedWhat, error) {
 func (c *checker) handshake(s *session, judge bool) bool {
 	answer, frames, ok := s.call(MethodInitialize, c.host.initializeParams(c.spec.Runtime))
 	var res InitializeResult
-	answered, problem := c.answerProblem(answer, ok, MethodInitialize, &res), ""
-	if strings.HasPrefix(answered, strictProblem) {
-		answered, problem = "", answered
-	}
+	problem := c.answerProblem(answer, ok, MethodInitialize, &res)
 	if !judge {
-		return answered == "" && problem == ""
+		return problem == ""
 	}
-	c.record("handshake/answered", "D10", "§3.5", frames, answered)
-	if answered != "" {
-		return false
+	answered := problem // a result that does not decode strictly was answered
+	if strings.HasPrefix(problem, strictProblem) {
+		answered = ""
 	}
-	c.record("handshake/strict-result", "D3", "§3.3", frames, problem)
-	if problem != "" {
-		return false
+	// Each stage is judged once the one before it passed.
+	for _, st := range [...]struct{ name, rule, section, problem string }{
+		{"handshake/answered", "D10", "§3.5", answered},
+		{"handshake/strict-result", "D3", "§3.3", problem},
+		{"handshake/declaration", "D9", "§3.3", errText(checkDeclaration(c.report.Plugin, c.spec.Runtime, &res))},
+	} {
+		c.record(st.name, st.rule, st.section, frames, st.problem)
+		if st.problem != "" {
+			return false
+		}
 	}
 	c.decl = res
-	problem = ""
-	if err := checkDeclaration(c.report.Plugin, c.spec.Runtime, &res); err != nil {
-		problem = err.Error()
-	}
-	c.record("handshake/declaration", "D9", "§3.3", frames, problem)
-	return problem == ""
+	return true
 }
 
 // strictProblem starts the problem of a result that is not decoded.
@@ -407,15 +388,6 @@ func (c *checker) answerProblem(answer seenFrame, ok bool, method string, result
 	return ""
 }
 
-// probe is one hand-written frame and the answer it must get.
-type probe struct {
-	name, rule, section string
-	frame               string
-	code                int    // the error code it must be answered with
-	reason              Reason // the reason in the error's data
-	echo                bool   // the answer carries the frame's id (else null)
-}
-
 // protocol is the first session: the handshake, the barrier from the
 // sidecar's side, strict envelopes, error data, notifications and a
 // bounded shutdown.
@@ -434,21 +406,20 @@ func (c *checker) protocol() {
 		point = Point(c.decl.Subscriptions[0])
 	}
 	payload, _ := samplePayload(point, false)
-	early := InterceptParams{Event: point, Seq: 1, Payload: payload, TimeoutMillis: 1000}
-	answer, frames, ok := s.call(MethodIntercept, early)
+	answer, frames, ok := s.call(MethodIntercept, InterceptParams{Event: point, Seq: 1, Payload: payload, TimeoutMillis: 1000})
 	c.recordErrorAnswer("barrier/request-before-initialized", "D6", "§3.4", answer, frames, ok, codeInvalidRequest, ReasonProtocolError, 2, true)
-	problem := ""
-	for _, w := range s.log.since(0) {
-		if w.in && !w.answers(1) && !w.answers(2) {
-			problem = "the sidecar sent a frame before extension/initialized other than its initialize answer"
-			break
-		}
-	}
-	c.record("barrier/nothing-before-initialized", "D6", "§3.4", s.log.since(0), problem)
+	early := slices.ContainsFunc(s.log.since(0), func(w seenFrame) bool { return w.in && !w.answers(1) && !w.answers(2) })
+	c.record("barrier/nothing-before-initialized", "D6", "§3.4", s.log.since(0), problemIf(early, "the sidecar sent a frame before extension/initialized other than its initialize answer"))
 	s.conn.Notify(c.ctx, MethodInitialized, InitializedParams{})
 
-	// The probes' ids, clear of the Conn's own: 3 is the shutdown's.
-	probes := []probe{
+	// Hand-written frames and the answers they must get. The probes' ids
+	// are clear of the Conn's own: 3 is the shutdown's.
+	probes := []struct {
+		name, rule, section, frame string
+		code                       int    // the error code it must be answered with
+		reason                     Reason // the reason in the error's data
+		echo                       bool   // the answer carries the frame's id (else null)
+	}{
 		{"envelope/string-id", "D4", "§2.3", `{"jsonrpc":"2.0","id":"7","method":"extension/provider/catalog","params":{}}`, codeInvalidRequest, ReasonProtocolError, false},
 		{"envelope/fractional-id", "D4", "§2.3", `{"jsonrpc":"2.0","id":7.5,"method":"extension/provider/catalog","params":{}}`, codeInvalidRequest, ReasonProtocolError, false},
 		{"envelope/wrong-jsonrpc", "D3", "§2.4", `{"jsonrpc":"1.0","id":%d,"method":"extension/provider/catalog","params":{}}`, codeInvalidRequest, ReasonProtocolError, true},
@@ -459,10 +430,10 @@ func (c *checker) protocol() {
 		{"errors/unknown-method", "D7", "§8.1", `{"jsonrpc":"2.0","id":%d,"method":"extension/no-such-method","params":{}}`, codeMethodNotFound, ReasonUnknownMethod, true},
 		{"errors/notification-method-as-request", "D7", "§2.4", `{"jsonrpc":"2.0","id":%d,"method":"extension/initialized","params":{}}`, codeMethodNotFound, ReasonUnknownMethod, true},
 		{"params/refused-strictly", "D3", "§2.2", `{"jsonrpc":"2.0","id":%d,"method":"extension/intercept","params":{"event":"input.receive","seq":0,"payload":{},"timeoutMillis":1000}}`, codeInvalidParams, ReasonInvalidParams, true},
+		{"errors/unserved-method", "D7", "§2.6", `{"jsonrpc":"2.0","id":%d,"method":"extension/provider/catalog","params":{}}`, codeMethodNotFound, ReasonUnknownMethod, true},
 	}
-	if len(c.decl.Providers) == 0 {
-		probes = append(probes, probe{"errors/unserved-method", "D7", "§2.6", `{"jsonrpc":"2.0","id":%d,"method":"extension/provider/catalog","params":{}}`, codeMethodNotFound, ReasonUnknownMethod, true})
-	} else {
+	if len(c.decl.Providers) > 0 {
+		probes = probes[:len(probes)-1] // the last one needs a sidecar without providers
 		c.skip("errors/unserved-method", "D7", "§2.6", "the sidecar serves every method class it could be asked (it declares providers)")
 	}
 	survived := true
@@ -474,15 +445,11 @@ func (c *checker) protocol() {
 		}
 		from := s.log.mark()
 		s.conn.sendRaw([]byte(frame))
-		answer, ok := s.log.wait(c.ctx, c.opts.Timeout, from, func(w seenFrame) bool { return w.in && w.response() })
+		answer, ok := s.log.wait(c.ctx, c.opts.Timeout, from, func(w seenFrame) bool { return w.in && w.kind() == kindResponse })
 		survived = survived && ok
 		c.recordErrorAnswer(pr.name, pr.rule, pr.section, answer, s.log.since(from), ok, pr.code, pr.reason, id, pr.echo)
 	}
-	problem = ""
-	if !survived {
-		problem = "a malformed frame went unanswered: the connection did not survive it"
-	}
-	c.record("envelope/connection-survives", "D2", "§2.4", nil, problem)
+	c.record("envelope/connection-survives", "D2", "§2.4", nil, problemIf(!survived, "a malformed frame went unanswered: the connection did not survive it"))
 
 	// Events, resources/changed and an unknown notification get no answer.
 	from := s.log.mark()
@@ -492,13 +459,13 @@ func (c *checker) protocol() {
 	}
 	s.conn.Notify(c.ctx, MethodResourcesChanged, ResourcesChangedParams{Paths: []string{"skills/review.md"}})
 	s.conn.Notify(c.ctx, "extension/no-such-notification", struct{}{})
-	answer, _, ok = s.call(MethodShutdown, ShutdownParams{TimeoutMillis: c.opts.Timeout.Milliseconds()})
-	shutdownID := s.lastID
+	answer, _, ok = s.call(MethodShutdown, ShutdownParams{TimeoutMillis: c.opts.Timeout.Milliseconds()}) // id 3
 
 	// D11: the shutdown is answered accepted, then stdin's end stops the
 	// sidecar with status 0.
 	var res ShutdownResult
-	if problem = c.answerProblem(answer, ok, MethodShutdown, &res); problem == "" && !res.Accepted {
+	problem := c.answerProblem(answer, ok, MethodShutdown, &res)
+	if problem == "" && !res.Accepted {
 		problem = `the answer is not {"accepted":true}`
 	}
 	c.record("shutdown/answered", "D11", "§3.6", s.log.since(from), problem)
@@ -512,16 +479,11 @@ func (c *checker) protocol() {
 	}
 	c.record("shutdown/exit-0", "D11", "§3.6", nil, problem)
 	// Judged once the log has ended: an answer to a notification may come late.
-	problem = ""
-	for _, w := range s.log.since(from) {
-		if w.in && w.response() && !w.answers(shutdownID) {
-			problem = "the sidecar answered a notification"
-		}
-	}
-	c.record("events/no-reply", "D20", "§2.6", s.log.since(from), problem)
+	answered := slices.ContainsFunc(s.log.since(from), func(w seenFrame) bool { return w.in && w.kind() == kindResponse && !w.answers(3) })
+	c.record("events/no-reply", "D20", "§2.6", s.log.since(from), problemIf(answered, "the sidecar answered a notification"))
 }
 
-// judgeErrorID records a scenario whose frame must be answered with an
+// recordErrorAnswer records a scenario whose frame must be answered with an
 // error of code and reason, carrying id when echo is set, and id null
 // otherwise (a peer that cannot trust a faulty frame may answer it with
 // id null in any case, PROTOCOL.md §2.4).
@@ -564,10 +526,8 @@ func (c *checker) oversized() {
 		return
 	}
 	s.conn.Notify(c.ctx, MethodInitialized, InitializedParams{})
-	line := make([]byte, 0, FrameBytes+1024)
-	line = append(line, `{"jsonrpc":"2.0","method":"extension/resources/changed","params":{"paths":["`...)
-	line = append(line, bytes.Repeat([]byte("a"), FrameBytes+1024-len(line)-5)...)
-	line = append(line, `"]}}`...)
+	const head, tail = `{"jsonrpc":"2.0","method":"extension/resources/changed","params":{"paths":["`, `"]}}`
+	line := []byte(head + strings.Repeat("a", FrameBytes+1023-len(head)-len(tail)) + tail)
 	from := s.log.mark()
 	s.conn.sendRaw(line) // its writing fails once the sidecar stops reading
 	problem := ""
@@ -612,74 +572,57 @@ func samplePayload(p Point, large bool) (doc json.RawMessage, ok bool) {
 	return json.RawMessage(strings.Replace(samplePayloads[p], "%s", text, 1)), ok
 }
 
-// sampleAnswers answers a prompt as a user would: every field filled.
-func sampleAnswers(form UIFormPayload) map[string]json.RawMessage {
-	values := map[string]json.RawMessage{}
-	for _, f := range form.Fields {
-		first := "Ada"
-		if len(f.Options) > 0 {
-			first = f.Options[0]
-		}
-		quoted, _ := json.Marshal(first)
-		switch f.Kind {
-		case PromptConfirm:
-			values[f.Key] = json.RawMessage("true")
-		case PromptMultiselect:
-			values[f.Key] = json.RawMessage("[" + string(quoted) + "]")
-		default:
-			values[f.Key] = quoted
-		}
-	}
-	if len(form.Fields) == 0 {
-		values["value"] = json.RawMessage(`"Ada"`)
-	}
-	return values
-}
-
-// checkFrontend answers every prompt and remembers the forms it saw.
+// checkFrontend answers every prompt and remembers the first form it saw.
 type checkFrontend struct {
-	mu    sync.Mutex
-	forms []string // surface ids of forms published or asked
+	form atomic.Pointer[string] // the surface id of the first form published or asked
 }
 
 func (f *checkFrontend) Show(s Surface) {
 	if s.Form != nil {
-		f.mu.Lock()
-		f.forms = append(f.forms, s.SurfaceID)
-		f.mu.Unlock()
+		f.form.CompareAndSwap(nil, &s.SurfaceID)
 	}
 }
 
+// Ask answers a prompt as a user would: every field filled.
 func (f *checkFrontend) Ask(ctx context.Context, p Prompt) (map[string]json.RawMessage, bool, error) {
-	f.mu.Lock()
-	f.forms = append(f.forms, p.SurfaceID)
-	f.mu.Unlock()
-	return sampleAnswers(p.Form), false, nil
+	f.Show(Surface{SurfaceID: p.SurfaceID, Form: &p.Form})
+	values := map[string]json.RawMessage{}
+	for _, field := range p.Form.Fields {
+		values[field.Key], _ = json.Marshal(slices.Concat(field.Options, []string{"Ada"})[0]) // the first option, or a name
+		switch field.Kind {
+		case PromptConfirm:
+			values[field.Key] = json.RawMessage("true")
+		case PromptMultiselect:
+			values[field.Key] = json.RawMessage("[" + string(values[field.Key]) + "]")
+		}
+	}
+	if len(p.Form.Fields) == 0 {
+		values["value"] = json.RawMessage(`"Ada"`)
+	}
+	return values, false, nil
 }
 
 // hosted runs the scenarios of a real generation: every subscribed
 // point, content refs, provider catalogs and streams, UI, the ids of the
 // sidecar's own requests and the host's shutdown.
 func (c *checker) hosted() {
-	log := newFrameLog(nil)
+	log := c.newLog()
 	fe := &checkFrontend{}
 	h := c.host
 	h.Frontend, h.Conn.Tap = fe, log.add
 	rt, err := h.Start(c.ctx)
-	var s *sidecar
-	if err == nil {
-		if s = rt.byID[c.report.Plugin]; s == nil {
-			err = fmt.Errorf("plugin %s did not start", c.report.Plugin)
-			for _, w := range rt.Warnings() {
-				err = w.Err // the optional plugin's start error
-			}
-			rt.Close()
+	if err == nil && rt.byID[c.report.Plugin] == nil {
+		err = fmt.Errorf("plugin %s did not start", c.report.Plugin)
+		for _, w := range rt.Warnings() {
+			err = w.Err // the optional plugin's start error
 		}
+		rt.Close()
 	}
 	if err != nil {
 		c.record("host/start", startRule(err), "§3.5", log.since(0), err.Error())
 		return
 	}
+	s := rt.byID[c.report.Plugin]
 	ctx, cancel := context.WithCancel(c.ctx)
 	defer cancel()
 	if slices.Contains(s.result.Subscriptions, string(SessionStart)) {
@@ -694,12 +637,7 @@ func (c *checker) hosted() {
 	c.providers(ctx, rt, s, log)
 	c.ui(ctx, rt, s, log, fe)
 	c.ids(log)
-	from := log.mark()
-	problem := ""
-	if err := rt.Close(); err != nil {
-		problem = err.Error()
-	}
-	c.record("shutdown/through-the-host", "D11", "§3.6", log.since(from), problem)
+	c.try(ctx, log, "shutdown/through-the-host", "D11", "§3.6", func(context.Context) error { return rt.Close() })
 }
 
 // startRule names the ruling a failed start broke.
@@ -717,15 +655,14 @@ func startRule(err error) string {
 
 // intercept asks the sidecar one intercept as the owner of the point
 // would be asked, so that every failure is reported rather than skipped
-// (D19), and judges the verdict (D16).
-func (c *checker) intercept(ctx context.Context, rt *Runtime, s *sidecar, log *frameLog, p Point, payload json.RawMessage, name string) bool {
+// (D19), and judges the verdict (D16). It returns the frames of the exchange.
+func (c *checker) intercept(ctx context.Context, rt *Runtime, s *sidecar, log *frameLog, p Point, payload json.RawMessage, name string) []seenFrame {
 	from := log.mark()
 	host := ""
 	if p == PermissionDecision {
 		host = "allow" // the sample's hostDecision
 	}
-	out := &InterceptOutcome{Payload: payload}
-	_, err := rt.rule(ctx, s, p, out, host, true)
+	_, err := rt.rule(ctx, s, p, &InterceptOutcome{Payload: payload}, host, true)
 	frames := log.since(from)
 	rule, problem := "D16", ""
 	switch {
@@ -734,14 +671,14 @@ func (c *checker) intercept(ctx context.Context, rt *Runtime, s *sidecar, log *f
 		rule, problem = "D18", err.Error()
 	default:
 		problem = err.Error()
-		for _, w := range frames {
-			if w.in && w.response() && w.fe == nil && w.m.result != nil && Decode(MethodIntercept, w.m.result, &InterceptResult{}) != nil {
-				rule = "D3" // the verdict itself does not decode strictly
-			}
+		if slices.ContainsFunc(frames, func(w seenFrame) bool {
+			return w.in && w.kind() == kindResponse && w.fe == nil && w.m.result != nil && Decode(MethodIntercept, w.m.result, &InterceptResult{}) != nil
+		}) {
+			rule = "D3" // the verdict itself does not decode strictly
 		}
 	}
 	c.record(name, rule, "§4.4", frames, problem)
-	return problem == ""
+	return frames
 }
 
 // content sends a payload over 64 KiB, which travels by reference (D22),
@@ -753,25 +690,15 @@ func (c *checker) content(ctx context.Context, rt *Runtime, s *sidecar, log *fra
 		if !ok {
 			continue
 		}
-		from := log.mark()
-		c.intercept(ctx, rt, s, log, Point(sub), payload, "content/verdict-on-a-large-payload")
-		frames := log.since(from)
-		refused := hostRefusals(frames)
-		reads, problem := 0, ""
-		for _, w := range frames {
-			if w.in && w.request(MethodContentRead) {
-				reads++
-				if a, ok := refused[w.m.id]; ok {
-					e, _ := a.wireError()
-					problem = fmt.Sprintf("a read was refused: %s: %s", e.Reason, e.Message)
-				}
-			}
-		}
-		if reads == 0 {
+		frames := c.intercept(ctx, rt, s, log, Point(sub), payload, "content/verdict-on-a-large-payload")
+		reads, problem := sidecarRequests(frames, func(_ seenFrame, e *Error) string {
+			return fmt.Sprintf("a read was refused: %s: %s", e.Reason, e.Message)
+		}, MethodContentRead)
+		if len(reads) == 0 {
 			c.skip(name, rule, section, "the sidecar answered without reading the externalized payload")
-			return
+		} else {
+			c.record(name, rule, section, frames, problem)
 		}
-		c.record(name, rule, section, frames, problem)
 		return
 	}
 	c.skip(name, rule, section, "no subscribed point has a free text member to make large")
@@ -786,69 +713,64 @@ func (c *checker) providers(ctx context.Context, rt *Runtime, s *sidecar, log *f
 		}
 		return
 	}
-	from := log.mark()
-	var res ProviderCatalogResult
-	problem := ""
-	cctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
-	defer cancel()
-	if err := s.call(cctx, MethodProviderCatalog, ProviderCatalogParams{}, &res); err != nil {
-		problem = err.Error()
-	}
-	for _, d := range res.Providers {
-		if !slices.ContainsFunc(s.result.Providers, func(p ProviderDescriptor) bool { return p.Ref == d.Ref }) {
-			problem = fmt.Sprintf("the catalog lists %q, which the handshake did not declare", d.Ref)
+	c.try(ctx, log, "provider/catalog", "D21", "§5.1", func(ctx context.Context) error {
+		var res ProviderCatalogResult
+		err := s.call(ctx, MethodProviderCatalog, ProviderCatalogParams{}, &res)
+		for _, d := range res.Providers {
+			if !slices.ContainsFunc(s.result.Providers, func(p ProviderDescriptor) bool { return p.Ref == d.Ref }) {
+				err = fmt.Errorf("the catalog lists %q, which the handshake did not declare", d.Ref)
+			}
 		}
-	}
-	c.record("provider/catalog", "D21", "§5.1", log.since(from), problem)
+		return err
+	})
 
 	ref := s.result.Providers[0].Ref
 	req := ProviderRequest{Messages: []ProviderMessage{{Role: RoleUser, Content: "hello"}}, Tools: []ProviderToolSchema{}, MaxTokens: 64}
-	sctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
-	defer cancel()
-	from = log.mark()
-	st, err := rt.OpenStream(sctx, ref, "", req)
-	problem = ""
+	var st *Stream
+	frames, err := c.attempt(ctx, log, func(ctx context.Context) (err error) {
+		if st, err = rt.OpenStream(ctx, ref, "", req); err != nil {
+			return err
+		}
+		for err == nil {
+			_, err = st.Recv()
+		}
+		if errors.Is(err, io.EOF) || errors.Is(err, ReasonProviderFailed) {
+			return nil // an end the sidecar chose; streamProblem judges it
+		}
+		return err
+	})
 	if errors.Is(err, ReasonProviderFailed) {
 		// §5.2: a sidecar may decline a stream; then none is there to judge.
 		c.skip("provider/stream", "D21", "§5.4", "the sidecar declined the stream: "+err.Error())
 		c.skip("provider/cancel", "D21", "§5.5", "the sidecar declined the stream")
 		return
 	}
-	if err != nil {
-		problem = err.Error()
-	} else {
-		for err == nil {
-			_, err = st.Recv()
-		}
-		if !errors.Is(err, io.EOF) && !errors.Is(err, ReasonProviderFailed) {
-			problem = err.Error()
-		}
-		if p := streamProblem(log.since(from), st.ID()); p != "" {
-			problem = p
-		}
+	problem := errText(err)
+	if st != nil {
+		problem = cmp.Or(streamProblem(frames, st.ID()), problem)
 	}
-	c.record("provider/stream", "D21", "§5.4", log.since(from), problem)
+	c.record("provider/stream", "D21", "§5.4", frames, problem)
 
-	cctx, cancel = context.WithTimeout(ctx, c.opts.Timeout)
+	cctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
 	defer cancel()
-	from = log.mark()
+	from := log.mark()
 	st, err = rt.OpenStream(cctx, ref, "", req)
 	if err != nil {
 		c.record("provider/cancel", "D21", "§5.5", log.since(from), err.Error())
 		return
 	}
-	if _, err := st.Recv(); err != nil {
-		st.Close()
+	_, err = st.Recv()
+	st.Close()
+	if err != nil {
 		c.skip("provider/cancel", "D21", "§5.5", "the stream ended before its first chunk could be cancelled")
 		return
 	}
-	st.Close()
 	id, _ := json.Marshal(st.ID())
 	isEnd := func(w seenFrame) bool {
 		return w.in && w.fe == nil && w.m.method == MethodStreamEnd && bytes.Contains(w.m.params, id)
 	}
 	_, ended := log.wait(ctx, c.opts.Timeout, from, isEnd)
-	frames := log.since(from)
+	frames = log.since(from)
 	cancelAt := slices.IndexFunc(frames, func(w seenFrame) bool { return !w.in && w.request(MethodStreamCancel) })
 	endAt := slices.IndexFunc(frames, isEnd)
 	late := false // the cancel found the stream already over: {"cancelled":false}
@@ -886,25 +808,24 @@ func streamProblem(frames []seenFrame, id string) string {
 		switch w.m.method {
 		case MethodStreamChunk:
 			var ch StreamChunkParams
-			if err := Decode(w.m.method, w.m.params, &ch); err != nil {
+			switch err := Decode(w.m.method, w.m.params, &ch); {
+			case err != nil:
 				return "a chunk does not decode strictly: " + err.Error()
-			}
-			if ends > 0 {
+			case ends > 0:
 				return fmt.Sprintf("chunk %d came after the stream's end", ch.Seq)
-			}
-			if ch.Seq != next {
+			case ch.Seq != next:
 				return fmt.Sprintf("chunk seq %d where %d was next: seqs start at seqBase 1 and have no gap or repeat", ch.Seq, next)
 			}
 			next++
 		case MethodStreamEnd:
 			var end StreamEndParams
-			if err := Decode(w.m.method, w.m.params, &end); err != nil {
+			ends++
+			switch err := Decode(w.m.method, w.m.params, &end); {
+			case err != nil:
 				return "the end does not decode strictly: " + err.Error()
-			}
-			if ends++; ends > 1 {
+			case ends > 1:
 				return "the stream has two ends"
-			}
-			if end.LastSeq != next-1 {
+			case end.LastSeq != next-1:
 				return fmt.Sprintf("the end says lastSeq %d after %d chunks", end.LastSeq, next-1)
 			}
 		}
@@ -915,49 +836,31 @@ func streamProblem(frames []seenFrame, id string) string {
 	return ""
 }
 
-// ui invokes every declared action, submits the forms it saw, and judges
+// ui invokes every declared action, submits the first form it saw, and judges
 // every publish and request the sidecar made (D23, D24).
 func (c *checker) ui(ctx context.Context, rt *Runtime, s *sidecar, log *frameLog, fe *checkFrontend) {
 	for _, a := range s.result.UIActions {
-		actx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
-		from := log.mark()
-		problem := ""
-		if _, err := rt.Action(actx, "check-session", "/"+c.report.Plugin+":"+a.ActionID, nil); err != nil {
-			problem = err.Error()
-		}
-		cancel()
-		c.record("ui/action/"+a.ActionID, "D24", "§7.4", log.since(from), problem)
+		c.try(ctx, log, "ui/action/"+a.ActionID, "D24", "§7.4", func(ctx context.Context) error {
+			_, err := rt.Action(ctx, "check-session", "/"+c.report.Plugin+":"+a.ActionID, nil)
+			return err
+		})
 	}
-	fe.mu.Lock()
-	forms := slices.Clone(fe.forms)
-	fe.mu.Unlock()
-	if len(forms) == 0 {
+	if form := fe.form.Load(); form == nil {
 		c.skip("ui/submit", "D24", "§7.4", "the sidecar published and asked no form")
 	} else {
-		sctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
-		from := log.mark()
-		_, err := rt.Submit(sctx, "check-session", c.report.Plugin, forms[0], map[string]json.RawMessage{"value": json.RawMessage(`"Ada"`)})
-		cancel()
+		frames, err := c.attempt(ctx, log, func(ctx context.Context) error {
+			_, err := rt.Submit(ctx, "check-session", c.report.Plugin, *form, map[string]json.RawMessage{"value": json.RawMessage(`"Ada"`)})
+			return err
+		})
 		if errors.Is(err, ReasonUnknownMethod) {
 			c.skip("ui/submit", "D24", "§7.4", "the sidecar takes no submits (it answered unknown_method)")
 		} else {
-			c.record("ui/submit", "D24", "§7.4", log.since(from), errText(err))
+			c.record("ui/submit", "D24", "§7.4", frames, errText(err))
 		}
 	}
-	frames := log.since(0)
-	refused := hostRefusals(frames)
-	seen, problem := []seenFrame{}, ""
-	for _, w := range frames {
-		if !w.in || (!w.request(MethodUIPublish) && !w.request(MethodUIRequest)) {
-			continue
-		}
-		seen = append(seen, w)
-		if a, ok := refused[w.m.id]; ok {
-			e, _ := a.wireError()
-			seen = append(seen, a)
-			problem = fmt.Sprintf("the host refused a %s: %s: %s", w.m.method, e.Reason, e.Message)
-		}
-	}
+	seen, problem := sidecarRequests(log.since(0), func(w seenFrame, e *Error) string {
+		return fmt.Sprintf("the host refused a %s: %s: %s", w.m.method, e.Reason, e.Message)
+	}, MethodUIPublish, MethodUIRequest)
 	if len(seen) == 0 {
 		c.skip("ui/structured-only", "D23", "§7.5", "the sidecar published nothing and asked nothing")
 		return
@@ -979,33 +882,32 @@ func (c *checker) ids(log *frameLog) {
 	}
 	badRequest, badAnswer := "", ""
 	for _, w := range frames {
+		id, ok := w.id()
 		switch {
 		case !w.in:
 		case w.kind() == kindRequest:
 			mine = append(mine, w)
 			switch {
 			case badRequest != "":
-			case w.fe != nil && !w.fe.hasID:
+			case !ok:
 				badRequest = "a request's id is not an integer that fits in int64; ids are integers numbered from 1"
 			case w.fe == nil && w.m.id < 1:
 				badRequest = fmt.Sprintf("a %s request has id %d; ids are integers numbered from 1", w.m.method, w.m.id)
 			}
-		case w.response():
-			id, ok := w.m.id, w.fe == nil && !w.nullID
-			if w.fe != nil {
-				id, ok = w.fe.id, w.fe.hasID
-			}
+		case w.kind() == kindResponse:
 			switch {
 			case badAnswer != "":
-			case !ok || !sent[id]:
-				badAnswer = fmt.Sprintf("an answer has id %s, which is no request the host sent", answerID(id, ok))
+			case !ok:
+				badAnswer = "an answer has id that is not an integer, which is no request the host sent"
+			case !sent[id]:
+				badAnswer = fmt.Sprintf("an answer has id %d, which is no request the host sent", id)
 			case answered[id]:
 				badAnswer = fmt.Sprintf("request %d was answered twice", id)
 			}
 			answered[id] = true
 		}
 	}
-	if c.requests.Add(int64(len(mine))) == 0 {
+	if c.requests.Load() == 0 {
 		c.skip("ids/own-requests-are-integers", "D4", "§2.3", "the sidecar sent no request of its own")
 	} else {
 		c.record("ids/own-requests-are-integers", "D4", "§2.3", mine, badRequest)
@@ -1013,24 +915,51 @@ func (c *checker) ids(log *frameLog) {
 	c.record("ids/answers-match-requests", "D4", "§2.3", nil, badAnswer)
 }
 
-// answerID shows an answer's id, or that it has no integer one.
-func answerID(id msgID, ok bool) string {
-	if !ok {
-		return "that is not an integer"
-	}
-	return strconv.FormatInt(int64(id), 10)
-}
-
-// hostRefusals indexes the host's error answers to the sidecar's requests
-// by id.
-func hostRefusals(frames []seenFrame) map[msgID]seenFrame {
-	out := map[msgID]seenFrame{}
+// sidecarRequests returns the sidecar's requests for methods among
+// frames, each followed by the host's error answer when the host refused
+// it, and the last refusal as say tells it ("" for none).
+func sidecarRequests(frames []seenFrame, say func(request seenFrame, e *Error) string, methods ...string) (seen []seenFrame, problem string) {
+	refused := map[msgID]seenFrame{}
 	for _, a := range frames {
 		if _, isErr := a.wireError(); !a.in && isErr && !a.nullID {
-			out[a.m.id] = a
+			refused[a.m.id] = a
 		}
 	}
-	return out
+	for _, w := range frames {
+		if !w.in || !slices.ContainsFunc(methods, w.request) {
+			continue
+		}
+		seen = append(seen, w)
+		if a, ok := refused[w.m.id]; ok {
+			seen = append(seen, a)
+			problem = say(w, a.m.err)
+		}
+	}
+	return seen, problem
+}
+
+// attempt runs op bounded by Timeout and returns the frames logged
+// meanwhile and op's error.
+func (c *checker) attempt(ctx context.Context, log *frameLog, op func(context.Context) error) ([]seenFrame, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
+	defer cancel()
+	from := log.mark()
+	err := op(ctx)
+	return log.since(from), err
+}
+
+// try records a scenario that passes when op, run by attempt, succeeds.
+func (c *checker) try(ctx context.Context, log *frameLog, name, rule, section string, op func(context.Context) error) {
+	frames, err := c.attempt(ctx, log, op)
+	c.record(name, rule, section, frames, errText(err))
+}
+
+// problemIf is problem when bad holds, else "" (a pass).
+func problemIf(bad bool, problem string) string {
+	if bad {
+		return problem
+	}
+	return ""
 }
 
 // errText is err's text, or "" for nil.

@@ -99,3 +99,8 @@ var (
 )
 
 func (p Point) Valid() bool { return p.valid() }
+
+func lookupMethod(name string) (methodInfo, bool) {
+	m, ok := methodsByName()[name]
+	return m, ok
+}

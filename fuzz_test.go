@@ -126,9 +126,9 @@ func FuzzValidate(f *testing.F) {
 	}
 	fixtures := methodFixtures(f)
 	for _, m := range Methods() {
-		f.Add(index[m.Params], []byte(fixtures[m.Name]["params"]))
-		if m.Result != "" {
-			f.Add(index[m.Result], []byte(fixtures[m.Name]["result"]))
+		f.Add(index[m.params.Name()], []byte(fixtures[m.Name]["params"]))
+		if m.result != nil {
+			f.Add(index[m.result.Name()], []byte(fixtures[m.Name]["result"]))
 		}
 	}
 	f.Fuzz(func(t *testing.T, def uint8, doc []byte) {

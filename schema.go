@@ -32,10 +32,8 @@ type methodInfo struct {
 	Direction string
 	// Class is lifecycle, intercept, observation, provider, ui or content.
 	Class string
-	// Params and Result are the $def names of the params and result
-	// documents; Result is "" for notifications.
-	Params, Result string
-
+	// params and result are the types of the params and result documents,
+	// their names the $def names; result is nil for notifications.
 	params, result reflect.Type
 }
 
@@ -43,12 +41,7 @@ type methodInfo struct {
 func (m methodInfo) notification() bool { return strings.HasSuffix(m.Direction, "_notification") }
 
 func method(name, direction, class string, params, result any) methodInfo {
-	m := methodInfo{Name: name, Direction: direction, Class: class, params: reflect.TypeOf(params), result: reflect.TypeOf(result)}
-	m.Params = m.params.Name()
-	if m.result != nil { // nil for a notification
-		m.Result = m.result.Name()
-	}
-	return m
+	return methodInfo{Name: name, Direction: direction, Class: class, params: reflect.TypeOf(params), result: reflect.TypeOf(result)} // result nil: a notification
 }
 
 const (
@@ -76,11 +69,6 @@ var registry = []methodInfo{
 	method(MethodContentRead, e2hRequest, "content", ContentReadParams{}, ContentReadResult{}),
 	method(MethodUIPublish, e2hRequest, "ui", UIPublishParams{}, UIPublishResult{}),
 	method(MethodUIRequest, e2hRequest, "ui", UIRequestParams{}, UIRequestResult{}),
-}
-
-func lookupMethod(name string) (methodInfo, bool) {
-	m, ok := methodsByName()[name]
-	return m, ok
 }
 
 // methodsByName indexes the registry: every inbound frame and every strict

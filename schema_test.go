@@ -121,8 +121,8 @@ func TestRegistryMatchesDTOs(t *testing.T) {
 		if _, ok := lookupMethod(m.Name); !ok {
 			t.Errorf("lookupMethod(%q) failed", m.Name)
 		}
-		if m.notification() != (m.Result == "") {
-			t.Errorf("%s: Result %q for notification=%v", m.Name, m.Result, m.notification())
+		if m.notification() != (m.result == nil) {
+			t.Errorf("%s: result %v for notification=%v", m.Name, m.result, m.notification())
 		}
 	}
 	if _, ok := lookupMethod("extension/bogus"); ok {

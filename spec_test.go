@@ -218,10 +218,10 @@ func TestProtocolTablesEqualTheRegistry(t *testing.T) {
 	want := map[string]string{}
 	for _, m := range registry {
 		result := "—"
-		if m.Result != "" {
-			result = m.Result
+		if m.result != nil {
+			result = m.result.Name()
 		}
-		want[m.Name] = strings.Join([]string{m.Direction, m.Class, m.Params, result}, " ")
+		want[m.Name] = strings.Join([]string{m.Direction, m.Class, m.params.Name(), result}, " ")
 	}
 	got := map[string]string{}
 	for _, r := range specTable(t, "| Method | Direction | Class | Params | Result |") {

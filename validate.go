@@ -88,9 +88,7 @@ func walk(n *vnode, doc []byte, dst reflect.Value) error {
 // its tokens.
 func walkDoc(n *vnode, doc []byte, dst reflect.Value) (spaced bool, err error) {
 	w := walkers.Get().(*walker)
-	w.s = scanner{data: doc}
-	w.path = w.path[:0]
-	w.dup.reset()
+	w.s = scanner{data: doc} // the path and the names are empty: release left them so
 	err = w.value(n, dst)
 	if err == nil {
 		err = w.s.end()
@@ -134,11 +132,12 @@ func (w *walker) release() {
 	w.s = scanner{}
 	clear(w.path[:cap(w.path)])
 	clear(w.dup.names[:cap(w.dup.names)])
+	w.path, w.dup.names = w.path[:0], w.dup.names[:0]
 	if cap(w.path) > walkerKeep {
 		w.path = nil
 	}
 	if cap(w.dup.names) > walkerKeep {
-		w.dup.names, w.dup.escaped = nil, nil
+		w.dup.names = nil
 	}
 	clear(w.dup.sets)
 }
@@ -176,18 +175,6 @@ func (w *walker) locate(e *ValidationError, def string) {
 // pointerEscaper escapes a member name as an RFC 6901 reference token.
 var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
 
-// kindError reports a value of JSON type got where n admits another.
-func (w *walker) kindError(n *vnode, got vkind) error {
-	want := n.kind.String()
-	if n.kind == vArray && n.elem.kind == vString {
-		want = "an array of strings"
-	}
-	return &ValidationError{rule: ruleKind, Msg: fmt.Sprintf("want %s, got %s", want, got), want: want, got: got}
-}
-
-func (w *walker) push(t pathToken) { w.path = append(w.path, t) }
-func (w *walker) pop()             { w.path = w.path[:len(w.path)-1] }
-
 // value walks one value against n into dst.
 func (w *walker) value(n *vnode, dst reflect.Value) error {
 	c := w.s.peek()
@@ -198,8 +185,12 @@ func (w *walker) value(n *vnode, dst reflect.Value) error {
 	case got == n.kind, got == vInteger && n.kind == vNumber:
 	case got == vAny: // the end of the input or garbage, which skip names
 		return w.skip(false)
-	default:
-		return w.kindError(n, got)
+	default: // a value of another JSON type
+		want := n.kind.String()
+		if n.kind == vArray && n.elem.kind == vString {
+			want = "an array of strings"
+		}
+		return &ValidationError{rule: ruleKind, Msg: fmt.Sprintf("want %s, got %s", want, got), want: want, got: got}
 	}
 	if dst.Kind() == reflect.Pointer {
 		dst.Set(reflect.New(dst.Type().Elem()))
@@ -218,11 +209,8 @@ func (w *walker) value(n *vnode, dst reflect.Value) error {
 	case vInteger, vNumber:
 		return w.number(n, dst)
 	}
-	if err := w.s.literal(); err != nil {
-		return err
-	}
-	dst.SetBool(c == 't')
-	return nil
+	dst.SetBool(c == 't') // a boolean: the literal is checked next
+	return w.s.literal()
 }
 
 // kindOf classifies a value by its first byte; numbers are reported as
@@ -245,7 +233,7 @@ func (w *walker) items(closer byte, item func(i int) error) error {
 		if err := item(i); err != nil {
 			return err
 		}
-		w.pop()
+		w.path = w.path[:len(w.path)-1]
 		if more, err = w.s.next(closer); err != nil {
 			return err
 		}
@@ -257,14 +245,14 @@ func (w *walker) items(closer byte, item func(i int) error) error {
 // path and each called with the scanner at its value. With dups, a
 // repeated member name is refused (D3).
 func (w *walker) members(inMap, dups bool, each func(key []byte, escaped bool) error) error {
-	mark := w.dup.push()
+	mark := len(w.dup.names)
 	defer w.dup.pop(mark)
 	return w.items('}', func(int) error {
 		key, escaped, err := w.s.key()
 		if err != nil {
 			return err
 		}
-		w.push(pathToken{key: key, escaped: escaped, inMap: inMap})
+		w.path = append(w.path, pathToken{key: key, escaped: escaped, inMap: inMap})
 		if dups && w.dup.seen(mark, key, escaped) {
 			return w.duplicate(key, escaped)
 		}
@@ -275,7 +263,7 @@ func (w *walker) members(inMap, dups bool, each func(key []byte, escaped bool) e
 // elements walks the array at the scanner, each index pushed on the path.
 func (w *walker) elements(each func(i int) error) error {
 	return w.items(']', func(i int) error {
-		w.push(pathToken{index: i})
+		w.path = append(w.path, pathToken{index: i})
 		return each(i)
 	})
 }
@@ -314,7 +302,7 @@ func (w *walker) object(n *vnode, dst reflect.Value) error {
 	}
 	if missing := n.required &^ present; missing != 0 {
 		p := n.props[bits.TrailingZeros64(missing)] // the first missing, by name
-		w.push(pathToken{key: []byte(strconv.Quote(p.name))})
+		w.path = append(w.path, pathToken{key: []byte(strconv.Quote(p.name))})
 		return w.fail(ruleMissing, p.name, "missing required member %q", p.name)
 	}
 	if inv, ok := dst.Addr().Interface().(invariant); ok {
@@ -393,43 +381,40 @@ func (w *walker) number(n *vnode, dst reflect.Value) error {
 	if err != nil {
 		return err
 	}
-	if n.kind == vNumber {
+	switch {
+	case n.kind == vNumber:
 		f, err := strconv.ParseFloat(string(num.raw), 64)
-		if err != nil {
+		switch {
+		case err != nil:
 			return w.fail(ruleRange, string(num.raw), "number %.40s is out of range", string(num.raw))
-		}
-		// A negative literal below the minimum stays below it even when it
-		// rounds to -0 (-1e-400 is not >= 0, -0.0 is). Looked at only then.
-		if n.min != nil && (f < float64(*n.min) || num.negative && f == 0 && float64(*n.min) >= 0 && nonzeroMantissa(num.raw)) {
+		case n.min != nil && (f < float64(*n.min) || num.negative && f == 0 && float64(*n.min) >= 0 && nonzeroMantissa(num.raw)):
+			// A negative literal below the minimum stays below it even
+			// when it rounds to -0 (-1e-400 is not >= 0, -0.0 is).
 			return w.fail(ruleRange, string(num.raw), "number %s is out of bounds", string(num.raw))
 		}
 		dst.SetFloat(f)
-		return nil
-	}
-	if num.fraction || num.exponent {
+	case num.fraction || num.exponent:
 		return w.fail(ruleInteger, string(num.raw), "want an integer, got %.40s", string(num.raw)) // D3
-	}
-	if n.unsigned {
+	case n.unsigned && num.negative:
+		// D3: encoding/json refuses any sign for an unsigned field, "-0"
+		// included, so the walk does too.
+		return w.fail(ruleRange, string(num.raw), "must not be negative")
+	case n.unsigned:
 		u, err := strconv.ParseUint(string(num.raw), 10, 64)
-		switch {
-		case num.negative:
-			// D3: encoding/json refuses any sign for an unsigned field,
-			// "-0" included, so the walk does too.
-			return w.fail(ruleRange, string(num.raw), "must not be negative")
-		case err != nil || dst.OverflowUint(u):
+		if err != nil || dst.OverflowUint(u) {
 			return w.fail(ruleRange, string(num.raw), "integer %.40s is out of range", string(num.raw))
 		}
 		dst.SetUint(u)
-		return nil
+	default:
+		i, err := strconv.ParseInt(string(num.raw), 10, 64)
+		switch {
+		case err != nil || dst.OverflowInt(i):
+			return w.fail(ruleRange, string(num.raw), "integer %.40s is out of range", string(num.raw)) // D3
+		case n.min != nil && i < *n.min:
+			return w.fail(ruleRange, string(num.raw), "must be at least %d", *n.min)
+		}
+		dst.SetInt(i)
 	}
-	i, err := strconv.ParseInt(string(num.raw), 10, 64)
-	switch {
-	case err != nil || dst.OverflowInt(i):
-		return w.fail(ruleRange, string(num.raw), "integer %.40s is out of range", string(num.raw)) // D3
-	case n.min != nil && i < *n.min:
-		return w.fail(ruleRange, string(num.raw), "must be at least %d", *n.min)
-	}
-	dst.SetInt(i)
 	return nil
 }
 
@@ -521,8 +506,6 @@ func Unmarshal(doc []byte, v any) error {
 	return walk(n, doc, rv.Elem())
 }
 
-var emptyObject = []byte("{}")
-
 // Decode strictly decodes the params or the result of method into v, a
 // pointer to the method's params DTO or to its result DTO (D3). Absent or
 // empty params read as {} (D5). A failure is an *Error that wraps the
@@ -530,22 +513,19 @@ var emptyObject = []byte("{}")
 // params, protocol_error for a result, since a peer's malformed result is
 // the peer's protocol violation (PROTOCOL.md §3.3, §8.3).
 func Decode(method string, doc json.RawMessage, v any) error {
-	m, ok := lookupMethod(method)
-	switch {
-	case !ok:
+	m, ok := methodsByName()[method]
+	if !ok {
 		return NewError(ReasonUnknownMethod, "method not found: "+method)
-	case m.result != nil && reflect.TypeOf(v) == reflect.PointerTo(m.result):
-		return strictDecode(m.result, doc, v, ReasonProtocolError)
 	}
-	return strictDecode(m.params, doc, v, ReasonInvalidParams)
-}
-
-func strictDecode(want reflect.Type, doc []byte, v any, reason Reason) error {
+	want, reason := m.params, ReasonInvalidParams
+	if m.result != nil && reflect.TypeOf(v) == reflect.PointerTo(m.result) {
+		want, reason = m.result, ReasonProtocolError
+	}
 	if reflect.TypeOf(v) != reflect.PointerTo(want) || reflect.ValueOf(v).IsNil() {
 		return errorf(ReasonInternal, "decoding %s needs a *%s, got %T", want.Name(), want.Name(), v)
 	}
 	if len(bytes.TrimSpace(doc)) == 0 {
-		doc = emptyObject // D5
+		doc = []byte("{}") // D5
 	}
 	if err := Unmarshal(doc, v); err != nil {
 		return errorf(reason, "invalid %s: %w", want.Name(), err)
@@ -824,24 +804,16 @@ func plainString(raw []byte) (string, bool) {
 // names; an object with more than dupLinear members switches to a set, so
 // a hostile frame with a million members costs linear time, not quadratic.
 type dupState struct {
-	names   [][]byte // raw names of the open objects' members, innermost last
-	escaped []bool
-	sets    map[int]map[string]bool // decoded names of large objects, by mark; made with the walker
+	names [][]byte                // decoded names of the open objects' members, innermost last
+	sets  map[int]map[string]bool // decoded names of large objects, by mark; made with the walker
 }
 
 // dupLinear is how many members an object may have before its duplicate
 // check uses a set.
 const dupLinear = 16
 
-func (d *dupState) reset() {
-	d.names, d.escaped = d.names[:0], d.escaped[:0]
-	clear(d.sets)
-}
-
-func (d *dupState) push() int { return len(d.names) }
-
 func (d *dupState) pop(mark int) {
-	d.names, d.escaped = d.names[:mark], d.escaped[:mark]
+	d.names = d.names[:mark]
 	for k := range d.sets { // the sets of the objects inside it too (a fast skip that gave up leaves them)
 		if k >= mark {
 			delete(d.sets, k)
@@ -852,23 +824,25 @@ func (d *dupState) pop(mark int) {
 // seen records key in the object opened at mark and reports whether it was
 // already there.
 func (d *dupState) seen(mark int, key []byte, escaped bool) bool {
+	name := key[1 : len(key)-1] // the name itself, decoded only when it has an escape
+	if escaped {
+		name = []byte(unquote(key, true))
+	}
 	if set := d.sets[mark]; set != nil {
-		name := unquote(key, escaped)
-		dup := set[name]
-		set[name] = true
+		dup := set[string(name)]
+		set[string(name)] = true
 		return dup
 	}
-	for i := mark; i < len(d.names); i++ {
-		// The same bytes, or with an escape on either side the same value.
-		if bytes.Equal(d.names[i], key) || (d.escaped[i] || escaped) && unquote(d.names[i], d.escaped[i]) == unquote(key, escaped) {
+	for _, n := range d.names[mark:] {
+		if bytes.Equal(n, name) {
 			return true
 		}
 	}
-	d.names, d.escaped = append(d.names, key), append(d.escaped, escaped)
+	d.names = append(d.names, name)
 	if len(d.names)-mark > dupLinear {
 		set := make(map[string]bool, 2*dupLinear)
-		for i := mark; i < len(d.names); i++ {
-			set[unquote(d.names[i], d.escaped[i])] = true
+		for _, n := range d.names[mark:] {
+			set[string(n)] = true
 		}
 		d.sets[mark] = set
 	}
