@@ -333,11 +333,11 @@ func (b *bench) intercepts(figure, baseline string, s sidecars) func() ([]result
 		}
 		defer stopAll(peers)
 		ctx := context.Background()
-		intercept := func() (func() error, error) {
+		intercept := func() error {
 			_, err := rt.Intercept(ctx, extension.ToolBefore, benchTool)
-			return nil, err
+			return err
 		}
-		return interleave(b.n, max(10, b.n/20), true, op{figure, intercept, baseline}, op{name: baseline, run: rounds(peers)})
+		return interleave(b.n, max(10, b.n/20), true, op{name: figure, run: intercept, baseline: baseline}, op{name: baseline, run: rounds(peers)})
 	}
 }
 
@@ -412,23 +412,23 @@ func (b *bench) streamThroughput() ([]result, error) {
 	chunks := 10 * b.n
 	count := strconv.Itoa(chunks)
 	req := extension.ProviderRequest{Messages: []extension.ProviderMessage{{Role: extension.RoleUser, Content: count}}}
-	ours := op{name: name, baseline: "stream_pipe", run: func() (func() error, error) {
+	ours := op{name: name, baseline: "stream_pipe", run: func() error {
 		st, err := b.own.OpenStream(context.Background(), "plugin/"+sidecarPeer+"/bench/text", "", req)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		defer st.Close()
 		for got := 0; ; got++ {
 			if _, err := st.Recv(); err == io.EOF && got == chunks {
-				return nil, nil
+				return nil
 			} else if err != nil {
-				return nil, fmt.Errorf("after %d of %d chunks: %w", got, chunks, err)
+				return fmt.Errorf("after %d of %d chunks: %w", got, chunks, err)
 			}
 		}
 	}}
-	base := op{name: "stream_pipe", run: func() (func() error, error) {
+	base := op{name: "stream_pipe", run: func() error {
 		if _, err := io.WriteString(child.in, count+" es_0123456789abcdef01234567\n"); err != nil {
-			return nil, err
+			return err
 		}
 		var p extension.StreamChunkParams
 		for range chunks {
@@ -439,10 +439,10 @@ func (b *bench) streamThroughput() ([]result, error) {
 				}{&p})
 			}
 			if err != nil {
-				return nil, err
+				return err
 			}
 		}
-		return nil, nil
+		return nil
 	}}
 	res, err := interleave(max(3, b.n/200), 1, false, base, ours)
 	for i := range res {
@@ -471,22 +471,22 @@ func (b *bench) content8MiB() ([]result, error) {
 	}
 	defer stopAll([]*peer{child})
 	sum := sha256.Sum256(payload)
-	ours := op{name: name, baseline: "content_pipe", run: func() (func() error, error) {
+	ours := op{name: name, baseline: "content_pipe", run: func() error {
 		out, err := b.own.Intercept(context.Background(), extension.InputReceive, json.RawMessage(payload))
 		if err == nil && (out.Blocked || len(out.Replaced) > 0) {
 			err = fmt.Errorf("the sidecar answered %+v, not continue", out)
 		}
-		return nil, err
+		return err
 	}}
-	base := op{name: "content_pipe", run: func() (func() error, error) {
+	base := op{name: "content_pipe", run: func() error {
 		if _, err := child.in.Write(lines.Bytes()); err != nil {
-			return nil, err
+			return err
 		}
 		line, err := child.out.ReadString('\n')
 		if err == nil && strings.TrimSpace(line) != hex.EncodeToString(sum[:]) {
 			err = fmt.Errorf("the child hashed %q", line)
 		}
-		return nil, err
+		return err
 	}}
 	return interleave(max(3, b.n/400), 1, false, base, ours)
 }
@@ -495,22 +495,18 @@ func (b *bench) content8MiB() ([]result, error) {
 // four sidecars started together, against spawn_1 and spawn_4, as many
 // minimal processes started together until each has answered a line.
 func (b *bench) startup() ([]result, error) {
-	generation := func(figure string, s sidecars) func() (func() error, error) {
-		return func() (func() error, error) {
-			rt, err := s.start(figure)
-			if err != nil {
-				return nil, err
-			}
-			return rt.Close, nil // untimed: the figure is the ready time
-		}
+	generation := func(figure string, s sidecars, baseline string) op {
+		var rt *extension.Runtime
+		return op{name: figure, baseline: baseline, run: func() (err error) {
+			rt, err = s.start(figure)
+			return err
+		}, stop: func() error { return rt.Close() }} // untimed: the figure is the ready time
 	}
 	// The untimed Close falls inside the blocks that count mallocs, so
 	// these figures report none.
 	return interleave(max(3, b.n/100), 1, false,
-		op{"startup_1", generation("startup_1", b.one), "spawn_1"},
-		op{name: "spawn_1", run: b.spawn(1)},
-		op{"startup_4", generation("startup_4", b.four), "spawn_4"},
-		op{name: "spawn_4", run: b.spawn(copies)})
+		generation("startup_1", b.one, "spawn_1"), b.spawn(1),
+		generation("startup_4", b.four, "spawn_4"), b.spawn(copies))
 }
 
 // peer is a running peer program and our ends of its stdin (also
@@ -589,17 +585,15 @@ func stopAll(peers []*peer) error {
 	return errors.Join(errs...)
 }
 
-// spawn is one sample of spawn_<k>: k echoline peers started together,
-// timed until each one's answer line has been read; stopping them is the
-// untimed cleanup.
-func (b *bench) spawn(k int) func() (func() error, error) {
-	return func() (func() error, error) {
-		peers, err := b.peers(echolinePeer, k, "ready?\n")
-		if err != nil {
-			return nil, err
-		}
-		return func() error { return stopAll(peers) }, nil
-	}
+// spawn is spawn_<k>: k echoline peers started together, timed until
+// each one's answer line has been read; stopping them is the untimed
+// cleanup.
+func (b *bench) spawn(k int) op {
+	var peers []*peer
+	return op{name: fmt.Sprint("spawn_", k), run: func() (err error) {
+		peers, err = b.peers(echolinePeer, k, "ready?\n")
+		return err
+	}, stop: func() error { return stopAll(peers) }}
 }
 
 // rounds is one round with each peer in turn, all with the request ID
@@ -608,46 +602,47 @@ func (b *bench) spawn(k int) func() (func() error, error) {
 // encodes as the host does, and reads and decodes the answer. The same
 // DTOs as the host's, in envelopes, with plain json.Marshal and
 // json.Unmarshal, synchronously, on one goroutine.
-func rounds(peers []*peer) func() (func() error, error) {
+func rounds(peers []*peer) func() error {
 	var id int64
-	return func() (func() error, error) {
+	return func() error {
 		id++
 		for _, p := range peers {
 			payload, err := json.Marshal(benchTool)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			frame, err := json.Marshal(pingRequest{JSONRPC: "2.0", ID: id, Method: extension.MethodIntercept,
 				Params: extension.InterceptParams{Event: extension.ToolBefore, Seq: id, Payload: payload, TimeoutMillis: 5000}})
 			if err != nil {
-				return nil, err
+				return err
 			}
 			p.w.Write(frame)
 			p.w.WriteByte('\n')
 			if err := p.w.Flush(); err != nil {
-				return nil, fmt.Errorf("writing to the peer: %w", err)
+				return fmt.Errorf("writing to the peer: %w", err)
 			}
 			line, err := p.out.ReadBytes('\n')
 			if err != nil {
-				return nil, fmt.Errorf("reading the peer's answer: %w", err)
+				return fmt.Errorf("reading the peer's answer: %w", err)
 			}
 			var a pingAnswer
 			if err := json.Unmarshal(line, &a); err != nil {
-				return nil, err
+				return err
 			}
 			if a.ID != id || a.Result.Decision != extension.DecisionContinue {
-				return nil, fmt.Errorf("the peer answered %s to request %d", line, id)
+				return fmt.Errorf("the peer answered %s to request %d", line, id)
 			}
 		}
-		return nil, nil
+		return nil
 	}
 }
 
-// op is one figure's sample: run does one timed operation and returns
-// an untimed cleanup, or nil for none.
+// op is one figure's sample: run does one timed operation, and stop,
+// when set, is the untimed cleanup after each.
 type op struct {
 	name     string
-	run      func() (cleanup func() error, err error)
+	run      func() error
+	stop     func() error
 	baseline string // the name of the op it is measured against, or ""
 }
 
@@ -659,10 +654,10 @@ type op struct {
 func interleave(n, warm int, allocs bool, ops ...op) ([]result, error) {
 	call := func(o op) (time.Duration, error) {
 		start := time.Now()
-		cleanup, err := o.run()
+		err := o.run()
 		d := time.Since(start)
-		if err == nil && cleanup != nil {
-			if err = cleanup(); err != nil {
+		if err == nil && o.stop != nil {
+			if err = o.stop(); err != nil {
 				err = fmt.Errorf("stopping: %w", err)
 			}
 		}

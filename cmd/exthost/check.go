@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
@@ -38,7 +39,7 @@ func checkCommand(fs *flag.FlagSet) func(*env) int {
 			// Progress, when stderr is a terminal.
 			if f, ok := e.stderr.(*os.File); ok {
 				if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-					fmt.Fprintf(f, "checking %s…\n", t.name)
+					fmt.Fprintf(f, "checking %s…\n", extension.TerminalSafe(cmp.Or(t.name, t.dir)))
 				}
 			}
 			report, err := extension.Check(context.Background(), t.dir, extension.CheckOptions{Name: t.name, Timeout: *timeout})

@@ -176,12 +176,13 @@ func (d *demo) settle() {
 	}
 }
 
-// waitFor waits, at most stepBound, until n frames of the step match.
-func (d *demo) waitFor(n int, match func(looseFrame) bool) {
+// waitFor waits, at most stepBound, until n frames of the step are
+// requests or notifications of method whose params contain params.
+func (d *demo) waitFor(n int, method string, params []byte) {
 	d.await(0, func() bool {
 		seen := 0
 		for _, e := range d.news {
-			if e.frame && match(e.w) {
+			if e.frame && e.w.Method == method && bytes.Contains(e.w.Params, params) {
 				seen++
 			}
 		}
@@ -362,9 +363,7 @@ func (d *demo) step(ctx context.Context, s scriptStep) {
 		} else {
 			// The event is written after Observe returns: its frame belongs here.
 			event, _ := json.Marshal(p)
-			d.waitFor(len(chain), func(w looseFrame) bool {
-				return w.Method == "extension/event" && bytes.Contains(w.Params, append([]byte(`"event":`), event...))
-			})
+			d.waitFor(len(chain), extension.MethodEvent, append([]byte(`"event":`), event...))
 			d.say("   observed by %s\n", strings.Join(chain, ", "))
 		}
 	case s.Stream != "":
@@ -399,7 +398,7 @@ func (d *demo) step(ctx context.Context, s scriptStep) {
 			d.fail("%v", err)
 			return
 		}
-		d.waitFor(len(d.ids), func(w looseFrame) bool { return w.Method == "extension/resources/changed" })
+		d.waitFor(len(d.ids), extension.MethodResourcesChanged, nil)
 		d.say("   sent to %s\n", strings.Join(d.ids, ", "))
 	}
 }
@@ -479,9 +478,7 @@ func (d *demo) stream(ctx context.Context, s scriptStep) {
 		if s.CancelAfter > 0 && n == s.CancelAfter {
 			st.Close()
 			id, _ := json.Marshal(st.ID())
-			d.waitFor(1, func(w looseFrame) bool {
-				return w.Method == "extension/provider/stream/end" && bytes.Contains(w.Params, id)
-			})
+			d.waitFor(1, extension.MethodStreamEnd, id)
 		}
 		c, err := st.Recv()
 		switch {
