@@ -111,7 +111,8 @@ func (s *sidecar) abort() {
 	s.conn.Close()
 	s.proc.stop(0, s.cfg.ReapTimeout, s.cfg.ExitDrain) // no grace: kill the group and reap it
 	<-s.watched
-	s.joinBackground()
+	s.bg.close() // the background calls end at the latest with the connection
+	s.bg.wait(context.Background())
 }
 
 // HandleRequest answers the sidecar's requests: host/content/read from
@@ -192,13 +193,6 @@ func (s *sidecar) background(f func()) bool {
 		f()
 	}()
 	return true
-}
-
-// joinBackground waits for the background calls, which end at the latest
-// with the connection.
-func (s *sidecar) joinBackground() {
-	s.bg.close()
-	s.bg.wait(context.Background())
 }
 
 func (s *sidecar) setState(st sidecarState) {
@@ -325,7 +319,7 @@ func (s *sidecar) watch() {
 		// reader get to them (an answer may still be in the pipe), but
 		// not forever: a grandchild may hold stdout open (D12).
 		waitClosed(s.conn.Done(), s.cfg.ExitDrain)
-		cause = fmt.Errorf("the process %v", s.proc.exitError())
+		cause = fmt.Errorf("the process %v", cmp.Or(s.proc.waitErr, errors.New("exited with status 0")))
 	}
 	s.mu.Lock()
 	wasReady := s.state == stateReady
@@ -421,8 +415,9 @@ func (s *sidecar) doStop() error {
 	}
 	killed, reapErr := s.proc.stop(s.cfg.StdinGrace, s.cfg.ReapTimeout, s.cfg.ExitDrain)
 	s.conn.Close()
-	<-s.watched // joins the watcher, OnCrash included
-	s.joinBackground()
+	<-s.watched  // joins the watcher, OnCrash included
+	s.bg.close() // the background calls end at the latest with the connection
+	s.bg.wait(context.Background())
 	s.setState(stateStopped)
 	switch {
 	case reapErr != nil:
@@ -487,8 +482,7 @@ type process struct {
 	waitErr error         // valid after exited is closed
 	drained chan struct{} // closed when the stderr drain ends
 
-	releaseOnce sync.Once
-	groupGone   atomic.Bool // the group was seen empty after the leader exited: never signal it again
+	groupGone atomic.Bool // the group was seen empty after the leader exited: never signal it again
 }
 
 // startProcess spawns spec in exec form (never through a shell, D8) with
@@ -639,20 +633,13 @@ func (p *process) waitGroupGone(d time.Duration) bool {
 }
 
 // release closes our pipe ends, which ends the stderr drain even when a
-// grandchild still holds the write end, and joins it.
+// grandchild still holds the write end, and joins it. It may run again
+// (a check session stops twice): closing a closed *os.File only fails.
 func (p *process) release() {
-	p.releaseOnce.Do(func() {
-		p.stdin.Close()
-		p.stdout.Close()
-		p.stderr.Close()
-		<-p.drained
-	})
-}
-
-// exitError describes how the child ended, for crash reports; it is
-// called only once exited is closed.
-func (p *process) exitError() error {
-	return cmp.Or(p.waitErr, errors.New("exited with status 0"))
+	p.stdin.Close()
+	p.stdout.Close()
+	p.stderr.Close()
+	<-p.drained
 }
 
 // defaultTailSize is how many of the most recent bytes of a sidecar's
@@ -692,28 +679,21 @@ func (t *tail) Write(p []byte) (int, error) {
 	if t.onLine != nil {
 		t.lines(p)
 	}
-	n := len(p)
 	size := orDefault(t.size, defaultTailSize)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.written += int64(n)
+	t.written += int64(len(p))
 	if t.buf == nil {
 		t.buf = make([]byte, 0, size)
 	}
-	if len(p) > size { // only the last size bytes of p stay
-		p = p[len(p)-size:]
-	}
-	if len(t.buf) < size { // still filling
-		k := min(size-len(t.buf), len(p))
-		t.buf = append(t.buf, p[:k]...)
-		p = p[k:]
-	}
-	for len(p) > 0 { // ring: overwrite the oldest bytes
-		k := copy(t.buf[t.next:], p)
-		p = p[k:]
+	q := p[max(0, len(p)-size):]      // only the last size bytes of p stay
+	k := min(size-len(t.buf), len(q)) // while still filling, appended
+	t.buf = append(t.buf, q[:k]...)
+	for q = q[k:]; len(q) > 0; q = q[k:] { // ring: overwrite the oldest bytes
+		k = copy(t.buf[t.next:], q)
 		t.next = (t.next + k) % size
 	}
-	return n, nil
+	return len(p), nil
 }
 
 // snapshot returns a copy of the kept bytes, oldest first, unredacted, and
