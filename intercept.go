@@ -325,8 +325,7 @@ func (rt *Runtime) rule(ctx context.Context, s *sidecar, p Point, out *Intercept
 		if err != nil {
 			return false, rt.failure(s, p, "violation", fmt.Errorf("extension %s at %s: externalized replacement: %w", s.spec.ID, p, s.redactErr(err)), owner)
 		}
-		res.Replacement = repl
-		v, err := DecodePayload(p, res.Replacement)
+		v, err := DecodePayload(p, repl)
 		if err != nil {
 			return false, violation("invalid replacement: %s", s.safe(err.Error()))
 		}
@@ -335,10 +334,9 @@ func (rt *Runtime) rule(ctx context.Context, s *sidecar, p Point, out *Intercept
 			// an override is an audited allow, never a silent edit.
 			return false, violation("a replacement may not change hostDecision")
 		}
-		var compact bytes.Buffer
-		json.Compact(&compact, res.Replacement) // valid: DecodePayload accepted it
-		// D16: the whole validated value replaces the payload.
-		out.Payload = compact.Bytes()
+		// D16: the whole validated value replaces the payload, compacted
+		// (DecodePayload accepted it).
+		out.Payload, _ = compactValue(repl)
 		out.Replaced = append(out.Replaced, s.spec.ID)
 	case DecisionAllow, DecisionDeny:
 		if p != PermissionDecision {
