@@ -418,17 +418,16 @@ func (h *Host) start(ctx context.Context, gen uint64) (*Runtime, error) {
 		// D10: launches begin in installed order; the semaphore keeps at
 		// most MaxParallelStarts in their initialization, and nothing
 		// launches once the shared deadline has passed.
-		if g.err == nil {
-			select {
-			case sem <- struct{}{}:
-			case <-ctx.Done():
-			}
-			if ctx.Err() != nil {
-				g.err = &StartError{Plugin: g.id, Stage: "launch", Required: g.required, Err: fmt.Errorf("startup stopped before launch: %w", ctx.Err())}
-			}
-		}
+		errs[i] = g.err // a refusal of the launch gate
 		if g.err != nil {
-			errs[i] = g.err
+			continue
+		}
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			errs[i] = &StartError{Plugin: g.id, Stage: "launch", Required: g.required, Err: fmt.Errorf("startup stopped before launch: %w", ctx.Err())}
 			continue
 		}
 		wg.Go(func() {
@@ -452,13 +451,12 @@ func (h *Host) start(ctx context.Context, gen uint64) (*Runtime, error) {
 			warnings = append(warnings, &PluginError{Plugin: id, Op: "start", Err: fmt.Errorf("optional extension runtime failed to start: %w", err)})
 		}
 	}
+	if failed == nil {
+		failed = rt.checkBaseCatalog()
+	}
 	if failed != nil {
 		rt.Close()
 		return nil, failed
-	}
-	if err := rt.checkBaseCatalog(); err != nil {
-		rt.Close()
-		return nil, err
 	}
 	for _, w := range warnings {
 		rt.warn(w)
