@@ -141,15 +141,15 @@ func (s *sidecar) HandleNotification(ctx context.Context, method string, params 
 	var chunk StreamChunkParams
 	var end StreamEndParams
 	var err error
-	var id string
 	switch method {
 	case MethodStreamChunk:
-		err, id = Decode(method, params, &chunk), chunk.StreamID
+		err = Decode(method, params, &chunk)
 	case MethodStreamEnd:
-		err, id = Decode(method, params, &end), end.StreamID
+		err = Decode(method, params, &end)
 	default:
 		return
 	}
+	id := cmp.Or(chunk.StreamID, end.StreamID) // one of them is decoded
 	s.streamsMu.Lock()
 	st := s.streams[id]
 	s.streamsMu.Unlock()
@@ -592,7 +592,13 @@ func (p *process) stop(grace, reap, drain time.Duration) (killed killedWhat, err
 		// D12: the sidecar is gone but members of its group live on.
 		killed = max(killed, killedLeftovers)
 		p.kill()
-		if !p.waitGroupGone(reap) && err == nil {
+		// Wait for the kernel to tear down every member of the killed
+		// group, so that nothing of it runs once stop returns.
+		deadline := time.Now().Add(reap)
+		for groupAlive(p.pid) && time.Now().Before(deadline) {
+			time.Sleep(groupPoll)
+		}
+		if groupAlive(p.pid) && err == nil {
 			err = fmt.Errorf("process group %d still has live members %v after SIGKILL", p.pid, reap)
 		}
 	}
@@ -616,21 +622,8 @@ const (
 	killedChild                // the child itself, and its group
 )
 
-// groupPoll is how often waitGroupGone looks at the group again.
+// groupPoll is how often stop looks at a killed group again.
 const groupPoll = 5 * time.Millisecond
-
-// waitGroupGone waits up to d for the kernel to tear down every member of
-// the killed group, so that nothing of it runs once stop returns.
-func (p *process) waitGroupGone(d time.Duration) bool {
-	deadline := time.Now().Add(d)
-	for groupAlive(p.pid) {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(groupPoll)
-	}
-	return true
-}
 
 // release closes our pipe ends, which ends the stderr drain even when a
 // grandchild still holds the write end, and joins it. It may run again
@@ -696,14 +689,6 @@ func (t *tail) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// snapshot returns a copy of the kept bytes, oldest first, unredacted, and
-// whether older bytes were dropped.
-func (t *tail) snapshot() ([]byte, bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return slices.Concat(t.buf[t.next:], t.buf[:t.next]), t.written > int64(len(t.buf))
-}
-
 // redacted returns the kept text, trimmed of surrounding white space and
 // credential-redacted, such that a secret cut by the tail's start leaves
 // nothing behind (D25). Once older bytes have been dropped, the kept text
@@ -719,8 +704,10 @@ func (t *tail) snapshot() ([]byte, bool) {
 // as a whole, so a PEM private key whose BEGIN line was cut off still loses
 // its base64 lines before END.
 func (t *tail) redacted() string {
-	raw, truncated := t.snapshot()
-	text := string(raw)
+	t.mu.Lock()
+	text := string(t.buf[t.next:]) + string(t.buf[:t.next]) // oldest first
+	truncated := t.written > int64(len(t.buf))
+	t.mu.Unlock()
 	if truncated {
 		text = tailDropFragment(text)
 	}
@@ -758,20 +745,14 @@ var tailAuthSchemes = []string{"basic", "bearer", "digest", "token", "bot", "api
 
 // lines splits p into lines for onLine, cutting each at stderrLineBytes.
 func (t *tail) lines(p []byte) {
-	for len(p) > 0 {
-		i := bytes.IndexByte(p, '\n')
-		chunk := p
-		if i >= 0 {
-			chunk = p[:i]
-		}
+	for line := range bytes.Lines(p) {
+		chunk, ended := bytes.CutSuffix(line, []byte{'\n'})
 		room := stderrLineBytes - len(t.line)
 		t.cut = t.cut || len(chunk) > room
 		t.line = append(t.line, chunk[:min(len(chunk), room)]...)
-		if i < 0 {
-			return
+		if ended {
+			t.flush()
 		}
-		t.flush()
-		p = p[i+1:]
 	}
 }
 
@@ -783,12 +764,10 @@ func (t *tail) flush() {
 		return
 	}
 	text := strings.TrimSuffix(string(t.line), "\r")
-	begin := strings.Contains(text, "-----BEGIN ") && strings.Contains(text, "PRIVATE KEY")
-	switch {
-	case begin || t.inPEM:
+	if t.inPEM || strings.Contains(text, "-----BEGIN ") && strings.Contains(text, "PRIVATE KEY") {
 		t.inPEM = !strings.Contains(text, "-----END ")
 		text = RedactedMarker
-	default:
+	} else {
 		text = cmp.Or(t.redactor, defaultRedactor()).Redact(text)
 	}
 	if t.cut {
