@@ -2,6 +2,7 @@ package extension
 
 import (
 	"context"
+	"slices"
 	"time"
 )
 
@@ -103,4 +104,12 @@ func (p Point) Valid() bool { return p.valid() }
 func lookupMethod(name string) (methodInfo, bool) {
 	m, ok := methodsByName()[name]
 	return m, ok
+}
+
+// snapshot returns a copy of the kept bytes, oldest first, unredacted, and
+// whether older bytes were dropped.
+func (t *tail) snapshot() ([]byte, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return slices.Concat(t.buf[t.next:], t.buf[:t.next]), t.written > int64(len(t.buf))
 }

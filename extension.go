@@ -382,17 +382,15 @@ func (rt *Runtime) Warnings() []*PluginError {
 // stops every started sidecar and fails Start; an optional one's becomes a
 // warning.
 func (h *Host) Start(ctx context.Context) (*Runtime, error) {
-	cfg := h.withDefaults()
-	cfg.bound = h.binding()
-	rt, err := cfg.start(ctx)
-	if err == nil {
-		cfg.bound.set(cfg.Session) // D24: the UI shows this generation now
-	}
-	return rt, err
+	return h.start(ctx, h.Session.Generation)
 }
 
-// start builds a generation from cfg, a Host with its defaults applied.
-func (cfg *Host) start(ctx context.Context) (*Runtime, error) {
+// start builds generation gen from a copy of h with its defaults applied,
+// and on success binds the UI to it (D24).
+func (h *Host) start(ctx context.Context, gen uint64) (*Runtime, error) {
+	cfg := h.withDefaults()
+	cfg.bound = h.binding()
+	cfg.Session.Generation = gen
 	if strings.TrimSpace(cfg.Session.SessionID) == "" || strings.TrimSpace(cfg.Session.WorkspaceRoot) == "" {
 		return nil, errors.New("extension: Host.Session needs a SessionID and a WorkspaceRoot")
 	}
@@ -420,17 +418,16 @@ func (cfg *Host) start(ctx context.Context) (*Runtime, error) {
 		// D10: launches begin in installed order; the semaphore keeps at
 		// most MaxParallelStarts in their initialization, and nothing
 		// launches once the shared deadline has passed.
-		if g.err == nil {
-			select {
-			case sem <- struct{}{}:
-			case <-ctx.Done():
-			}
-			if ctx.Err() != nil {
-				g.err = &StartError{Plugin: g.id, Stage: "launch", Required: g.required, Err: fmt.Errorf("startup stopped before launch: %w", ctx.Err())}
-			}
-		}
+		errs[i] = g.err // a refusal of the launch gate
 		if g.err != nil {
-			errs[i] = g.err
+			continue
+		}
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			errs[i] = &StartError{Plugin: g.id, Stage: "launch", Required: g.required, Err: fmt.Errorf("startup stopped before launch: %w", ctx.Err())}
 			continue
 		}
 		wg.Go(func() {
@@ -454,18 +451,18 @@ func (cfg *Host) start(ctx context.Context) (*Runtime, error) {
 			warnings = append(warnings, &PluginError{Plugin: id, Op: "start", Err: fmt.Errorf("optional extension runtime failed to start: %w", err)})
 		}
 	}
+	if failed == nil {
+		failed = rt.checkBaseCatalog()
+	}
 	if failed != nil {
 		rt.Close()
 		return nil, failed
-	}
-	if err := rt.checkBaseCatalog(); err != nil {
-		rt.Close()
-		return nil, err
 	}
 	for _, w := range warnings {
 		rt.warn(w)
 	}
 	rt.buildChains()
+	cfg.bound.set(cfg.Session) // D24: the UI shows this generation now, before an old one retires
 	return rt, nil
 }
 
@@ -619,22 +616,14 @@ func (h *Host) Reload(ctx context.Context, old *Runtime) (*Runtime, error) {
 	if err := old.ops.wait(ctx); err != nil {
 		return nil, err
 	}
-	cfg := h.withDefaults()
-	cfg.bound = h.binding()
-	cfg.Session.Generation = old.cfg.Session.Generation + 1
-	next, err := cfg.start(ctx)
+	next, err := h.start(ctx, old.cfg.Session.Generation+1) // D24: bound to next, old's late publishes are stale
 	if err != nil {
 		return nil, fmt.Errorf("reload: the new generation failed, the old one keeps serving: %w", err)
 	}
-	cfg.bound.set(cfg.Session) // D24: before the old one retires, its late publishes are stale
-	old.retire(ctx)
+	// D14: old takes no new operation, lets the ones in flight finish
+	// (until ctx ends), then closes.
+	old.ops.close()
+	old.ops.wait(ctx)
+	old.Close()
 	return next, nil
-}
-
-// retire stops a generation that a reload replaced (D14): it takes no new
-// operation, lets the ones in flight finish (until ctx ends), then closes.
-func (rt *Runtime) retire(ctx context.Context) {
-	rt.ops.close()
-	rt.ops.wait(ctx)
-	rt.Close()
 }

@@ -194,11 +194,8 @@ func (rt *Runtime) intercept(ctx context.Context, p Point, payload any, ref stri
 	if p == PermissionDecision {
 		Unmarshal(cur, &host) // the host's own document, read strictly (D3); a bad one reads as no decision
 	}
-	owners, skip := rt.owners(p, cur, ref)
-	for _, s := range rt.chains[p] {
-		if s.spec.ID == skip {
-			continue // D28: this operation's slot owner speaks last
-		}
+	chain, owners := rt.speakers(p, cur, ref)
+	for _, s := range chain {
 		ruled, err := rt.rule(ctx, s, p, out, host.HostDecision, false)
 		if err != nil {
 			return nil, err
@@ -237,13 +234,15 @@ func (rt *Runtime) intercept(ctx context.Context, p Point, payload any, ref stri
 // slotClaim is a slot and the plugin that owns it.
 type slotClaim struct{ slot, plugin string }
 
-// owners returns the slot owners that have the final say over one
-// operation at p, in the order they speak: the owner of p's slot (D17),
-// then the owner of the parameterized slot the operation names (D28):
-// tool:<name> for the tool of a tool.before or tool.after payload as the
-// host sent it, provider:<ref> for a stream of ref. skip is that second
-// owner, which the chain may hold (the first one it never does), or "".
-func (rt *Runtime) owners(p Point, payload json.RawMessage, ref string) (claims []slotClaim, skip string) {
+// speakers returns who rules on one operation at p, in the order they
+// speak: the chain of p (D15), then the slot owners that have the final
+// say: the owner of p's slot (D17), then the owner of the parameterized
+// slot the operation names (D28): tool:<name> for the tool of a
+// tool.before or tool.after payload as the host sent it, provider:<ref>
+// for a stream of ref. That second owner, which the chain may hold (the
+// first one it never does), speaks last only: it leaves the chain.
+func (rt *Runtime) speakers(p Point, payload json.RawMessage, ref string) (chain []*sidecar, claims []slotClaim) {
+	chain = rt.chains[p]
 	if id := rt.slots[slotOf(p)]; id != "" {
 		claims = append(claims, slotClaim{slotOf(p), id})
 	}
@@ -259,9 +258,10 @@ func (rt *Runtime) owners(p Point, payload json.RawMessage, ref string) (claims 
 		param = "provider:" + ref
 	}
 	if id := rt.slots[param]; param != "" && id != "" && (len(claims) == 0 || claims[0].plugin != id) {
-		claims, skip = append(claims, slotClaim{param, id}), id
+		claims = append(claims, slotClaim{param, id})
+		chain = slices.DeleteFunc(slices.Clone(chain), func(s *sidecar) bool { return s.spec.ID == id })
 	}
-	return claims, skip
+	return chain, claims
 }
 
 // operation checks the point and encodes the payload document of an
@@ -325,8 +325,7 @@ func (rt *Runtime) rule(ctx context.Context, s *sidecar, p Point, out *Intercept
 		if err != nil {
 			return false, rt.failure(s, p, "violation", fmt.Errorf("extension %s at %s: externalized replacement: %w", s.spec.ID, p, s.redactErr(err)), owner)
 		}
-		res.Replacement = repl
-		v, err := DecodePayload(p, res.Replacement)
+		v, err := DecodePayload(p, repl)
 		if err != nil {
 			return false, violation("invalid replacement: %s", s.safe(err.Error()))
 		}
@@ -335,10 +334,9 @@ func (rt *Runtime) rule(ctx context.Context, s *sidecar, p Point, out *Intercept
 			// an override is an audited allow, never a silent edit.
 			return false, violation("a replacement may not change hostDecision")
 		}
-		var compact bytes.Buffer
-		json.Compact(&compact, res.Replacement) // valid: DecodePayload accepted it
-		// D16: the whole validated value replaces the payload.
-		out.Payload = compact.Bytes()
+		// D16: the whole validated value replaces the payload, compacted
+		// (DecodePayload accepted it).
+		out.Payload, _ = compactValue(repl)
 		out.Replaced = append(out.Replaced, s.spec.ID)
 	case DecisionAllow, DecisionDeny:
 		if p != PermissionDecision {
@@ -407,12 +405,11 @@ func (rt *Runtime) callIntercept(ctx context.Context, s *sidecar, p Point, paylo
 // counted, and warned about once per plugin per generation.
 func (rt *Runtime) Observe(p Point, payload any) error {
 	raw, err := rt.operation(p, payload)
-	tooLarge := errors.Is(err, ReasonFrameTooLarge)
-	if err != nil && !tooLarge {
-		return err
-	}
-	if !tooLarge {
+	switch {
+	case err == nil:
 		defer rt.end()
+	case !errors.Is(err, ReasonFrameTooLarge):
+		return err
 	}
 	if len(raw) > ExternalizeFieldBytes {
 		// The store gets a copy of its own: the sidecars page an event's
@@ -420,11 +417,12 @@ func (rt *Runtime) Observe(p Point, payload any) error {
 		// its buffer.
 		raw = bytes.Clone(raw)
 	}
-	owners, skip := rt.owners(p, raw, "")
+	chain, owners := rt.speakers(p, raw, "")
 	send := func(id string, s *sidecar) {
-		if tooLarge {
-			// D20, D22: an event too large to store is dropped, counted
-			// and warned about, never the caller's error.
+		if err != nil {
+			// D20, D22: an event too large to store (err is
+			// frame_too_large) is dropped, counted and warned about, never
+			// the caller's error.
 			if s != nil {
 				s.conn.droppedEvents.Add(1)
 			}
@@ -437,10 +435,8 @@ func (rt *Runtime) Observe(p Point, payload any) error {
 		}
 		rt.bestEffort(id, s, MethodEvent, params, p)
 	}
-	for _, s := range rt.chains[p] {
-		if s.spec.ID != skip {
-			send(s.spec.ID, s)
-		}
+	for _, s := range chain {
+		send(s.spec.ID, s)
 	}
 	for _, o := range owners {
 		send(o.plugin, rt.byID[o.plugin])

@@ -111,7 +111,8 @@ func (s *sidecar) abort() {
 	s.conn.Close()
 	s.proc.stop(0, s.cfg.ReapTimeout, s.cfg.ExitDrain) // no grace: kill the group and reap it
 	<-s.watched
-	s.joinBackground()
+	s.bg.close() // the background calls end at the latest with the connection
+	s.bg.wait(context.Background())
 }
 
 // HandleRequest answers the sidecar's requests: host/content/read from
@@ -140,15 +141,15 @@ func (s *sidecar) HandleNotification(ctx context.Context, method string, params 
 	var chunk StreamChunkParams
 	var end StreamEndParams
 	var err error
-	var id string
 	switch method {
 	case MethodStreamChunk:
-		err, id = Decode(method, params, &chunk), chunk.StreamID
+		err = Decode(method, params, &chunk)
 	case MethodStreamEnd:
-		err, id = Decode(method, params, &end), end.StreamID
+		err = Decode(method, params, &end)
 	default:
 		return
 	}
+	id := cmp.Or(chunk.StreamID, end.StreamID) // one of them is decoded
 	s.streamsMu.Lock()
 	st := s.streams[id]
 	s.streamsMu.Unlock()
@@ -192,13 +193,6 @@ func (s *sidecar) background(f func()) bool {
 		f()
 	}()
 	return true
-}
-
-// joinBackground waits for the background calls, which end at the latest
-// with the connection.
-func (s *sidecar) joinBackground() {
-	s.bg.close()
-	s.bg.wait(context.Background())
 }
 
 func (s *sidecar) setState(st sidecarState) {
@@ -325,7 +319,7 @@ func (s *sidecar) watch() {
 		// reader get to them (an answer may still be in the pipe), but
 		// not forever: a grandchild may hold stdout open (D12).
 		waitClosed(s.conn.Done(), s.cfg.ExitDrain)
-		cause = fmt.Errorf("the process %v", s.proc.exitError())
+		cause = fmt.Errorf("the process %v", cmp.Or(s.proc.waitErr, errors.New("exited with status 0")))
 	}
 	s.mu.Lock()
 	wasReady := s.state == stateReady
@@ -421,8 +415,9 @@ func (s *sidecar) doStop() error {
 	}
 	killed, reapErr := s.proc.stop(s.cfg.StdinGrace, s.cfg.ReapTimeout, s.cfg.ExitDrain)
 	s.conn.Close()
-	<-s.watched // joins the watcher, OnCrash included
-	s.joinBackground()
+	<-s.watched  // joins the watcher, OnCrash included
+	s.bg.close() // the background calls end at the latest with the connection
+	s.bg.wait(context.Background())
 	s.setState(stateStopped)
 	switch {
 	case reapErr != nil:
@@ -487,8 +482,7 @@ type process struct {
 	waitErr error         // valid after exited is closed
 	drained chan struct{} // closed when the stderr drain ends
 
-	releaseOnce sync.Once
-	groupGone   atomic.Bool // the group was seen empty after the leader exited: never signal it again
+	groupGone atomic.Bool // the group was seen empty after the leader exited: never signal it again
 }
 
 // startProcess spawns spec in exec form (never through a shell, D8) with
@@ -598,7 +592,13 @@ func (p *process) stop(grace, reap, drain time.Duration) (killed killedWhat, err
 		// D12: the sidecar is gone but members of its group live on.
 		killed = max(killed, killedLeftovers)
 		p.kill()
-		if !p.waitGroupGone(reap) && err == nil {
+		// Wait for the kernel to tear down every member of the killed
+		// group, so that nothing of it runs once stop returns.
+		deadline := time.Now().Add(reap)
+		for groupAlive(p.pid) && time.Now().Before(deadline) {
+			time.Sleep(groupPoll)
+		}
+		if groupAlive(p.pid) && err == nil {
 			err = fmt.Errorf("process group %d still has live members %v after SIGKILL", p.pid, reap)
 		}
 	}
@@ -622,37 +622,17 @@ const (
 	killedChild                // the child itself, and its group
 )
 
-// groupPoll is how often waitGroupGone looks at the group again.
+// groupPoll is how often stop looks at a killed group again.
 const groupPoll = 5 * time.Millisecond
 
-// waitGroupGone waits up to d for the kernel to tear down every member of
-// the killed group, so that nothing of it runs once stop returns.
-func (p *process) waitGroupGone(d time.Duration) bool {
-	deadline := time.Now().Add(d)
-	for groupAlive(p.pid) {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(groupPoll)
-	}
-	return true
-}
-
 // release closes our pipe ends, which ends the stderr drain even when a
-// grandchild still holds the write end, and joins it.
+// grandchild still holds the write end, and joins it. It may run again
+// (a check session stops twice): closing a closed *os.File only fails.
 func (p *process) release() {
-	p.releaseOnce.Do(func() {
-		p.stdin.Close()
-		p.stdout.Close()
-		p.stderr.Close()
-		<-p.drained
-	})
-}
-
-// exitError describes how the child ended, for crash reports; it is
-// called only once exited is closed.
-func (p *process) exitError() error {
-	return cmp.Or(p.waitErr, errors.New("exited with status 0"))
+	p.stdin.Close()
+	p.stdout.Close()
+	p.stderr.Close()
+	<-p.drained
 }
 
 // defaultTailSize is how many of the most recent bytes of a sidecar's
@@ -692,36 +672,21 @@ func (t *tail) Write(p []byte) (int, error) {
 	if t.onLine != nil {
 		t.lines(p)
 	}
-	n := len(p)
 	size := orDefault(t.size, defaultTailSize)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.written += int64(n)
+	t.written += int64(len(p))
 	if t.buf == nil {
 		t.buf = make([]byte, 0, size)
 	}
-	if len(p) > size { // only the last size bytes of p stay
-		p = p[len(p)-size:]
-	}
-	if len(t.buf) < size { // still filling
-		k := min(size-len(t.buf), len(p))
-		t.buf = append(t.buf, p[:k]...)
-		p = p[k:]
-	}
-	for len(p) > 0 { // ring: overwrite the oldest bytes
-		k := copy(t.buf[t.next:], p)
-		p = p[k:]
+	q := p[max(0, len(p)-size):]      // only the last size bytes of p stay
+	k := min(size-len(t.buf), len(q)) // while still filling, appended
+	t.buf = append(t.buf, q[:k]...)
+	for q = q[k:]; len(q) > 0; q = q[k:] { // ring: overwrite the oldest bytes
+		k = copy(t.buf[t.next:], q)
 		t.next = (t.next + k) % size
 	}
-	return n, nil
-}
-
-// snapshot returns a copy of the kept bytes, oldest first, unredacted, and
-// whether older bytes were dropped.
-func (t *tail) snapshot() ([]byte, bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return slices.Concat(t.buf[t.next:], t.buf[:t.next]), t.written > int64(len(t.buf))
+	return len(p), nil
 }
 
 // redacted returns the kept text, trimmed of surrounding white space and
@@ -739,8 +704,10 @@ func (t *tail) snapshot() ([]byte, bool) {
 // as a whole, so a PEM private key whose BEGIN line was cut off still loses
 // its base64 lines before END.
 func (t *tail) redacted() string {
-	raw, truncated := t.snapshot()
-	text := string(raw)
+	t.mu.Lock()
+	text := string(t.buf[t.next:]) + string(t.buf[:t.next]) // oldest first
+	truncated := t.written > int64(len(t.buf))
+	t.mu.Unlock()
 	if truncated {
 		text = tailDropFragment(text)
 	}
@@ -778,20 +745,14 @@ var tailAuthSchemes = []string{"basic", "bearer", "digest", "token", "bot", "api
 
 // lines splits p into lines for onLine, cutting each at stderrLineBytes.
 func (t *tail) lines(p []byte) {
-	for len(p) > 0 {
-		i := bytes.IndexByte(p, '\n')
-		chunk := p
-		if i >= 0 {
-			chunk = p[:i]
-		}
+	for line := range bytes.Lines(p) {
+		chunk, ended := bytes.CutSuffix(line, []byte{'\n'})
 		room := stderrLineBytes - len(t.line)
 		t.cut = t.cut || len(chunk) > room
 		t.line = append(t.line, chunk[:min(len(chunk), room)]...)
-		if i < 0 {
-			return
+		if ended {
+			t.flush()
 		}
-		t.flush()
-		p = p[i+1:]
 	}
 }
 
@@ -803,12 +764,10 @@ func (t *tail) flush() {
 		return
 	}
 	text := strings.TrimSuffix(string(t.line), "\r")
-	begin := strings.Contains(text, "-----BEGIN ") && strings.Contains(text, "PRIVATE KEY")
-	switch {
-	case begin || t.inPEM:
+	if t.inPEM || strings.Contains(text, "-----BEGIN ") && strings.Contains(text, "PRIVATE KEY") {
 		t.inPEM = !strings.Contains(text, "-----END ")
 		text = RedactedMarker
-	default:
+	} else {
 		text = cmp.Or(t.redactor, defaultRedactor()).Redact(text)
 	}
 	if t.cut {
