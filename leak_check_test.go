@@ -13,8 +13,9 @@ import (
 // naming each; once they are released it finds nothing.
 func TestLeakCheckNoticesWhatATestLeaves(t *testing.T) {
 	base := snapshot()
-	stop := make(chan struct{})
-	go leakyGoroutine(stop)
+	started, stop := make(chan struct{}), make(chan struct{})
+	go leakyGoroutine(started, stop)
+	<-started // inside leakyGoroutine: its stack names it
 	f, err := os.Open(os.Args[0])
 	if err != nil {
 		t.Fatal(err)
@@ -45,4 +46,7 @@ func TestLeakCheckNoticesWhatATestLeaves(t *testing.T) {
 	}
 }
 
-func leakyGoroutine(stop chan struct{}) { <-stop }
+func leakyGoroutine(started, stop chan struct{}) {
+	close(started)
+	<-stop
+}
