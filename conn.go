@@ -231,13 +231,12 @@ type Conn struct {
 	settled    chan struct{}
 	settleOnce sync.Once
 
-	done       chan struct{} // closed once err is set
-	readerDone chan struct{} // closed when the reader returns
-	writerDone chan struct{} // closed when the writer returns
-	drainStop  chan struct{} // closed by the supervisor when the drain time is up
-	writeDead  chan struct{} // closed once writeErr is set: nothing more is written
-	writeErr   error         // the first write error
-	writeOnce  sync.Once
+	done       chan struct{}   // closed once err is set
+	readerDone chan struct{}   // closed when the reader returns
+	writerDone chan struct{}   // closed when the writer returns
+	drainStop  chan struct{}   // closed by the supervisor when the drain time is up
+	writeDead  context.Context // cancelled, the first write error its cause, once nothing more is written
+	stopWrites context.CancelCauseFunc
 
 	closeReader func() error // closes r once
 	closeWriter func() error // closes w once
@@ -277,11 +276,11 @@ func NewConn(r io.ReadCloser, w io.WriteCloser, h Handler, opts ConnOptions) *Co
 		readerDone:  make(chan struct{}),
 		writerDone:  make(chan struct{}),
 		drainStop:   make(chan struct{}),
-		writeDead:   make(chan struct{}),
 		closeReader: sync.OnceValue(r.Close),
 		closeWriter: sync.OnceValue(w.Close),
 		pending:     make(map[msgID]chan callReply),
 	}
+	c.writeDead, c.stopWrites = context.WithCancelCause(context.Background())
 	c.openedAt.Store(-1)
 	c.settled = make(chan struct{})
 	if opts.host {
@@ -446,7 +445,13 @@ func (c *Conn) dispatch(m message, fe *frameError) bool {
 // queueNotification hands m to the notification worker. When the queue
 // is full, the host's reader waits for room (D26: the pipe slows the peer
 // down); with DropOverflowingNotifications it waits at most InlineBound,
-// then drops m (PROTOCOL.md §2.5, the sidecar side of D26).
+// then drops m (PROTOCOL.md §2.5, the sidecar side of D26). That wait is
+// bounded, so an observer that calls the peer while the queue is full
+// still gets its answer once what does not fit is dropped (D26's reason
+// for dropping); but a burst that comes while the handler before it is off
+// its CPU for a moment no longer overflows at once (exthost bench's
+// observe_throughput loses far fewer events this way than with drops at
+// once).
 func (c *Conn) queueNotification(m message) {
 	c.notifQueued.Add(1)
 	select {
@@ -454,18 +459,25 @@ func (c *Conn) queueNotification(m message) {
 		return
 	default:
 	}
-	if !c.opts.DropOverflowingNotifications {
-		select {
-		case c.notifq <- m:
-			return
-		case <-c.done:
-		}
-	} else if c.waitForRoom(m) {
+	var timeout <-chan time.Time // never, unless notifications may be dropped
+	if c.opts.DropOverflowingNotifications {
+		t := time.NewTimer(c.opts.InlineBound)
+		defer t.Stop()
+		timeout = t.C
+	}
+	select {
+	case c.notifq <- m:
 		return
-	} else if n := c.droppedNotifications.Add(1); isPowerOf10(n) {
-		// A line per drop would slow the reader down in the very burst
-		// that overflows it: the 1st, 10th, 100th...
-		c.opts.Logf("extension: dropped %s: %d notifications already queued (%d dropped so far)", m.method, c.opts.NotificationQueue, n)
+	case <-timeout:
+	case <-c.done:
+	}
+	if timeout != nil {
+		// Dropped, also when the connection ends meanwhile. A line per
+		// drop would slow the reader down in the very burst that
+		// overflows it: the 1st, 10th, 100th...
+		if n := c.droppedNotifications.Add(1); isPowerOf10(n) {
+			c.opts.Logf("extension: dropped %s: %d notifications already queued (%d dropped so far)", m.method, c.opts.NotificationQueue, n)
+		}
 	}
 	c.notifQueued.Add(-1) // not queued
 }
@@ -476,25 +488,6 @@ func isPowerOf10(n uint64) bool {
 		n /= 10
 	}
 	return n == 1
-}
-
-// waitForRoom queues m if the notification queue has room within
-// InlineBound, and reports whether it did. The wait is bounded, so an
-// observer that calls the peer while the queue is full still gets its
-// answer once what does not fit is dropped (D26's reason for dropping);
-// but a burst that comes while the handler before it is off its CPU for a
-// moment no longer overflows at once (exthost bench's observe_throughput
-// loses far fewer events this way than with drops at once).
-func (c *Conn) waitForRoom(m message) bool {
-	t := time.NewTimer(c.opts.InlineBound)
-	defer t.Stop()
-	select {
-	case c.notifq <- m:
-		return true
-	case <-t.C:
-	case <-c.done:
-	}
-	return false
 }
 
 // runInline handles a request, holding a handler slot, or a notification,
@@ -868,13 +861,12 @@ func (c *Conn) send(f *outFrame, cancel, end <-chan struct{}) sendResult {
 	}
 	c.backlog.Add(1) // before the frame is queued: no direct write may overtake it
 	r := full
-	if cancel == nil && end == nil {
-		select {
-		case c.writeq <- f:
-			return sent
-		default:
-		}
-	} else {
+	select {
+	case c.writeq <- f:
+		return sent
+	default:
+	}
+	if cancel != nil || end != nil {
 		select {
 		case c.writeq <- f:
 			return sent
@@ -902,7 +894,7 @@ func (c *Conn) direct(f *outFrame) bool {
 		return false
 	}
 	defer c.wmu.Unlock()
-	if c.backlog.Load() != 0 || waitClosed(c.done, 0) || waitClosed(c.writeDead, 0) {
+	if c.backlog.Load() != 0 || waitClosed(c.done, 0) || waitClosed(c.writeDead.Done(), 0) {
 		return false // once the connection has ended, the writer drains in order
 	}
 	if !c.begin(f) {
@@ -934,63 +926,34 @@ func (c *Conn) direct(f *outFrame) bool {
 
 // writeLoop is the writer goroutine. It and direct writers hold wmu while
 // they write to w (D2: frames never interleave). Once the connection has
-// ended it drains.
+// ended it drains: it still writes what is queued, in order, so that a
+// barrier's rejection, the frame_too_large error frame or a late answer
+// reaches the peer after the notifications queued before it, never ahead
+// of them. Requests are dropped then: their callers have already failed.
+// It stops when the reader has stopped and the queue is empty, or when the
+// supervisor ends the drain; what is left in the queue is dropped.
 func (c *Conn) writeLoop() {
 	defer close(c.writerDone)
-	for {
-		if waitClosed(c.done, 0) {
-			c.drain()
-			return
-		}
+	defer c.dropQueued()
+	done, last := c.done, false
+	var readerDone, drainStop <-chan struct{} // watched once the connection has ended
+	for !last {
 		var f *outFrame
 		select {
 		case f = <-c.writeq:
 		case <-c.wake: // a direct write left its rest
-		case <-c.done:
-			continue // back to the check above, which drains
-		}
-		if !c.writeBatch(f) {
-			c.dropQueued() // the connection has failed: nothing more is written
-			return
-		}
-	}
-}
-
-// drain is the writer once the connection has ended: it still writes what
-// is queued, in order, so that a barrier's rejection, the frame_too_large
-// error frame or a late answer reaches the peer after the notifications
-// queued before it, never ahead of them. Requests are dropped: their
-// callers have already failed. It stops when the reader has stopped and
-// the queue is empty, or when the supervisor ends the drain.
-func (c *Conn) drain() {
-	readerStopped := false
-	for {
-		var f *outFrame
-		if readerStopped {
+		case <-done:
+			done, readerDone, drainStop = nil, c.readerDone, c.drainStop
+			continue
+		case <-readerDone:
 			// Nothing more is coming from the reader: flush what is
-			// queued and stop.
-			select {
-			case f = <-c.writeq:
-			case <-c.wake:
-			default:
-				c.writeBatch(nil) // a direct write's leftover, if any
-				return
-			}
-		} else {
-			select {
-			case f = <-c.writeq:
-			case <-c.wake:
-			case <-c.readerDone:
-				readerStopped = true
-				continue
-			case <-c.drainStop:
-				c.dropQueued()
-				return
-			}
+			// queued, a direct write's leftover included, and stop.
+			f, last = c.dequeue(), true
+		case <-drainStop:
+			return
 		}
 		if !c.writeBatch(f) {
-			c.dropQueued()
-			return
+			return // the connection has failed: nothing more is written
 		}
 	}
 }
@@ -1023,13 +986,11 @@ func (c *Conn) writeBatch(f *outFrame) bool {
 			// The connection has failed: what was taken for this batch
 			// gives back its budget (slots are freed as frames begin).
 			for _, g := range batch {
-				if g.event {
-					c.events.Add(-1)
-				}
+				c.release(g)
 			}
 			if f != nil {
 				c.backlog.Add(-1)
-				c.dropFrame(f)
+				c.release(f)
 			}
 			return false
 		}
@@ -1100,9 +1061,7 @@ func (c *Conn) begin(f *outFrame) bool {
 // written accounts for a frame written in full.
 func (c *Conn) written(f *outFrame) {
 	c.framesOut.Add(1)
-	if f.event {
-		c.events.Add(-1)
-	}
+	c.release(f)
 	if f.endAfter != nil {
 		c.fail(f.endAfter)
 	}
@@ -1111,20 +1070,15 @@ func (c *Conn) written(f *outFrame) {
 // dropQueued discards what is left in the queue, returning the event
 // budget and the handler slots its frames held.
 func (c *Conn) dropQueued() {
-	for {
-		select {
-		case f := <-c.writeq:
-			c.backlog.Add(-1)
-			c.dropFrame(f)
-		default:
-			return
-		}
+	for f := c.dequeue(); f != nil; f = c.dequeue() {
+		c.backlog.Add(-1)
+		c.release(f)
 	}
 }
 
-// dropFrame returns the event budget and the handler slot of a frame that
-// will not be written.
-func (c *Conn) dropFrame(f *outFrame) {
+// release returns the event budget and the handler slot of a frame that
+// leaves the writer, written or not.
+func (c *Conn) release(f *outFrame) {
 	if f.event {
 		c.events.Add(-1)
 	}
@@ -1146,10 +1100,7 @@ func (c *Conn) freeSlot(f *outFrame) {
 // with that error once the reader has read what is left of the input, or
 // WriterDrainTimeout later (superviseLoop).
 func (c *Conn) writeFailed(err error) {
-	c.writeOnce.Do(func() {
-		c.writeErr = fmt.Errorf("extension: write frame: %w", err)
-		close(c.writeDead)
-	})
+	c.stopWrites(fmt.Errorf("extension: write frame: %w", err)) // the first error stays the cause
 }
 
 // superviseLoop is the supervisor goroutine. While the connection lives it
@@ -1168,12 +1119,12 @@ watch:
 				c.fail(fmt.Errorf("%w: no byte progress for %v", errWriteStall, d.Round(time.Millisecond)))
 				c.closeWriter()
 			}
-		case <-c.writeDead:
+		case <-c.writeDead.Done():
 			// The peer closed its end; what it wrote before, such as its
 			// answer to extension/shutdown (D11), is still read until the
 			// input ends, for as long as a drain may take.
 			waitClosed(c.readerDone, c.opts.WriterDrainTimeout)
-			c.fail(c.writeErr)
+			c.fail(context.Cause(c.writeDead))
 			break watch
 		case <-c.done:
 			break watch

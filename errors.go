@@ -123,7 +123,7 @@ func NewError(reason Reason, message string) *Error {
 // wrapped error becomes Err and stays reachable with errors.As.
 func errorf(reason Reason, format string, args ...any) *Error {
 	err := fmt.Errorf(format, args...)
-	return causedError(errUnwrap(err), reason, "%s", err.Error())
+	return causedError(errors.Unwrap(err), reason, "%s", err)
 }
 
 // causedError is [NewError] with a formatted message and Err set to cause:
@@ -133,15 +133,6 @@ func causedError(cause error, reason Reason, format string, args ...any) *Error 
 	e := NewError(reason, fmt.Sprintf(format, args...))
 	e.Err = cause
 	return e
-}
-
-// errUnwrap returns the error fmt.Errorf wrapped with %w: the first one
-// when there are several.
-func errUnwrap(err error) error {
-	if u, ok := err.(interface{ Unwrap() []error }); ok && len(u.Unwrap()) > 0 {
-		return u.Unwrap()[0]
-	}
-	return errors.Unwrap(err)
 }
 
 // Error returns "<reason>: <message>" or "jsonrpc error <code>: <message>".
