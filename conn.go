@@ -231,7 +231,7 @@ type Conn struct {
 	settled    chan struct{}
 	settleOnce sync.Once
 
-	done       chan struct{}   // closed once err is set
+	done       <-chan struct{} // ctx.Done(): closed once err is set
 	readerDone chan struct{}   // closed when the reader returns
 	writerDone chan struct{}   // closed when the writer returns
 	drainStop  chan struct{}   // closed by the supervisor when the drain time is up
@@ -242,8 +242,9 @@ type Conn struct {
 	closeWriter func() error // closes w once
 	wg          sync.WaitGroup
 
-	// Counters of what the connection has seen (tests read them).
-	framesIn, framesOut, unknownResponses, droppedEvents, malformedResponses, droppedNotifications, lateResponses atomic.Uint64
+	// Counters of what the connection has seen (tests read them; the
+	// responses it drops the tests count from Logf).
+	framesOut, droppedEvents, droppedNotifications atomic.Uint64
 
 	mu      sync.Mutex               // protects the following
 	err     error                    // the terminal error; set once, never cleared
@@ -264,7 +265,7 @@ func NewConn(r io.ReadCloser, w io.WriteCloser, h Handler, opts ConnOptions) *Co
 		h:           h,
 		opts:        opts,
 		fr:          newFrameReader(r),
-		fw:          newFrameWriter(w),
+		fw:          &frameWriter{w: w, epoch: time.Now()},
 		ctx:         ctx,
 		cancel:      cancel,
 		writeq:      make(chan *outFrame, opts.WriteQueue),
@@ -272,7 +273,7 @@ func NewConn(r io.ReadCloser, w io.WriteCloser, h Handler, opts ConnOptions) *Co
 		writeNow:    directWriter(w),
 		notifq:      make(chan message, opts.NotificationQueue),
 		handlerSem:  make(chan struct{}, opts.MaxHandlers),
-		done:        make(chan struct{}),
+		done:        ctx.Done(),
 		readerDone:  make(chan struct{}),
 		writerDone:  make(chan struct{}),
 		drainStop:   make(chan struct{}),
@@ -311,8 +312,7 @@ func (c *Conn) fail(err error) {
 	c.pending = nil
 	c.mu.Unlock()
 
-	close(c.done)
-	c.cancel()
+	c.cancel() // closes done
 	for _, call := range pending {
 		call <- callReply{err: err}
 	}
@@ -360,11 +360,7 @@ func (c *Conn) Err() error {
 // leaving readerDone open, when reading has moved on to a new reader
 // while it ran a handler (runInline).
 func (c *Conn) readLoop() {
-	for {
-		if waitClosed(c.done, 0) {
-			close(c.readerDone)
-			return // nothing is dispatched once the connection has ended
-		}
+	for !waitClosed(c.done, 0) { // nothing is dispatched once the connection has ended
 		line, err := c.fr.readFrame()
 		if err != nil {
 			var tooLarge *Error
@@ -380,16 +376,15 @@ func (c *Conn) readLoop() {
 			default:
 				c.fail(fmt.Errorf("extension: read frame: %w", err))
 			}
-			close(c.readerDone)
-			return
+			break
 		}
-		c.framesIn.Add(1)
 		c.opts.Tap(true, line)
 		m, fe := decodeMessage(line)
 		if c.admit(&m, fe, c.fr.frameEnd()) && !c.dispatch(m, fe) {
 			return // another goroutine reads now
 		}
 	}
+	close(c.readerDone)
 }
 
 // dispatch routes one decoded frame, on the reader goroutine. It reports
@@ -399,7 +394,6 @@ func (c *Conn) dispatch(m message, fe *frameError) bool {
 		// PROTOCOL.md §2.4: a malformed response is dropped, never
 		// answered: answering it could start an endless exchange of
 		// error responses between two peers.
-		c.malformedResponses.Add(1)
 		c.opts.Logf("extension: dropped a malformed response: %v", fe.err)
 		return true
 	}
@@ -428,8 +422,7 @@ func (c *Conn) dispatch(m message, fe *frameError) bool {
 	case kindResponse:
 		call := c.takeCall(m.id)
 		if call == nil {
-			// D4: a response to an unknown id is dropped and counted.
-			c.unknownResponses.Add(1)
+			// D4: a response to an unknown id is dropped and logged.
 			c.opts.Logf("extension: dropped a response to unknown id %d", m.id)
 			return true
 		}
@@ -569,7 +562,9 @@ func (c *Conn) answer(ctx context.Context, m message) (data []byte, then func(),
 		if p := recover(); p != nil {
 			c.opts.Logf("extension: handler for %s panicked: %v\n%s", m.method, p, debug.Stack())
 			err = NewError(ReasonInternal, "")
-			data = encodeError(&m.id, err.(*Error))
+		}
+		if err != nil {
+			data = encodeError(&m.id, asWireError(err))
 		}
 	}()
 	var result any
@@ -585,20 +580,16 @@ func (c *Conn) answer(ctx context.Context, m message) (data []byte, then func(),
 			result, then = at.Result, at.Then
 		}
 	}
-	if err != nil {
-		var e *Error
-		if !errors.As(err, &e) {
-			c.opts.Logf("extension: handler for %s: %v", m.method, err)
+	switch {
+	case err != nil && !errors.As(err, new(*Error)):
+		c.opts.Logf("extension: handler for %s: %v", m.method, err)
+	case err == nil:
+		if data, err = encodeResult(m.id, result); err != nil {
+			c.opts.Logf("extension: encode result of %s: %v", m.method, err)
+			err = NewError(ReasonInternal, "")
 		}
-		return encodeError(&m.id, asWireError(err)), nil, err
 	}
-	data, err = encodeResult(m.id, result)
-	if err != nil {
-		c.opts.Logf("extension: encode result of %s: %v", m.method, err)
-		e := NewError(ReasonInternal, "")
-		return encodeError(&m.id, e), then, e
-	}
-	return data, then, nil
+	return data, then, err // an error's frame is encoded on the way out
 }
 
 // notifyLoop is the notification worker: one notification at a time, in
@@ -690,12 +681,9 @@ func (c *Conn) Call(ctx context.Context, method string, params any) (json.RawMes
 		c.forget(id, call)
 		return nil, err
 	}
-	switch c.send(f, ctx.Done(), c.done) {
-	case cancelled:
+	if !c.send(f, ctx.Done(), c.done) {
 		c.forget(id, call)
-		return nil, fmt.Errorf("extension: call %s: %w", method, ctx.Err())
-	case ended:
-		return nil, c.Err()
+		return nil, c.notSent("call", method, ctx)
 	}
 	if c.inline.Load() != 0 {
 		// The reader is running a handler, maybe this call's caller:
@@ -715,14 +703,13 @@ func (c *Conn) Call(ctx context.Context, method string, params any) (json.RawMes
 }
 
 // forget removes a pending call whose caller gave up; its response, if one
-// comes later, is dropped and counted as unknown. When the call is already
+// comes later, is dropped and logged as unknown. When the call is already
 // gone, its reply was taken off the table and is being delivered: it is
-// received here, and counted as late when it is the peer's response, so no
+// received here, and logged as late when it is the peer's response, so no
 // response goes unaccounted for.
 func (c *Conn) forget(id msgID, call chan callReply) {
 	if c.takeCall(id) == nil {
 		if r := <-call; r.peer {
-			c.lateResponses.Add(1)
 			c.opts.Logf("extension: dropped a response to id %d that came as its caller gave up", id)
 		}
 	}
@@ -761,13 +748,19 @@ func (c *Conn) Notify(ctx context.Context, method string, params any) error {
 	}
 	// D6: the host's extension/initialized opens the barrier.
 	f.opens = c.opts.host && method == MethodInitialized
-	switch c.send(f, ctx.Done(), c.done) {
-	case cancelled:
-		return fmt.Errorf("extension: notify %s: %w", method, ctx.Err())
-	case ended:
-		return c.Err()
+	if !c.send(f, ctx.Done(), c.done) {
+		return c.notSent("notify", method, ctx)
 	}
 	return nil
+}
+
+// notSent returns why a call or notification (what) was not sent: the
+// connection's terminal error, else ctx's error (wrapped).
+func (c *Conn) notSent(what, method string, ctx context.Context) error {
+	if err := c.Err(); err != nil {
+		return err
+	}
+	return fmt.Errorf("extension: %s %s: %w", what, method, ctx.Err())
 }
 
 // sendRaw queues line, without its "\n", as it is, waiting for room until
@@ -794,7 +787,7 @@ func (c *Conn) tryNotify(method string, params any) error {
 		return err
 	}
 	f.event = true
-	if c.send(f, nil, nil) == sent {
+	if c.send(f, nil, nil) {
 		return nil
 	}
 	// Not sent: the event gives its budget back and counts as dropped.
@@ -834,50 +827,35 @@ func newFrame(id *msgID, method string, params any) (*outFrame, error) {
 // room, but not past the writer's end, and is still flushed after the
 // connection ended.
 func (c *Conn) sendAnswer(f *outFrame) {
-	if c.send(f, nil, c.writerDone) != sent {
+	if !c.send(f, nil, c.writerDone) {
 		c.freeSlot(f)
 	}
 }
 
-// sendResult is how send ended: the frame was sent (taken by a direct
-// write or the queue), the caller's wait was cancelled, the connection (or
-// its writer) ended first, or, not waiting, the queue was full.
-type sendResult int
-
-const (
-	sent sendResult = iota
-	cancelled
-	ended
-	full
-)
-
-// send hands f to the wire: the calling goroutine writes it at once when
-// it can (direct); otherwise it joins the write queue, waiting for room
-// until cancel or end is closed (a nil channel never is). With both nil it
-// does not wait.
-func (c *Conn) send(f *outFrame, cancel, end <-chan struct{}) sendResult {
+// send hands f to the wire and reports whether it did: the calling
+// goroutine writes it at once when it can (direct); otherwise it joins the
+// write queue, waiting for room until cancel or end is closed (a nil
+// channel never is). With both nil it does not wait.
+func (c *Conn) send(f *outFrame, cancel, end <-chan struct{}) bool {
 	if c.direct(f) {
-		return sent
+		return true
 	}
 	c.backlog.Add(1) // before the frame is queued: no direct write may overtake it
-	r := full
 	select {
 	case c.writeq <- f:
-		return sent
+		return true
 	default:
 	}
 	if cancel != nil || end != nil {
 		select {
 		case c.writeq <- f:
-			return sent
+			return true
 		case <-cancel:
-			r = cancelled
 		case <-end:
-			r = ended
 		}
 	}
 	c.backlog.Add(-1)
-	return r
+	return false
 }
 
 // direct writes f on the calling goroutine when nothing is queued or being
@@ -888,9 +866,10 @@ func (c *Conn) send(f *outFrame, cancel, end <-chan struct{}) sendResult {
 // writer (leftover), which writes it before any other frame, so no frame is
 // torn (D2) and a full pipe never blocks the caller past its deadline
 // (D18). It reports whether f was taken care of; false leaves f to the
-// queue.
+// queue, as for the frame that opens the barrier, whose writer records
+// where it opened (D6, writeFrames).
 func (c *Conn) direct(f *outFrame) bool {
-	if c.writeNow == nil || c.backlog.Load() != 0 || !c.wmu.TryLock() {
+	if c.writeNow == nil || f.opens || c.backlog.Load() != 0 || !c.wmu.TryLock() {
 		return false
 	}
 	defer c.wmu.Unlock()
@@ -899,12 +878,6 @@ func (c *Conn) direct(f *outFrame) bool {
 	}
 	if !c.begin(f) {
 		return true // skipped: its caller gave up
-	}
-	if f.opens {
-		// D6, as in writeFrames; the leftover, if any, does not store it again.
-		c.openedAt.Store(c.fr.consumed())
-		c.checkSettled()
-		f.opens = false
 	}
 	n, err := c.writeNow(f.data)
 	switch {

@@ -204,12 +204,11 @@ func asWireError(err error) *Error {
 		return e
 	}
 	var r Reason
-	if errors.As(err, &r) {
-		if _, frozen := r.info(); frozen {
-			return NewError(r, "")
-		}
+	errors.As(err, &r) // "" when err holds no Reason
+	if _, frozen := r.info(); !frozen {
+		r = ReasonInternal
 	}
-	return NewError(ReasonInternal, "")
+	return NewError(r, "")
 }
 
 // The typed errors a host branches on, one per kind of failure: a plugin

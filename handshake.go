@@ -143,10 +143,7 @@ func (c *Conn) admit(m *message, fe *frameError, end int64) bool {
 		}
 		c.poison(m, fe)
 		return false
-	case c.opts.Sidecar:
-		if fe != nil {
-			return true // answered as malformed, whatever the barrier
-		}
+	case c.opts.Sidecar && fe == nil: // a malformed frame is answered as such, whatever the barrier
 		reject, admitted := c.sidecarAdmit(m)
 		if reject != nil {
 			c.sendAnswer(&outFrame{data: encodeError(&m.id, reject)})
@@ -250,10 +247,8 @@ func (c *Conn) answered(method string, handlerErr error) error {
 	case MethodInitialize:
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		if c.side != initializing {
-			return nil
-		}
 		switch {
+		case c.side != initializing:
 		case handlerErr == nil:
 			c.side = awaitInitialized
 		case asWireError(handlerErr).Reason == ReasonInvalidParams:
