@@ -363,9 +363,8 @@ func (c *Conn) readLoop() {
 	for !waitClosed(c.done, 0) { // nothing is dispatched once the connection has ended
 		line, err := c.fr.readFrame()
 		if err != nil {
-			var tooLarge *Error
-			switch {
-			case errors.As(err, &tooLarge) && tooLarge.Reason == ReasonFrameTooLarge:
+			switch tooLarge, ok := err.(*Error); {
+			case ok && tooLarge.Reason == ReasonFrameTooLarge:
 				// D2: an oversized inbound frame is fatal. One
 				// best-effort error frame with id null, then the
 				// frame_too_large error ends the connection.
@@ -390,21 +389,17 @@ func (c *Conn) readLoop() {
 // dispatch routes one decoded frame, on the reader goroutine. It reports
 // whether this goroutine is still the reader.
 func (c *Conn) dispatch(m message, fe *frameError) bool {
-	if fe != nil && fe.kind == kindResponse {
+	switch {
+	case fe != nil && fe.kind == kindResponse:
 		// PROTOCOL.md §2.4: a malformed response is dropped, never
 		// answered: answering it could start an endless exchange of
 		// error responses between two peers.
 		c.opts.Logf("extension: dropped a malformed response: %v", fe.err)
-		return true
-	}
-	if fe != nil {
+	case fe != nil:
 		// PROTOCOL.md §2.4: a malformed frame is answered, with its id
 		// when the id itself is valid, and the connection survives.
 		c.answerFrame(fe, fe.err)
-		return true
-	}
-	switch m.kind {
-	case kindRequest:
+	case m.kind == kindRequest:
 		select {
 		case c.handlerSem <- struct{}{}:
 			return c.runInline(m)
@@ -412,23 +407,21 @@ func (c *Conn) dispatch(m message, fe *frameError) bool {
 			// PROTOCOL.md §2.5: past MaxHandlers, answer at once.
 			c.sendAnswer(&outFrame{data: encodeError(&m.id, &Error{Code: codeServerBusy, Message: "server busy"})})
 		}
-	case kindNotification:
+	case m.kind == kindNotification:
 		if c.notifQueued.Load() == 0 && c.notifyMu.TryLock() {
 			// Nothing is queued or being handled: this one is next in
 			// order, handled here without waking the worker.
 			return c.runInline(m)
 		}
 		c.queueNotification(m)
-	case kindResponse:
-		call := c.takeCall(m.id)
-		if call == nil {
+	case m.kind == kindResponse:
+		switch call := c.takeCall(m.id); {
+		case call == nil:
 			// D4: a response to an unknown id is dropped and logged.
 			c.opts.Logf("extension: dropped a response to unknown id %d", m.id)
-			return true
-		}
-		if m.err != nil {
+		case m.err != nil:
 			call <- callReply{err: m.err, peer: true}
-		} else {
+		default:
 			call <- callReply{result: m.result, peer: true}
 		}
 	}
@@ -666,8 +659,7 @@ func (c *Conn) Call(ctx context.Context, method string, params any) (json.RawMes
 	}
 	call := make(chan callReply, 1)
 	c.mu.Lock()
-	if c.err != nil {
-		err := c.err
+	if err := c.err; err != nil {
 		c.mu.Unlock()
 		return nil, err
 	}
@@ -676,14 +668,13 @@ func (c *Conn) Call(ctx context.Context, method string, params any) (json.RawMes
 	c.pending[id] = call
 	c.mu.Unlock()
 
-	f, err := newFrame(&id, method, params)
+	f, err := c.newFrame(&id, method, params)
+	if err == nil && !c.send(f, ctx.Done(), c.done) {
+		err = c.notSent("call", method, ctx)
+	}
 	if err != nil {
 		c.forget(id, call)
 		return nil, err
-	}
-	if !c.send(f, ctx.Done(), c.done) {
-		c.forget(id, call)
-		return nil, c.notSent("call", method, ctx)
 	}
 	if c.inline.Load() != 0 {
 		// The reader is running a handler, maybe this call's caller:
@@ -708,10 +699,8 @@ func (c *Conn) Call(ctx context.Context, method string, params any) (json.RawMes
 // received here, and logged as late when it is the peer's response, so no
 // response goes unaccounted for.
 func (c *Conn) forget(id msgID, call chan callReply) {
-	if c.takeCall(id) == nil {
-		if r := <-call; r.peer {
-			c.opts.Logf("extension: dropped a response to id %d that came as its caller gave up", id)
-		}
+	if c.takeCall(id) == nil && (<-call).peer { // taken: its reply is received here
+		c.opts.Logf("extension: dropped a response to id %d that came as its caller gave up", id)
 	}
 }
 
@@ -742,7 +731,7 @@ func (c *Conn) Notify(ctx context.Context, method string, params any) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("extension: notify %s: %w", method, err)
 	}
-	f, err := c.newNotification(method, params)
+	f, err := c.newFrame(nil, method, params)
 	if err != nil {
 		return err
 	}
@@ -781,7 +770,7 @@ func (c *Conn) tryNotify(method string, params any) error {
 		c.droppedEvents.Add(1)
 		return fmt.Errorf("%w: %s dropped, %d events pending", errQueueFull, method, c.opts.EventBudget)
 	}
-	f, err := c.newNotification(method, params)
+	f, err := c.newFrame(nil, method, params)
 	if err != nil {
 		c.events.Add(-1)
 		return err
@@ -796,18 +785,14 @@ func (c *Conn) tryNotify(method string, params any) error {
 	return fmt.Errorf("%w: %s dropped, write queue full", errQueueFull, method)
 }
 
-// newNotification encodes a notification frame, or returns the error that
-// keeps it from being sent.
-func (c *Conn) newNotification(method string, params any) (*outFrame, error) {
-	if err := c.Err(); err != nil {
-		return nil, err
-	}
-	return newFrame(nil, method, params)
-}
-
 // newFrame encodes a request frame, or a notification frame when id is
-// nil, or returns the error that keeps it from being sent.
-func newFrame(id *msgID, method string, params any) (*outFrame, error) {
+// nil, or returns the error that keeps it from being sent: for a
+// notification, first, the connection's end (Call checks it itself as it
+// takes its id).
+func (c *Conn) newFrame(id *msgID, method string, params any) (*outFrame, error) {
+	if id == nil && c.Err() != nil {
+		return nil, c.Err()
+	}
 	data, err := encodeRequest(id, method, params)
 	if err != nil {
 		return nil, fmt.Errorf("extension: encode %s params: %w", method, err)
@@ -945,7 +930,8 @@ func (c *Conn) writeBatch(f *outFrame) bool {
 		batch, size = append(batch, r), len(r.data) // begun by direct
 	}
 	for f != nil || len(batch) > 0 {
-		if f != nil && (size == 0 || size+len(f.data) <= writeChunkSize) && !endsBatch(batch) {
+		// Nothing joins a batch whose last frame ends the connection.
+		if f != nil && (size == 0 || size+len(f.data) <= writeChunkSize) && (len(batch) == 0 || batch[len(batch)-1].endAfter == nil) {
 			c.backlog.Add(-1)
 			if f.call && waitClosed(c.done, 0) {
 				f.state.Store(frameSkipped)
@@ -973,12 +959,6 @@ func (c *Conn) writeBatch(f *outFrame) bool {
 	return true
 }
 
-// endsBatch reports whether the batch's last frame ends the connection
-// once written: nothing is written with it after it.
-func endsBatch(batch []*outFrame) bool {
-	return len(batch) > 0 && batch[len(batch)-1].endAfter != nil
-}
-
 // dequeue takes the next queued frame without waiting, nil when none is.
 func (c *Conn) dequeue() *outFrame {
 	select {
@@ -993,19 +973,17 @@ func (c *Conn) dequeue() *outFrame {
 // frame of a batch without a copy) and finishes them.
 func (c *Conn) writeFrames(batch []*outFrame) bool {
 	data := batch[0].data
-	if len(batch) > 1 {
-		c.wbuf = c.wbuf[:0]
-		for _, f := range batch {
-			c.wbuf = append(c.wbuf, f.data...)
-		}
-		data = c.wbuf
-	}
+	c.wbuf = c.wbuf[:0]
 	for _, f := range batch {
 		if f.opens {
 			// D6: whatever was read before this point was sent before
 			// the sidecar could have seen extension/initialized.
 			c.openedAt.Store(c.fr.consumed())
 			c.checkSettled()
+		}
+		if len(batch) > 1 {
+			c.wbuf = append(c.wbuf, f.data...)
+			data = c.wbuf
 		}
 	}
 	if err := c.fw.writeFrame(data); err != nil {
