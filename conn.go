@@ -231,20 +231,20 @@ type Conn struct {
 	settled    chan struct{}
 	settleOnce sync.Once
 
-	done       chan struct{} // closed once err is set
-	readerDone chan struct{} // closed when the reader returns
-	writerDone chan struct{} // closed when the writer returns
-	drainStop  chan struct{} // closed by the supervisor when the drain time is up
-	writeDead  chan struct{} // closed once writeErr is set: nothing more is written
-	writeErr   error         // the first write error
-	writeOnce  sync.Once
+	done       <-chan struct{} // ctx.Done(): closed once err is set
+	readerDone chan struct{}   // closed when the reader returns
+	writerDone chan struct{}   // closed when the writer returns
+	drainStop  chan struct{}   // closed by the supervisor when the drain time is up
+	writeDead  context.Context // cancelled, the first write error its cause, once nothing more is written
+	stopWrites context.CancelCauseFunc
 
 	closeReader func() error // closes r once
 	closeWriter func() error // closes w once
 	wg          sync.WaitGroup
 
-	// Counters of what the connection has seen (tests read them).
-	framesIn, framesOut, unknownResponses, droppedEvents, malformedResponses, droppedNotifications, lateResponses atomic.Uint64
+	// Counters of what the connection has seen (tests read them; the
+	// responses it drops the tests count from Logf).
+	framesOut, droppedEvents, droppedNotifications atomic.Uint64
 
 	mu      sync.Mutex               // protects the following
 	err     error                    // the terminal error; set once, never cleared
@@ -265,7 +265,7 @@ func NewConn(r io.ReadCloser, w io.WriteCloser, h Handler, opts ConnOptions) *Co
 		h:           h,
 		opts:        opts,
 		fr:          newFrameReader(r),
-		fw:          newFrameWriter(w),
+		fw:          &frameWriter{w: w, epoch: time.Now()},
 		ctx:         ctx,
 		cancel:      cancel,
 		writeq:      make(chan *outFrame, opts.WriteQueue),
@@ -273,15 +273,15 @@ func NewConn(r io.ReadCloser, w io.WriteCloser, h Handler, opts ConnOptions) *Co
 		writeNow:    directWriter(w),
 		notifq:      make(chan message, opts.NotificationQueue),
 		handlerSem:  make(chan struct{}, opts.MaxHandlers),
-		done:        make(chan struct{}),
+		done:        ctx.Done(),
 		readerDone:  make(chan struct{}),
 		writerDone:  make(chan struct{}),
 		drainStop:   make(chan struct{}),
-		writeDead:   make(chan struct{}),
 		closeReader: sync.OnceValue(r.Close),
 		closeWriter: sync.OnceValue(w.Close),
 		pending:     make(map[msgID]chan callReply),
 	}
+	c.writeDead, c.stopWrites = context.WithCancelCause(context.Background())
 	c.openedAt.Store(-1)
 	c.settled = make(chan struct{})
 	if opts.host {
@@ -312,8 +312,7 @@ func (c *Conn) fail(err error) {
 	c.pending = nil
 	c.mu.Unlock()
 
-	close(c.done)
-	c.cancel()
+	c.cancel() // closes done
 	for _, call := range pending {
 		call <- callReply{err: err}
 	}
@@ -361,16 +360,11 @@ func (c *Conn) Err() error {
 // leaving readerDone open, when reading has moved on to a new reader
 // while it ran a handler (runInline).
 func (c *Conn) readLoop() {
-	for {
-		if waitClosed(c.done, 0) {
-			close(c.readerDone)
-			return // nothing is dispatched once the connection has ended
-		}
+	for !waitClosed(c.done, 0) { // nothing is dispatched once the connection has ended
 		line, err := c.fr.readFrame()
 		if err != nil {
-			var tooLarge *Error
-			switch {
-			case errors.As(err, &tooLarge) && tooLarge.Reason == ReasonFrameTooLarge:
+			switch tooLarge, ok := err.(*Error); {
+			case ok && tooLarge.Reason == ReasonFrameTooLarge:
 				// D2: an oversized inbound frame is fatal. One
 				// best-effort error frame with id null, then the
 				// frame_too_large error ends the connection.
@@ -381,37 +375,31 @@ func (c *Conn) readLoop() {
 			default:
 				c.fail(fmt.Errorf("extension: read frame: %w", err))
 			}
-			close(c.readerDone)
-			return
+			break
 		}
-		c.framesIn.Add(1)
 		c.opts.Tap(true, line)
 		m, fe := decodeMessage(line)
 		if c.admit(&m, fe, c.fr.frameEnd()) && !c.dispatch(m, fe) {
 			return // another goroutine reads now
 		}
 	}
+	close(c.readerDone)
 }
 
 // dispatch routes one decoded frame, on the reader goroutine. It reports
 // whether this goroutine is still the reader.
 func (c *Conn) dispatch(m message, fe *frameError) bool {
-	if fe != nil && fe.kind == kindResponse {
+	switch {
+	case fe != nil && fe.kind == kindResponse:
 		// PROTOCOL.md §2.4: a malformed response is dropped, never
 		// answered: answering it could start an endless exchange of
 		// error responses between two peers.
-		c.malformedResponses.Add(1)
 		c.opts.Logf("extension: dropped a malformed response: %v", fe.err)
-		return true
-	}
-	if fe != nil {
+	case fe != nil:
 		// PROTOCOL.md §2.4: a malformed frame is answered, with its id
 		// when the id itself is valid, and the connection survives.
 		c.answerFrame(fe, fe.err)
-		return true
-	}
-	switch m.kind {
-	case kindRequest:
+	case m.kind == kindRequest:
 		select {
 		case c.handlerSem <- struct{}{}:
 			return c.runInline(m)
@@ -419,24 +407,21 @@ func (c *Conn) dispatch(m message, fe *frameError) bool {
 			// PROTOCOL.md §2.5: past MaxHandlers, answer at once.
 			c.sendAnswer(&outFrame{data: encodeError(&m.id, &Error{Code: codeServerBusy, Message: "server busy"})})
 		}
-	case kindNotification:
+	case m.kind == kindNotification:
 		if c.notifQueued.Load() == 0 && c.notifyMu.TryLock() {
 			// Nothing is queued or being handled: this one is next in
 			// order, handled here without waking the worker.
 			return c.runInline(m)
 		}
 		c.queueNotification(m)
-	case kindResponse:
-		call := c.takeCall(m.id)
-		if call == nil {
-			// D4: a response to an unknown id is dropped and counted.
-			c.unknownResponses.Add(1)
+	case m.kind == kindResponse:
+		switch call := c.takeCall(m.id); {
+		case call == nil:
+			// D4: a response to an unknown id is dropped and logged.
 			c.opts.Logf("extension: dropped a response to unknown id %d", m.id)
-			return true
-		}
-		if m.err != nil {
+		case m.err != nil:
 			call <- callReply{err: m.err, peer: true}
-		} else {
+		default:
 			call <- callReply{result: m.result, peer: true}
 		}
 	}
@@ -446,7 +431,13 @@ func (c *Conn) dispatch(m message, fe *frameError) bool {
 // queueNotification hands m to the notification worker. When the queue
 // is full, the host's reader waits for room (D26: the pipe slows the peer
 // down); with DropOverflowingNotifications it waits at most InlineBound,
-// then drops m (PROTOCOL.md §2.5, the sidecar side of D26).
+// then drops m (PROTOCOL.md §2.5, the sidecar side of D26). That wait is
+// bounded, so an observer that calls the peer while the queue is full
+// still gets its answer once what does not fit is dropped (D26's reason
+// for dropping); but a burst that comes while the handler before it is off
+// its CPU for a moment no longer overflows at once (exthost bench's
+// observe_throughput loses far fewer events this way than with drops at
+// once).
 func (c *Conn) queueNotification(m message) {
 	c.notifQueued.Add(1)
 	select {
@@ -454,18 +445,25 @@ func (c *Conn) queueNotification(m message) {
 		return
 	default:
 	}
-	if !c.opts.DropOverflowingNotifications {
-		select {
-		case c.notifq <- m:
-			return
-		case <-c.done:
-		}
-	} else if c.waitForRoom(m) {
+	var timeout <-chan time.Time // never, unless notifications may be dropped
+	if c.opts.DropOverflowingNotifications {
+		t := time.NewTimer(c.opts.InlineBound)
+		defer t.Stop()
+		timeout = t.C
+	}
+	select {
+	case c.notifq <- m:
 		return
-	} else if n := c.droppedNotifications.Add(1); isPowerOf10(n) {
-		// A line per drop would slow the reader down in the very burst
-		// that overflows it: the 1st, 10th, 100th...
-		c.opts.Logf("extension: dropped %s: %d notifications already queued (%d dropped so far)", m.method, c.opts.NotificationQueue, n)
+	case <-timeout:
+	case <-c.done:
+	}
+	if timeout != nil {
+		// Dropped, also when the connection ends meanwhile. A line per
+		// drop would slow the reader down in the very burst that
+		// overflows it: the 1st, 10th, 100th...
+		if n := c.droppedNotifications.Add(1); isPowerOf10(n) {
+			c.opts.Logf("extension: dropped %s: %d notifications already queued (%d dropped so far)", m.method, c.opts.NotificationQueue, n)
+		}
 	}
 	c.notifQueued.Add(-1) // not queued
 }
@@ -476,25 +474,6 @@ func isPowerOf10(n uint64) bool {
 		n /= 10
 	}
 	return n == 1
-}
-
-// waitForRoom queues m if the notification queue has room within
-// InlineBound, and reports whether it did. The wait is bounded, so an
-// observer that calls the peer while the queue is full still gets its
-// answer once what does not fit is dropped (D26's reason for dropping);
-// but a burst that comes while the handler before it is off its CPU for a
-// moment no longer overflows at once (exthost bench's observe_throughput
-// loses far fewer events this way than with drops at once).
-func (c *Conn) waitForRoom(m message) bool {
-	t := time.NewTimer(c.opts.InlineBound)
-	defer t.Stop()
-	select {
-	case c.notifq <- m:
-		return true
-	case <-t.C:
-	case <-c.done:
-	}
-	return false
 }
 
 // runInline handles a request, holding a handler slot, or a notification,
@@ -576,7 +555,9 @@ func (c *Conn) answer(ctx context.Context, m message) (data []byte, then func(),
 		if p := recover(); p != nil {
 			c.opts.Logf("extension: handler for %s panicked: %v\n%s", m.method, p, debug.Stack())
 			err = NewError(ReasonInternal, "")
-			data = encodeError(&m.id, err.(*Error))
+		}
+		if err != nil {
+			data = encodeError(&m.id, asWireError(err))
 		}
 	}()
 	var result any
@@ -592,20 +573,16 @@ func (c *Conn) answer(ctx context.Context, m message) (data []byte, then func(),
 			result, then = at.Result, at.Then
 		}
 	}
-	if err != nil {
-		var e *Error
-		if !errors.As(err, &e) {
-			c.opts.Logf("extension: handler for %s: %v", m.method, err)
+	switch {
+	case err != nil && !errors.As(err, new(*Error)):
+		c.opts.Logf("extension: handler for %s: %v", m.method, err)
+	case err == nil:
+		if data, err = encodeResult(m.id, result); err != nil {
+			c.opts.Logf("extension: encode result of %s: %v", m.method, err)
+			err = NewError(ReasonInternal, "")
 		}
-		return encodeError(&m.id, asWireError(err)), nil, err
 	}
-	data, err = encodeResult(m.id, result)
-	if err != nil {
-		c.opts.Logf("extension: encode result of %s: %v", m.method, err)
-		e := NewError(ReasonInternal, "")
-		return encodeError(&m.id, e), then, e
-	}
-	return data, then, nil
+	return data, then, err // an error's frame is encoded on the way out
 }
 
 // notifyLoop is the notification worker: one notification at a time, in
@@ -682,8 +659,7 @@ func (c *Conn) Call(ctx context.Context, method string, params any) (json.RawMes
 	}
 	call := make(chan callReply, 1)
 	c.mu.Lock()
-	if c.err != nil {
-		err := c.err
+	if err := c.err; err != nil {
 		c.mu.Unlock()
 		return nil, err
 	}
@@ -692,17 +668,13 @@ func (c *Conn) Call(ctx context.Context, method string, params any) (json.RawMes
 	c.pending[id] = call
 	c.mu.Unlock()
 
-	f, err := newFrame(&id, method, params)
+	f, err := c.newFrame(&id, method, params)
+	if err == nil && !c.send(f, ctx.Done(), c.done) {
+		err = c.notSent("call", method, ctx)
+	}
 	if err != nil {
 		c.forget(id, call)
 		return nil, err
-	}
-	switch c.send(f, ctx.Done(), c.done) {
-	case cancelled:
-		c.forget(id, call)
-		return nil, fmt.Errorf("extension: call %s: %w", method, ctx.Err())
-	case ended:
-		return nil, c.Err()
 	}
 	if c.inline.Load() != 0 {
 		// The reader is running a handler, maybe this call's caller:
@@ -722,16 +694,13 @@ func (c *Conn) Call(ctx context.Context, method string, params any) (json.RawMes
 }
 
 // forget removes a pending call whose caller gave up; its response, if one
-// comes later, is dropped and counted as unknown. When the call is already
+// comes later, is dropped and logged as unknown. When the call is already
 // gone, its reply was taken off the table and is being delivered: it is
-// received here, and counted as late when it is the peer's response, so no
+// received here, and logged as late when it is the peer's response, so no
 // response goes unaccounted for.
 func (c *Conn) forget(id msgID, call chan callReply) {
-	if c.takeCall(id) == nil {
-		if r := <-call; r.peer {
-			c.lateResponses.Add(1)
-			c.opts.Logf("extension: dropped a response to id %d that came as its caller gave up", id)
-		}
+	if c.takeCall(id) == nil && (<-call).peer { // taken: its reply is received here
+		c.opts.Logf("extension: dropped a response to id %d that came as its caller gave up", id)
 	}
 }
 
@@ -762,19 +731,25 @@ func (c *Conn) Notify(ctx context.Context, method string, params any) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("extension: notify %s: %w", method, err)
 	}
-	f, err := c.newNotification(method, params)
+	f, err := c.newFrame(nil, method, params)
 	if err != nil {
 		return err
 	}
 	// D6: the host's extension/initialized opens the barrier.
 	f.opens = c.opts.host && method == MethodInitialized
-	switch c.send(f, ctx.Done(), c.done) {
-	case cancelled:
-		return fmt.Errorf("extension: notify %s: %w", method, ctx.Err())
-	case ended:
-		return c.Err()
+	if !c.send(f, ctx.Done(), c.done) {
+		return c.notSent("notify", method, ctx)
 	}
 	return nil
+}
+
+// notSent returns why a call or notification (what) was not sent: the
+// connection's terminal error, else ctx's error (wrapped).
+func (c *Conn) notSent(what, method string, ctx context.Context) error {
+	if err := c.Err(); err != nil {
+		return err
+	}
+	return fmt.Errorf("extension: %s %s: %w", what, method, ctx.Err())
 }
 
 // sendRaw queues line, without its "\n", as it is, waiting for room until
@@ -795,13 +770,13 @@ func (c *Conn) tryNotify(method string, params any) error {
 		c.droppedEvents.Add(1)
 		return fmt.Errorf("%w: %s dropped, %d events pending", errQueueFull, method, c.opts.EventBudget)
 	}
-	f, err := c.newNotification(method, params)
+	f, err := c.newFrame(nil, method, params)
 	if err != nil {
 		c.events.Add(-1)
 		return err
 	}
 	f.event = true
-	if c.send(f, nil, nil) == sent {
+	if c.send(f, nil, nil) {
 		return nil
 	}
 	// Not sent: the event gives its budget back and counts as dropped.
@@ -810,18 +785,14 @@ func (c *Conn) tryNotify(method string, params any) error {
 	return fmt.Errorf("%w: %s dropped, write queue full", errQueueFull, method)
 }
 
-// newNotification encodes a notification frame, or returns the error that
-// keeps it from being sent.
-func (c *Conn) newNotification(method string, params any) (*outFrame, error) {
-	if err := c.Err(); err != nil {
-		return nil, err
-	}
-	return newFrame(nil, method, params)
-}
-
 // newFrame encodes a request frame, or a notification frame when id is
-// nil, or returns the error that keeps it from being sent.
-func newFrame(id *msgID, method string, params any) (*outFrame, error) {
+// nil, or returns the error that keeps it from being sent: for a
+// notification, first, the connection's end (Call checks it itself as it
+// takes its id).
+func (c *Conn) newFrame(id *msgID, method string, params any) (*outFrame, error) {
+	if id == nil && c.Err() != nil {
+		return nil, c.Err()
+	}
 	data, err := encodeRequest(id, method, params)
 	if err != nil {
 		return nil, fmt.Errorf("extension: encode %s params: %w", method, err)
@@ -841,51 +812,35 @@ func newFrame(id *msgID, method string, params any) (*outFrame, error) {
 // room, but not past the writer's end, and is still flushed after the
 // connection ended.
 func (c *Conn) sendAnswer(f *outFrame) {
-	if c.send(f, nil, c.writerDone) != sent {
+	if !c.send(f, nil, c.writerDone) {
 		c.freeSlot(f)
 	}
 }
 
-// sendResult is how send ended: the frame was sent (taken by a direct
-// write or the queue), the caller's wait was cancelled, the connection (or
-// its writer) ended first, or, not waiting, the queue was full.
-type sendResult int
-
-const (
-	sent sendResult = iota
-	cancelled
-	ended
-	full
-)
-
-// send hands f to the wire: the calling goroutine writes it at once when
-// it can (direct); otherwise it joins the write queue, waiting for room
-// until cancel or end is closed (a nil channel never is). With both nil it
-// does not wait.
-func (c *Conn) send(f *outFrame, cancel, end <-chan struct{}) sendResult {
+// send hands f to the wire and reports whether it did: the calling
+// goroutine writes it at once when it can (direct); otherwise it joins the
+// write queue, waiting for room until cancel or end is closed (a nil
+// channel never is). With both nil it does not wait.
+func (c *Conn) send(f *outFrame, cancel, end <-chan struct{}) bool {
 	if c.direct(f) {
-		return sent
+		return true
 	}
 	c.backlog.Add(1) // before the frame is queued: no direct write may overtake it
-	r := full
-	if cancel == nil && end == nil {
+	select {
+	case c.writeq <- f:
+		return true
+	default:
+	}
+	if cancel != nil || end != nil {
 		select {
 		case c.writeq <- f:
-			return sent
-		default:
-		}
-	} else {
-		select {
-		case c.writeq <- f:
-			return sent
+			return true
 		case <-cancel:
-			r = cancelled
 		case <-end:
-			r = ended
 		}
 	}
 	c.backlog.Add(-1)
-	return r
+	return false
 }
 
 // direct writes f on the calling goroutine when nothing is queued or being
@@ -896,23 +851,18 @@ func (c *Conn) send(f *outFrame, cancel, end <-chan struct{}) sendResult {
 // writer (leftover), which writes it before any other frame, so no frame is
 // torn (D2) and a full pipe never blocks the caller past its deadline
 // (D18). It reports whether f was taken care of; false leaves f to the
-// queue.
+// queue, as for the frame that opens the barrier, whose writer records
+// where it opened (D6, writeFrames).
 func (c *Conn) direct(f *outFrame) bool {
-	if c.writeNow == nil || c.backlog.Load() != 0 || !c.wmu.TryLock() {
+	if c.writeNow == nil || f.opens || c.backlog.Load() != 0 || !c.wmu.TryLock() {
 		return false
 	}
 	defer c.wmu.Unlock()
-	if c.backlog.Load() != 0 || waitClosed(c.done, 0) || waitClosed(c.writeDead, 0) {
+	if c.backlog.Load() != 0 || waitClosed(c.done, 0) || waitClosed(c.writeDead.Done(), 0) {
 		return false // once the connection has ended, the writer drains in order
 	}
 	if !c.begin(f) {
 		return true // skipped: its caller gave up
-	}
-	if f.opens {
-		// D6, as in writeFrames; the leftover, if any, does not store it again.
-		c.openedAt.Store(c.fr.consumed())
-		c.checkSettled()
-		f.opens = false
 	}
 	n, err := c.writeNow(f.data)
 	switch {
@@ -934,63 +884,34 @@ func (c *Conn) direct(f *outFrame) bool {
 
 // writeLoop is the writer goroutine. It and direct writers hold wmu while
 // they write to w (D2: frames never interleave). Once the connection has
-// ended it drains.
+// ended it drains: it still writes what is queued, in order, so that a
+// barrier's rejection, the frame_too_large error frame or a late answer
+// reaches the peer after the notifications queued before it, never ahead
+// of them. Requests are dropped then: their callers have already failed.
+// It stops when the reader has stopped and the queue is empty, or when the
+// supervisor ends the drain; what is left in the queue is dropped.
 func (c *Conn) writeLoop() {
 	defer close(c.writerDone)
-	for {
-		if waitClosed(c.done, 0) {
-			c.drain()
-			return
-		}
+	defer c.dropQueued()
+	done, last := c.done, false
+	var readerDone, drainStop <-chan struct{} // watched once the connection has ended
+	for !last {
 		var f *outFrame
 		select {
 		case f = <-c.writeq:
 		case <-c.wake: // a direct write left its rest
-		case <-c.done:
-			continue // back to the check above, which drains
-		}
-		if !c.writeBatch(f) {
-			c.dropQueued() // the connection has failed: nothing more is written
-			return
-		}
-	}
-}
-
-// drain is the writer once the connection has ended: it still writes what
-// is queued, in order, so that a barrier's rejection, the frame_too_large
-// error frame or a late answer reaches the peer after the notifications
-// queued before it, never ahead of them. Requests are dropped: their
-// callers have already failed. It stops when the reader has stopped and
-// the queue is empty, or when the supervisor ends the drain.
-func (c *Conn) drain() {
-	readerStopped := false
-	for {
-		var f *outFrame
-		if readerStopped {
+		case <-done:
+			done, readerDone, drainStop = nil, c.readerDone, c.drainStop
+			continue
+		case <-readerDone:
 			// Nothing more is coming from the reader: flush what is
-			// queued and stop.
-			select {
-			case f = <-c.writeq:
-			case <-c.wake:
-			default:
-				c.writeBatch(nil) // a direct write's leftover, if any
-				return
-			}
-		} else {
-			select {
-			case f = <-c.writeq:
-			case <-c.wake:
-			case <-c.readerDone:
-				readerStopped = true
-				continue
-			case <-c.drainStop:
-				c.dropQueued()
-				return
-			}
+			// queued, a direct write's leftover included, and stop.
+			f, last = c.dequeue(), true
+		case <-drainStop:
+			return
 		}
 		if !c.writeBatch(f) {
-			c.dropQueued()
-			return
+			return // the connection has failed: nothing more is written
 		}
 	}
 }
@@ -1009,7 +930,8 @@ func (c *Conn) writeBatch(f *outFrame) bool {
 		batch, size = append(batch, r), len(r.data) // begun by direct
 	}
 	for f != nil || len(batch) > 0 {
-		if f != nil && (size == 0 || size+len(f.data) <= writeChunkSize) && !endsBatch(batch) {
+		// Nothing joins a batch whose last frame ends the connection.
+		if f != nil && (size == 0 || size+len(f.data) <= writeChunkSize) && (len(batch) == 0 || batch[len(batch)-1].endAfter == nil) {
 			c.backlog.Add(-1)
 			if f.call && waitClosed(c.done, 0) {
 				f.state.Store(frameSkipped)
@@ -1023,13 +945,11 @@ func (c *Conn) writeBatch(f *outFrame) bool {
 			// The connection has failed: what was taken for this batch
 			// gives back its budget (slots are freed as frames begin).
 			for _, g := range batch {
-				if g.event {
-					c.events.Add(-1)
-				}
+				c.release(g)
 			}
 			if f != nil {
 				c.backlog.Add(-1)
-				c.dropFrame(f)
+				c.release(f)
 			}
 			return false
 		}
@@ -1037,12 +957,6 @@ func (c *Conn) writeBatch(f *outFrame) bool {
 	}
 	c.batch = batch[:0]
 	return true
-}
-
-// endsBatch reports whether the batch's last frame ends the connection
-// once written: nothing is written with it after it.
-func endsBatch(batch []*outFrame) bool {
-	return len(batch) > 0 && batch[len(batch)-1].endAfter != nil
 }
 
 // dequeue takes the next queued frame without waiting, nil when none is.
@@ -1059,19 +973,17 @@ func (c *Conn) dequeue() *outFrame {
 // frame of a batch without a copy) and finishes them.
 func (c *Conn) writeFrames(batch []*outFrame) bool {
 	data := batch[0].data
-	if len(batch) > 1 {
-		c.wbuf = c.wbuf[:0]
-		for _, f := range batch {
-			c.wbuf = append(c.wbuf, f.data...)
-		}
-		data = c.wbuf
-	}
+	c.wbuf = c.wbuf[:0]
 	for _, f := range batch {
 		if f.opens {
 			// D6: whatever was read before this point was sent before
 			// the sidecar could have seen extension/initialized.
 			c.openedAt.Store(c.fr.consumed())
 			c.checkSettled()
+		}
+		if len(batch) > 1 {
+			c.wbuf = append(c.wbuf, f.data...)
+			data = c.wbuf
 		}
 	}
 	if err := c.fw.writeFrame(data); err != nil {
@@ -1100,9 +1012,7 @@ func (c *Conn) begin(f *outFrame) bool {
 // written accounts for a frame written in full.
 func (c *Conn) written(f *outFrame) {
 	c.framesOut.Add(1)
-	if f.event {
-		c.events.Add(-1)
-	}
+	c.release(f)
 	if f.endAfter != nil {
 		c.fail(f.endAfter)
 	}
@@ -1111,20 +1021,15 @@ func (c *Conn) written(f *outFrame) {
 // dropQueued discards what is left in the queue, returning the event
 // budget and the handler slots its frames held.
 func (c *Conn) dropQueued() {
-	for {
-		select {
-		case f := <-c.writeq:
-			c.backlog.Add(-1)
-			c.dropFrame(f)
-		default:
-			return
-		}
+	for f := c.dequeue(); f != nil; f = c.dequeue() {
+		c.backlog.Add(-1)
+		c.release(f)
 	}
 }
 
-// dropFrame returns the event budget and the handler slot of a frame that
-// will not be written.
-func (c *Conn) dropFrame(f *outFrame) {
+// release returns the event budget and the handler slot of a frame that
+// leaves the writer, written or not.
+func (c *Conn) release(f *outFrame) {
 	if f.event {
 		c.events.Add(-1)
 	}
@@ -1146,10 +1051,7 @@ func (c *Conn) freeSlot(f *outFrame) {
 // with that error once the reader has read what is left of the input, or
 // WriterDrainTimeout later (superviseLoop).
 func (c *Conn) writeFailed(err error) {
-	c.writeOnce.Do(func() {
-		c.writeErr = fmt.Errorf("extension: write frame: %w", err)
-		close(c.writeDead)
-	})
+	c.stopWrites(fmt.Errorf("extension: write frame: %w", err)) // the first error stays the cause
 }
 
 // superviseLoop is the supervisor goroutine. While the connection lives it
@@ -1168,12 +1070,12 @@ watch:
 				c.fail(fmt.Errorf("%w: no byte progress for %v", errWriteStall, d.Round(time.Millisecond)))
 				c.closeWriter()
 			}
-		case <-c.writeDead:
+		case <-c.writeDead.Done():
 			// The peer closed its end; what it wrote before, such as its
 			// answer to extension/shutdown (D11), is still read until the
 			// input ends, for as long as a drain may take.
 			waitClosed(c.readerDone, c.opts.WriterDrainTimeout)
-			c.fail(c.writeErr)
+			c.fail(context.Cause(c.writeDead))
 			break watch
 		case <-c.done:
 			break watch

@@ -112,6 +112,31 @@ type testPeer struct {
 }
 
 // newPipeConn connects a Conn to a testPeer through two io.Pipes.
+// The diagnostics a Conn logs for the responses it drops, one Logf call
+// each: a test counts the drops of one kind with logCounts.
+const (
+	logUnknownResponse   = "extension: dropped a response to unknown id %d"
+	logLateResponse      = "extension: dropped a response to id %d that came as its caller gave up"
+	logMalformedResponse = "extension: dropped a malformed response: %v"
+)
+
+// logCounts returns opts with a Logf that counts the calls by format, and
+// the count of one format so far.
+func logCounts(opts ConnOptions) (ConnOptions, func(format string) int) {
+	var mu sync.Mutex
+	counts := make(map[string]int)
+	opts.Logf = func(format string, _ ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		counts[format]++
+	}
+	return opts, func(format string) int {
+		mu.Lock()
+		defer mu.Unlock()
+		return counts[format]
+	}
+}
+
 func newPipeConn(t *testing.T, h Handler, opts ConnOptions) (*Conn, *testPeer) {
 	t.Helper()
 	connR, peerW := io.Pipe()
@@ -392,7 +417,12 @@ func TestConnD2ExactLimitInboundFrameAccepted(t *testing.T) {
 
 func TestConnMalformedFramesAnsweredAndConnectionKept(t *testing.T) {
 	hangWatchdog(t)
-	c, peer := newPipeConn(t, funcHandler{request: echoParams}, ConnOptions{})
+	var framesIn atomic.Uint64 // the non-empty inbound lines, valid or not
+	_, peer := newPipeConn(t, funcHandler{request: echoParams}, ConnOptions{Tap: func(inbound bool, _ []byte) {
+		if inbound {
+			framesIn.Add(1)
+		}
+	}})
 	tests := []struct {
 		line string
 		id   string
@@ -412,7 +442,7 @@ func TestConnMalformedFramesAnsweredAndConnectionKept(t *testing.T) {
 	if f := peer.recv(t); string(f.ID) != "9" || f.Error != nil {
 		t.Errorf("valid request after malformed ones: got %+v, want a result for id 9", f)
 	}
-	if got, want := c.stats().FramesIn, uint64(len(tests)+1); got != want {
+	if got, want := framesIn.Load(), uint64(len(tests)+1); got != want {
 		t.Errorf("FramesIn: got %d, want %d", got, want)
 	}
 }
@@ -457,14 +487,15 @@ func TestConnPeerErrorResponseMatchesByReason(t *testing.T) {
 
 func TestConnD4UnknownResponseDroppedAndCounted(t *testing.T) {
 	hangWatchdog(t)
-	c, peer := newPipeConn(t, funcHandler{request: echoParams}, ConnOptions{})
+	opts, logged := logCounts(ConnOptions{})
+	c, peer := newPipeConn(t, funcHandler{request: echoParams}, opts)
 	peer.send(t, `{"jsonrpc":"2.0","id":99,"result":{}}`)
 	peer.send(t, `{"jsonrpc":"2.0","id":98,"error":{"code":-32603,"message":"x"}}`)
 	// The reader handles frames in order: once this is answered, both
 	// responses have been dispatched.
 	peer.send(t, `{"jsonrpc":"2.0","id":1,"method":"sync","params":{}}`)
 	peer.recv(t)
-	if got := c.stats().UnknownResponses; got != 2 {
+	if got := logged(logUnknownResponse); got != 2 {
 		t.Errorf("UnknownResponses: got %d, want 2", got)
 	}
 	if err := c.Err(); err != nil {
@@ -493,7 +524,8 @@ func TestConnCallWithADoneContextSendsNothing(t *testing.T) {
 // unknown when the caller had already forgotten it): none vanishes.
 func TestConnD4EveryResponseIsReturnedOrCounted(t *testing.T) {
 	hangWatchdog(t)
-	c, peer := newPipeConn(t, nil, ConnOptions{})
+	opts, logged := logCounts(ConnOptions{})
+	c, peer := newPipeConn(t, nil, opts)
 	var requests atomic.Int64
 	go func() {
 		for {
@@ -533,11 +565,11 @@ func TestConnD4EveryResponseIsReturnedOrCounted(t *testing.T) {
 	if _, err := c.Call(context.Background(), "sync", nil); err != nil {
 		t.Fatal(err)
 	}
-	st := c.stats()
-	if got := returned + int64(st.UnknownResponses) + int64(st.LateResponses); got != requests.Load() {
-		t.Fatalf("%d responses sent, %d returned + %d unknown + %d late = %d", requests.Load(), returned, st.UnknownResponses, st.LateResponses, got)
+	unknown, late := int64(logged(logUnknownResponse)), int64(logged(logLateResponse))
+	if got := returned + unknown + late; got != requests.Load() {
+		t.Fatalf("%d responses sent, %d returned + %d unknown + %d late = %d", requests.Load(), returned, unknown, late, got)
 	}
-	t.Logf("%d sent: %d returned, %d unknown, %d late", requests.Load(), returned, st.UnknownResponses, st.LateResponses)
+	t.Logf("%d sent: %d returned, %d unknown, %d late", requests.Load(), returned, unknown, late)
 }
 
 // A handler's slot is free before its answer can reach the peer: a peer
@@ -629,21 +661,23 @@ func (strictHandler) HandleNotification(context.Context, string, json.RawMessage
 
 // framePeer is a Conn under test and the raw ends a test drives it with.
 type framePeer struct {
-	conn *Conn
-	in   *io.PipeWriter // frames to the Conn
-	out  *bufio.Reader  // frames from the Conn
+	conn   *Conn
+	logged func(format string) int // the Conn's diagnostics of one format
+	in     *io.PipeWriter          // frames to the Conn
+	out    *bufio.Reader           // frames from the Conn
 }
 
 func newFramePeer(t *testing.T) *framePeer {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	c := NewConn(inR, outW, strictHandler{}, ConnOptions{})
+	opts, logged := logCounts(ConnOptions{})
+	c := NewConn(inR, outW, strictHandler{}, opts)
 	t.Cleanup(func() {
 		inW.Close()
 		outR.Close()
 		c.Close()
 	})
-	return &framePeer{conn: c, in: inW, out: bufio.NewReaderSize(outR, 1<<16)}
+	return &framePeer{conn: c, logged: logged, in: inW, out: bufio.NewReaderSize(outR, 1<<16)}
 }
 
 // send writes one line; a Conn that has ended may stop reading, which is
@@ -719,7 +753,7 @@ func TestConnAdversarialFrames(t *testing.T) {
 				checkErrorFrame(t, a, c.code, c.reason, c.echo, c.id)
 			}
 			if c.dropped {
-				if n := p.conn.stats().MalformedResponses; n != 1 {
+				if n := p.logged(logMalformedResponse); n != 1 {
 					t.Fatalf("MalformedResponses = %d, want 1", n)
 				}
 			}

@@ -123,7 +123,7 @@ func NewError(reason Reason, message string) *Error {
 // wrapped error becomes Err and stays reachable with errors.As.
 func errorf(reason Reason, format string, args ...any) *Error {
 	err := fmt.Errorf(format, args...)
-	return causedError(errUnwrap(err), reason, "%s", err.Error())
+	return causedError(errors.Unwrap(err), reason, "%s", err)
 }
 
 // causedError is [NewError] with a formatted message and Err set to cause:
@@ -133,15 +133,6 @@ func causedError(cause error, reason Reason, format string, args ...any) *Error 
 	e := NewError(reason, fmt.Sprintf(format, args...))
 	e.Err = cause
 	return e
-}
-
-// errUnwrap returns the error fmt.Errorf wrapped with %w: the first one
-// when there are several.
-func errUnwrap(err error) error {
-	if u, ok := err.(interface{ Unwrap() []error }); ok && len(u.Unwrap()) > 0 {
-		return u.Unwrap()[0]
-	}
-	return errors.Unwrap(err)
 }
 
 // Error returns "<reason>: <message>" or "jsonrpc error <code>: <message>".
@@ -213,12 +204,11 @@ func asWireError(err error) *Error {
 		return e
 	}
 	var r Reason
-	if errors.As(err, &r) {
-		if _, frozen := r.info(); frozen {
-			return NewError(r, "")
-		}
+	errors.As(err, &r) // "" when err holds no Reason
+	if _, frozen := r.info(); !frozen {
+		r = ReasonInternal
 	}
-	return NewError(ReasonInternal, "")
+	return NewError(r, "")
 }
 
 // The typed errors a host branches on, one per kind of failure: a plugin

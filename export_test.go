@@ -43,38 +43,22 @@ func (t *tail) Written() int64 {
 
 // connStats counts what a [Conn] has seen so far.
 type connStats struct {
-	// FramesIn counts the non-empty inbound lines, valid or not.
-	FramesIn uint64
 	// FramesOut counts the frames written completely.
 	FramesOut uint64
-	// UnknownResponses counts the responses dropped because their id
-	// matched no pending call (D4).
-	UnknownResponses uint64
 	// DroppedNotifications counts the inbound notifications dropped
 	// because the queue was full (ConnOptions.DropOverflowingNotifications).
 	DroppedNotifications uint64
-	// MalformedResponses counts the response-shaped frames (no method, and
-	// a result, error or id member) dropped because their envelope was
-	// invalid.
-	MalformedResponses uint64
 	// DroppedEvents counts the best-effort events dropped because the
 	// event budget was used up (D20).
 	DroppedEvents uint64
-	// LateResponses counts the responses that arrived as their caller's
-	// context ended and were dropped: the caller had already given up.
-	LateResponses uint64
 }
 
 // stats returns the counters of the connection so far.
 func (c *Conn) stats() connStats {
 	return connStats{
-		FramesIn:             c.framesIn.Load(),
 		FramesOut:            c.framesOut.Load(),
-		UnknownResponses:     c.unknownResponses.Load(),
-		MalformedResponses:   c.malformedResponses.Load(),
 		DroppedNotifications: c.droppedNotifications.Load(),
 		DroppedEvents:        c.droppedEvents.Load(),
-		LateResponses:        c.lateResponses.Load(),
 	}
 }
 

@@ -135,18 +135,14 @@ func (c *Conn) admit(m *message, fe *frameError, end int64) bool {
 	switch {
 	case c.opts.host:
 		defer c.judge(end)
-		if at := c.openedAt.Load(); at >= 0 && end > at { // read after it: post-barrier
+		// Post-barrier (read after the host began to write
+		// extension/initialized), or the answer to extension/initialize.
+		if at := c.openedAt.Load(); at >= 0 && end > at || fe == nil && m.kind == kindResponse && c.isPending(m.id) {
 			return true
-		}
-		if fe == nil && m.kind == kindResponse && c.isPending(m.id) {
-			return true // the answer to extension/initialize
 		}
 		c.poison(m, fe)
 		return false
-	case c.opts.Sidecar:
-		if fe != nil {
-			return true // answered as malformed, whatever the barrier
-		}
+	case c.opts.Sidecar && fe == nil: // a malformed frame is answered as such, whatever the barrier
 		reject, admitted := c.sidecarAdmit(m)
 		if reject != nil {
 			c.sendAnswer(&outFrame{data: encodeError(&m.id, reject)})
@@ -189,14 +185,12 @@ func (c *Conn) barrierSettled(ctx context.Context) {
 // poison ends a host connection on a pre-barrier frame (D6). A request is
 // answered first, so the answer is flushed before the connection ends.
 func (c *Conn) poison(m *message, fe *frameError) {
-	var what string
+	what := fmt.Sprintf("%s %q", m.kind, m.method)
 	switch {
 	case fe != nil:
 		what = "an unparsable frame (" + fe.err.Message + ")"
 	case m.kind == kindResponse:
 		what = fmt.Sprintf("a response to id %d", m.id)
-	default:
-		what = fmt.Sprintf("%s %q", m.kind, m.method)
 	}
 	err := causedError(errPreBarrier, ReasonProtocolError, "sent %s before extension/initialized", what)
 	switch {
@@ -216,13 +210,10 @@ func (c *Conn) sidecarAdmit(m *message) (reject *Error, admitted bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {
-	case m.kind == kindResponse:
-		return nil, true
-	case c.side == barrierOpen:
-		if m.kind == kindRequest && m.method == MethodInitialize {
-			// D6: the handshake happens once per connection.
-			return errorf(ReasonProtocolError, "%s after the handshake", m.method), false
-		}
+	case c.side == barrierOpen && m.kind == kindRequest && m.method == MethodInitialize:
+		// D6: the handshake happens once per connection.
+		return errorf(ReasonProtocolError, "%s after the handshake", m.method), false
+	case m.kind == kindResponse, c.side == barrierOpen:
 		return nil, true
 	case m.kind == kindNotification:
 		if m.method == MethodInitialized && c.side == awaitInitialized {
@@ -250,10 +241,8 @@ func (c *Conn) answered(method string, handlerErr error) error {
 	case MethodInitialize:
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		if c.side != initializing {
-			return nil
-		}
 		switch {
+		case c.side != initializing:
 		case handlerErr == nil:
 			c.side = awaitInitialized
 		case asWireError(handlerErr).Reason == ReasonInvalidParams:

@@ -166,10 +166,6 @@ type frameWriter struct {
 	progress atomic.Int64
 }
 
-func newFrameWriter(w io.Writer) *frameWriter {
-	return &frameWriter{w: w, epoch: time.Now()}
-}
-
 func (fw *frameWriter) stamp() { fw.progress.Store(int64(time.Since(fw.epoch)) + 1) }
 
 // writeFrame writes frame completely, in chunks of at most writeChunkSize
@@ -260,26 +256,13 @@ var envelopeNode = mustNode[envelope]()
 
 // decodeMessage parses one frame, the line without its terminator (D2-D5).
 func decodeMessage(line []byte) (message, *frameError) {
-	m, fe := decodeFrame(line)
-	if fe != nil && !utf8.Valid(line) {
-		// D2: invalid UTF-8 is a protocol_error for that frame. A frame
-		// the walk accepts is valid UTF-8 (the lexer checks every string,
-		// and any other byte above 0x7f is a syntax error), so only a
-		// failed one is looked at again.
-		return message{}, &frameError{err: NewError(ReasonProtocolError, "frame is not valid UTF-8")}
-	}
-	return m, fe
-}
-
-// decodeFrame is decodeMessage without the UTF-8 verdict.
-func decodeFrame(line []byte) (message, *frameError) {
 	s := scanner{data: line}
 	switch c := s.peek(); {
 	case c == 0:
 		return message{}, &frameError{err: NewError(ReasonProtocolError, "parse error: empty frame")}
 	case c != '{':
 		if err := walk(rawNode, line, reflect.Value{}); err != nil {
-			return message{}, parseError(err)
+			return message{}, walkError(line, err)
 		}
 		if c == '[' {
 			return message{}, &frameError{err: invalidRequest("batch arrays are not supported")}
@@ -288,19 +271,25 @@ func decodeFrame(line []byte) (message, *frameError) {
 	}
 	var env envelope
 	if err := walk(envelopeNode(), line, reflect.ValueOf(&env).Elem()); err != nil {
-		if ve := err.(*ValidationError); ve.rule == ruleDuplicate {
-			// D3: a repeated member is ambiguous, whatever its name.
-			return message{}, &frameError{err: invalidRequest("duplicate member " + quoteName(ve.detail))}
-		}
-		return message{}, parseError(err)
+		return message{}, walkError(line, err)
 	}
 	return buildMessage(&env)
 }
 
-// parseError answers a frame that is not JSON: once a duplicate member is
-// answered, the JSON syntax is all its walk can fail on.
-func parseError(err error) *frameError {
+// walkError answers a frame the walk failed on. D2: invalid UTF-8 is a
+// protocol_error for that frame; a frame the walk accepts is valid UTF-8
+// (the lexer checks every string, and any other byte above 0x7f is a
+// syntax error), so only a failed one is looked at again. D3: a repeated
+// member is ambiguous, whatever its name. Past these, the JSON syntax is
+// all a walk can fail on.
+func walkError(line []byte, err error) *frameError {
 	ve := err.(*ValidationError)
+	switch {
+	case !utf8.Valid(line):
+		return &frameError{err: NewError(ReasonProtocolError, "frame is not valid UTF-8")}
+	case ve.rule == ruleDuplicate:
+		return &frameError{err: invalidRequest("duplicate member " + quoteName(ve.detail))}
+	}
 	e := NewError(ReasonProtocolError, fmt.Sprintf("parse error: invalid JSON at byte %d: %s", ve.offset, ve.Msg))
 	e.Code = codeParseError
 	return &frameError{err: e}
@@ -318,17 +307,16 @@ func buildMessage(env *envelope) (message, *frameError) {
 		f.err = invalidRequest(msg)
 		return message{}, &f
 	}
-	if env.Method == nil && (env.ID != nil || env.Result != nil || env.Error != nil) {
+	switch {
+	case env.Method != nil && env.ID != nil:
+		fe.kind = kindRequest
+	case env.Method != nil:
+		fe.kind = kindNotification
+	case env.ID != nil || env.Result != nil || env.Error != nil:
 		// Response-shaped: whatever is wrong with it, its id included, it
 		// is never answered, or two peers could trade error responses
 		// forever.
 		fe.kind = kindResponse
-	}
-	if env.Method != nil {
-		fe.kind = kindRequest
-		if env.ID == nil {
-			fe.kind = kindNotification
-		}
 	}
 	if env.ID != nil {
 		id, ok := parseID(env.ID)
@@ -365,15 +353,13 @@ func buildMessage(env *envelope) (message, *frameError) {
 		return invalid("a response must not carry params")
 	case (env.Result == nil) == (env.Error == nil):
 		return invalid("a response carries exactly one of result and error")
-	case env.Result != nil:
-		m.kind, m.result = kindResponse, bytes.Clone(env.Result)
-		return m, nil
+	case env.Error != nil:
+		var ok bool
+		if m.err, ok = decodeWireError(env.Error); !ok {
+			return invalid("error must be an object with an integer code and a string message")
+		}
 	}
-	e, ok := decodeWireError(env.Error)
-	if !ok {
-		return invalid("error must be an object with an integer code and a string message")
-	}
-	m.kind, m.err = kindResponse, e
+	m.kind, m.result = kindResponse, bytes.Clone(env.Result)
 	return m, nil
 }
 

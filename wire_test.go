@@ -211,7 +211,7 @@ func (w *chunkRecorder) Write(p []byte) (int, error) {
 func TestWriteFrameWritesWholeFramesInBoundedChunks(t *testing.T) {
 	frame := append(bytes.Repeat([]byte{'w'}, 2*writeChunkSize+5), '\n')
 	var w chunkRecorder
-	fw := newFrameWriter(&w)
+	fw := &frameWriter{w: &w, epoch: time.Now()}
 	if err := fw.writeFrame(frame); err != nil {
 		t.Fatalf("writeFrame: %v", err)
 	}
