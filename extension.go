@@ -575,6 +575,13 @@ func (f *inflight) close() {
 	f.mu.Unlock()
 }
 
+// join takes no more and waits for what runs; a sidecar's background
+// calls end at the latest with its connection.
+func (f *inflight) join() {
+	f.close()
+	f.wait(context.Background())
+}
+
 // wait waits until nothing runs, or ctx ends.
 func (f *inflight) wait(ctx context.Context) error {
 	f.mu.Lock()

@@ -111,8 +111,7 @@ func (s *sidecar) abort() {
 	s.conn.Close()
 	s.proc.stop(0, s.cfg.ReapTimeout, s.cfg.ExitDrain) // no grace: kill the group and reap it
 	<-s.watched
-	s.bg.close() // the background calls end at the latest with the connection
-	s.bg.wait(context.Background())
+	s.bg.join()
 }
 
 // HandleRequest answers the sidecar's requests: host/content/read from
@@ -415,9 +414,8 @@ func (s *sidecar) doStop() error {
 	}
 	killed, reapErr := s.proc.stop(s.cfg.StdinGrace, s.cfg.ReapTimeout, s.cfg.ExitDrain)
 	s.conn.Close()
-	<-s.watched  // joins the watcher, OnCrash included
-	s.bg.close() // the background calls end at the latest with the connection
-	s.bg.wait(context.Background())
+	<-s.watched // joins the watcher, OnCrash included
+	s.bg.join()
 	s.setState(stateStopped)
 	switch {
 	case reapErr != nil:
