@@ -78,7 +78,7 @@
 // # Interception
 //
 // D15: a point's chain runs its subscribers in priority, then plugin ID,
-// then installed order, one after another. D16: the verdicts are
+// then the record's order, one after another. D16: the verdicts are
 // continue, block, replace (strictly revalidated) and, at
 // permission.decision only, allow and deny; an allow over a host deny is
 // audited. D17: a slot has one owner, which has the final say after the
@@ -280,7 +280,7 @@ type Host struct {
 
 	// OnWarning, if set, receives each warning as it happens, a
 	// [*PluginError] naming the plugin and what it failed: optional
-	// sidecars that failed to start, in installed order (D10); optional
+	// sidecars that failed to start, in the record's order (D10); optional
 	// interceptors skipped after a failure or violation, and dropped
 	// events, once per plugin and category per generation (D19, D20). It
 	// may be called from several goroutines at once.
@@ -340,7 +340,7 @@ func (h Host) withDefaults() *Host {
 // the chains built from them. Create it with [Host.Start]; Close stops it.
 type Runtime struct {
 	cfg        *Host
-	sidecars   []*sidecar // started, in installed order
+	sidecars   []*sidecar // started, in the record's order
 	byID       map[string]*sidecar
 	slots      map[string]string    // slot → owning plugin (D17)
 	paramSlots bool                 // some plugin owns a tool:<name> slot (D28)
@@ -368,7 +368,7 @@ func (rt *Runtime) Declaration(id string) (InitializeResult, bool) {
 }
 
 // Warnings returns the generation's warnings so far: first the startup
-// warnings in installed order, then those of its operations as they came.
+// warnings in the record's order, then those of its operations as they came.
 func (rt *Runtime) Warnings() []*PluginError {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
@@ -376,7 +376,7 @@ func (rt *Runtime) Warnings() []*PluginError {
 }
 
 // Start builds one runtime generation (D10): every installed, enabled
-// runtime plugin in installed order, at most MaxParallelStarts initializing
+// runtime plugin in the record's order, at most MaxParallelStarts initializing
 // at once, all under one StartupTimeout deadline. Slot claims are checked
 // first, so a collision starts nothing (D17). A required plugin's failure
 // stops every started sidecar and fails Start; an optional one's becomes a
@@ -415,7 +415,7 @@ func (h *Host) start(ctx context.Context, gen uint64) (*Runtime, error) {
 	sem := make(chan struct{}, cfg.MaxParallelStarts)
 	var wg sync.WaitGroup
 	for i, g := range gates {
-		// D10: launches begin in installed order; the semaphore keeps at
+		// D10: launches begin in the record's order; the semaphore keeps at
 		// most MaxParallelStarts in their initialization, and nothing
 		// launches once the shared deadline has passed.
 		errs[i] = g.err // a refusal of the launch gate
@@ -436,7 +436,7 @@ func (h *Host) start(ctx context.Context, gen uint64) (*Runtime, error) {
 		})
 	}
 	wg.Wait()
-	// Startup warnings come in installed order (D10), refusals of the
+	// Startup warnings come in the record's order (D10), refusals of the
 	// launch gate and failed starts alike, once the outcome is known.
 	var failed error
 	var warnings []*PluginError

@@ -121,7 +121,7 @@ var errSlotOwnerBlocked = errors.New("the slot owner blocked the operation")
 
 // buildChains orders each point's interceptors (D15): the sidecars that
 // subscribed to it in their handshake, by priority, then plugin ID
-// byte-wise, then installed order, which the stable sort keeps from
+// byte-wise, then the record's order, which the stable sort keeps from
 // rt.sidecars. A point's slot owner is left out: it speaks once, last
 // (D17).
 func (rt *Runtime) buildChains() {

@@ -86,7 +86,7 @@ type gated struct {
 }
 
 // launchablePlugins runs the launch gate over every installed package in
-// installed order (D10). Disabled packages and packages without a runtime
+// the record's order, by name (D10). Disabled packages and packages without a runtime
 // are not runtime plugins and are skipped; an enabled package that
 // declares (or tries to declare) a runtime but may not launch is there
 // with its refusal. The error is a [*ManifestError] for a
@@ -110,7 +110,7 @@ func launchablePlugins(home, workspaceRoot string) ([]gated, error) {
 }
 
 // launchGate runs the launch gate (D8) for one installed entry. It returns
-// a spec only for a plugin that is enabled, user-level, whose manifest is
+// a spec only for a plugin that is enabled, outside project configuration, whose manifest is
 // v1 with a runtime, and whose command resolves to an absolute path that
 // is not a shell. Every refusal is a [*StartError] of stage "launch" wrapping errDisabled
 // (only for a disabled entry, before its manifest is read), [ErrNoRuntime]
@@ -144,9 +144,6 @@ func launchGate(home string, e *PackageEntry, workspaceRoot string) (*launchSpec
 		return refuse(false, "%w; a sidecar needs \"apiVersion\": %q and a runtime block", ErrNoRuntime, manifestAPIVersion)
 	}
 	// D8: project configuration can never declare a runtime.
-	if e.Scope == ScopeProject {
-		return refuse(rt.Required, "%w: the package was installed at project level; install it at user level to run its sidecar", errProjectRuntime)
-	}
 	if workspaceRoot != "" && insideDir(root, filepath.Join(workspaceRoot, projectConfigDir)) {
 		return refuse(rt.Required, "%w: the package root %s is inside the workspace's %s directory; install it at user level to run its sidecar", errProjectRuntime, root, projectConfigDir)
 	}

@@ -852,13 +852,19 @@ func TestLaunchGateD8AllowsAbsoluteNonShellCommands(t *testing.T) {
 }
 
 func TestLaunchGateD8RefusesProjectRuntime(t *testing.T) {
-	t.Run("project scope", func(t *testing.T) {
+	t.Run("project scope of the earlier record", func(t *testing.T) {
+		// The earlier record's scope "project" is migrated as disabled:
+		// it never launches, from any workspace.
 		home := t.TempDir()
-		installRuntime(t, home, "proj", "/opt/proj", InstallOptions{Scope: ScopeProject})
+		dir := writePlugin(t, filepath.Join(t.TempDir(), "proj"), runtimeManifest("proj", "/opt/proj"))
+		record := `{"version":1,"packages":[{"name":"proj","root":` + strconv.Quote(dir) + `,"enabled":true,"scope":"project","linked":true}]}`
+		if err := os.WriteFile(filepath.Join(home, packagesFile), []byte(record), 0o644); err != nil {
+			t.Fatal(err)
+		}
 		spec, err := resolveLaunch(home, "proj", t.TempDir())
-		wantRefusal(t, spec, err, "proj", errProjectRuntime)
+		wantRefusal(t, spec, err, "proj", errDisabled)
 		spec, err = resolveLaunch(home, "proj", "")
-		wantRefusal(t, spec, err, "proj", errProjectRuntime)
+		wantRefusal(t, spec, err, "proj", errDisabled)
 	})
 	t.Run("root in the workspace's .reasonix", func(t *testing.T) {
 		home := t.TempDir()
@@ -1068,7 +1074,10 @@ func TestLaunchablePluginsD10InstalledOrderAndRefusals(t *testing.T) {
 	if _, err := Install(home, plain, InstallOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	installRuntime(t, home, "proj", "/opt/proj", InstallOptions{Scope: ScopeProject})
+	proj := writePlugin(t, filepath.Join(ws, ".reasonix", "plugins", "proj"), runtimeManifest("proj", "/opt/proj"))
+	if _, err := Install(home, proj, InstallOptions{Link: true}); err != nil {
+		t.Fatal(err)
+	}
 	required := writePlugin(t, filepath.Join(t.TempDir(), "req"), `{"apiVersion":"reasonix.io/plugin/v1","name":"req","runtime":{"command":"node","required":true}}`)
 	if _, err := Install(home, required, InstallOptions{Link: true}); err != nil {
 		t.Fatal(err)
@@ -1080,17 +1089,17 @@ func TestLaunchablePluginsD10InstalledOrderAndRefusals(t *testing.T) {
 	for _, s := range specs {
 		ids = append(ids, s.ID)
 	}
-	if want := []string{"zulu", "alpha"}; !reflect.DeepEqual(ids, want) {
-		t.Errorf("launchable = %q, want %q (installed order)", ids, want)
+	if want := []string{"alpha", "zulu"}; !reflect.DeepEqual(ids, want) {
+		t.Errorf("launchable = %q, want %q (the record's order: by name, D10)", ids, want)
 	}
 	wantRefused := []struct {
 		plugin   string
 		sentinel error
 		required bool
 	}{
-		{"shell", errShellCommand, false},
 		{"proj", errProjectRuntime, false},
 		{"req", errBareCommand, true},
+		{"shell", errShellCommand, false},
 	}
 	if len(refused) != len(wantRefused) {
 		t.Fatalf("refusals = %v, want %d", refused, len(wantRefused))

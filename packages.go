@@ -1,12 +1,14 @@
 package extension
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,36 +18,28 @@ import (
 )
 
 // packagesFile is the name of the trust and launch record inside the
-// Reasonix home directory (PROTOCOL.md §3.2).
-//
-// The file is one JSON object, written with two-space indentation and a
-// trailing newline:
+// Reasonix home directory: upstream's record, in upstream's shape
+// (PROTOCOL.md §3.2, D8).
 //
 //	{
 //	  "version": 1,
-//	  "packages": [
+//	  "plugins": [
 //	    {
 //	      "name": "acme",
+//	      "source": "/src/acme",
 //	      "root": "plugins/acme",
 //	      "version": "0.1.0",
-//	      "enabled": true,
-//	      "scope": "user"
+//	      "enabled": true
 //	    }
 //	  ]
 //	}
 //
-// "version" is 1. "packages" is an array, so the installed order is
-// deterministic; runtime startup follows it (D10). In an entry, "name"
-// (the installed name, which is the plugin ID), "root" and "enabled" are
-// required; "root" is relative to the home directory (slash-separated)
-// or absolute; "version" is the installed version; "scope" is "user"
-// (the default) or "project"; "linked" is true when root is the plugin's
-// own directory rather than a copy under <home>/plugins/; "source" is the
-// directory it was installed from. The file is read strictly (D3): an
-// unknown or repeated member, a wrong type, a repeated name or a control
-// character in version, root or source makes it corrupt, never silently
-// empty. "version" is checked first, so a file of a later format says so
-// instead of failing on an entry it does not know.
+// Entries are kept sorted by name, which is the start order (D10). The
+// members of PackageEntry are read strictly (D3); members this package
+// does not know, at the root or in an entry, are kept and written back
+// unchanged. This project's earlier shape, {"version":1,"packages":[…]}
+// with "scope" and "linked", is still read, and rewritten in upstream's
+// shape by the first change.
 //
 // Writers coordinate through updatePackages, which holds a lock on
 // [packagesLockFile] across the read, the change and the rewrite, so two
@@ -58,15 +52,6 @@ const maxPackagesBytes = 8 << 20
 // projectConfigDir is the directory of a workspace that holds project
 // configuration; a package root inside it is project-level (D8).
 const projectConfigDir = ".reasonix"
-
-// Scope says who recorded a package.
-type Scope string
-
-// The scopes. A project-level package can never launch a runtime (D8).
-const (
-	ScopeUser    Scope = "user"
-	ScopeProject Scope = "project"
-)
 
 // Sentinel errors of the packages record and the launch gate, matched with
 // [errors.Is]. They arrive wrapped in a [*PluginError], a [*StartError]
@@ -99,23 +84,37 @@ var (
 	errCorruptPackages = errors.New("corrupt plugin-packages.json")
 )
 
-// PackageEntry is one installed package.
+// PackageEntry is one installed plugin: an entry of plugin-packages.json.
 type PackageEntry struct {
 	// Name is the installed name: the plugin ID (PROTOCOL.md §3.1).
 	Name string `json:"name"`
+	// Source is the directory the plugin was installed from.
+	Source string `json:"source,omitempty"`
 	// Root is the package directory, relative to the home directory
 	// (slash-separated) or absolute.
 	Root string `json:"root"`
 	// Version is the installed version; empty means the manifest's.
 	Version string `json:"version,omitempty"`
+	// Description is the manifest's description when it was installed.
+	Description string `json:"description,omitempty"`
+	// ManifestKind is upstream's, kept as it was written.
+	ManifestKind string `json:"manifestKind,omitempty"`
 	// Enabled is false for a package that must not launch.
 	Enabled bool `json:"enabled"`
-	// Scope is ScopeUser or ScopeProject; empty reads as ScopeUser.
-	Scope Scope `json:"scope,omitempty"`
-	// Linked is true when Root is the plugin's own directory, not a copy.
-	Linked bool `json:"linked,omitempty"`
-	// Source is the directory the package was installed from.
-	Source string `json:"source,omitempty"`
+	// Commit is upstream's, kept as it was written.
+	Commit string `json:"commit,omitempty"`
+	// Unknown holds the members of the entry this package does not know,
+	// verbatim; they are written back unchanged (D8).
+	Unknown map[string]json.RawMessage `json:"-" proto:"rest"`
+
+	// Linked is true when the package runs in place from the directory it
+	// was installed from (InstallOptions.Link): its root lies outside the
+	// home directory. It is derived, not stored.
+	Linked bool `json:"-"`
+	// Notice, when not empty, says how reading the record changed this
+	// entry: one of this project's earlier shape is migrated, and one
+	// recorded at project level is disabled (D8). It is not stored.
+	Notice string `json:"-"`
 }
 
 // rootPath returns the absolute package root for the given home.
@@ -156,102 +155,166 @@ func validPluginName(name string) bool {
 }
 
 // LoadPackages reads <home>/plugin-packages.json: the installed packages
-// in installed order, names unique (PROTOCOL.md §3.2). A missing file is
-// an empty set; anything else that cannot be used is a [*ManifestError],
+// sorted by name, names unique (PROTOCOL.md §3.2). A missing file is an
+// empty set; anything else that cannot be used is a [*ManifestError],
 // never an empty set.
 func LoadPackages(home string) ([]PackageEntry, error) {
-	path := filepath.Join(home, packagesFile)
-	data, err := readBounded(path, maxPackagesBytes)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, &ManifestError{Path: path, Msg: "cannot read: " + err.Error(), Err: err}
-	}
-	p, err := parsePackages(data)
-	if me, ok := err.(*ManifestError); ok { // every error parsePackages returns
-		return nil, &ManifestError{Path: path, Field: me.Field, Msg: me.Msg + "; fix or reinstall", Err: errCorruptPackages}
-	}
-	return p, err
+	doc, err := readPackages(home)
+	return doc.Plugins, err
 }
 
-// packagesDoc is the file as it is read strictly.
+// packagesDoc is the record as it is read: upstream's members, this
+// project's earlier "packages", and the root members neither knows.
 type packagesDoc struct {
-	Version  int64          `json:"version"`
-	Packages []PackageEntry `json:"packages,omitempty"`
+	Version  int64                      `json:"version,omitempty"`
+	Plugins  []PackageEntry             `json:"plugins,omitempty"`
+	Packages []earlierEntry             `json:"packages,omitempty"`
+	Unknown  map[string]json.RawMessage `json:"-" proto:"rest"`
+}
+
+// earlierEntry is an entry of this project's earlier record shape.
+type earlierEntry struct {
+	Name    string `json:"name"`
+	Root    string `json:"root"`
+	Version string `json:"version,omitempty"`
+	Enabled bool   `json:"enabled"`
+	Scope   string `json:"scope,omitempty"`
+	Linked  bool   `json:"linked,omitempty"`
+	Source  string `json:"source,omitempty"`
 }
 
 var packagesDocNode = mustNode[packagesDoc]()
 
-// parsePackages reads the file strictly through the strict walk; its
-// errors are *ManifestError values that LoadPackages relabels.
-func parsePackages(data []byte) ([]PackageEntry, error) {
+// readPackages reads the record of home, the earlier shape migrated into
+// Plugins, each entry's Linked derived.
+func readPackages(home string) (*packagesDoc, error) {
+	path := filepath.Join(home, packagesFile)
+	data, err := readBounded(path, maxPackagesBytes)
+	if errors.Is(err, fs.ErrNotExist) {
+		return &packagesDoc{}, nil
+	}
+	if err != nil {
+		return &packagesDoc{}, &ManifestError{Path: path, Msg: "cannot read: " + err.Error(), Err: err}
+	}
+	doc, err := parsePackages(data)
+	if me, ok := err.(*ManifestError); ok { // every error parsePackages returns
+		return &packagesDoc{}, &ManifestError{Path: path, Field: me.Field, Msg: me.Msg + "; fix or reinstall", Err: errCorruptPackages}
+	}
+	for i := range doc.Plugins {
+		doc.Plugins[i].Linked = !insideDir(doc.Plugins[i].rootPath(home), home)
+	}
+	return doc, nil
+}
+
+// parsePackages reads the record through the strict walk; its errors are
+// *ManifestError values that readPackages relabels.
+func parsePackages(data []byte) (*packagesDoc, error) {
 	// The version decides how the rest reads, so it is checked first: a
 	// later format reports "unsupported version", not an odd entry.
 	var root members
 	if err := readDocument(data, "the file", membersNode, &root); err != nil {
 		return nil, err
 	}
-	if err := root.caseVariant("version", "packages"); err != nil {
+	if err := root.caseVariant("version", "plugins", "packages"); err != nil {
 		return nil, err
 	}
-	if root["version"] == nil {
-		return nil, &ManifestError{Field: "version", Msg: "missing"}
-	}
-	if v, err := strconv.ParseInt(string(root["version"]), 10, 64); err == nil && v != 1 {
+	if v, err := strconv.ParseInt(string(root["version"]), 10, 64); err == nil && v != 0 && v != 1 {
 		return nil, &ManifestError{Field: "version", Msg: fmt.Sprintf("unsupported version %d; this host reads version 1", v)}
 	}
-	var doc packagesDoc
-	if err := readDocument(data, "the file", packagesDocNode(), &doc); err != nil {
+	doc := new(packagesDoc)
+	if err := readDocument(data, "the file", packagesDocNode(), doc); err != nil {
 		return nil, err
 	}
-	for i, e := range doc.Packages {
-		field := fmt.Sprintf("packages[%d]", i)
-		switch {
-		case !validPluginName(e.Name):
-			return nil, &ManifestError{Field: field + ".name", Msg: fmt.Sprintf("%q is not a valid plugin name", e.Name)}
-		case strings.TrimSpace(e.Root) == "":
-			return nil, &ManifestError{Field: field + ".root", Msg: "missing or blank"}
-		case e.Scope != "" && e.Scope != ScopeUser && e.Scope != ScopeProject:
-			return nil, &ManifestError{Field: field + ".scope", Msg: fmt.Sprintf("%q is not a scope; use user or project", e.Scope)}
-		}
-		for _, f := range []struct{ name, value string }{{"root", e.Root}, {"version", e.Version}, {"source", e.Source}} {
-			if err := checkText(f.value, field+"."+f.name); err != nil {
-				return nil, err
-			}
-		}
-		if findEntry(doc.Packages[:i], e.Name) != nil {
-			return nil, &ManifestError{Field: field + ".name", Msg: fmt.Sprintf("%q is installed twice", e.Name)}
+	entries := doc.Plugins
+	doc.Plugins = nil
+	for i, e := range entries {
+		if err := doc.add(e, fmt.Sprintf("plugins[%d]", i)); err != nil {
+			return nil, err
 		}
 	}
-	return doc.Packages, nil
+	for i, e := range doc.Packages { // D8: migrated, nothing lost
+		p := PackageEntry{Name: e.Name, Source: e.Source, Root: e.Root, Version: e.Version, Enabled: e.Enabled,
+			Notice: "read from this project's earlier shape of the record, which the first change rewrites in upstream's"}
+		switch e.Scope {
+		case "", "user":
+		case "project":
+			p.Enabled = false
+			p.Notice += "; installed at project level, so disabled: project configuration never launches a runtime"
+		default:
+			return nil, &ManifestError{Field: fmt.Sprintf("packages[%d].scope", i), Msg: fmt.Sprintf("%q is not a scope; use user or project", e.Scope)}
+		}
+		if err := doc.add(p, fmt.Sprintf("packages[%d]", i)); err != nil {
+			return nil, err
+		}
+	}
+	doc.Packages = nil
+	slices.SortStableFunc(doc.Plugins, func(a, b PackageEntry) int { return strings.Compare(a.Name, b.Name) })
+	return doc, nil
 }
 
-// savePackages writes entries to <home>/plugin-packages.json atomically: the content
-// goes to a temporary file in the same directory, is synced, and replaces
-// the file by rename, so a reader sees the old or the new record, never a
-// mix. It creates home when missing. It takes no lock: to change the
-// record that is on disk, use updatePackages, or a concurrent writer's
-// change can be lost.
-func savePackages(home string, entries []PackageEntry) error {
-	path := filepath.Join(home, packagesFile)
-	if entries == nil {
-		entries = []PackageEntry{}
+// add checks the entry e, read at field, and adds it to the record.
+func (doc *packagesDoc) add(e PackageEntry, field string) error {
+	switch {
+	case !validPluginName(e.Name):
+		return &ManifestError{Field: field + ".name", Msg: fmt.Sprintf("%q is not a valid plugin name", e.Name)}
+	case strings.TrimSpace(e.Root) == "":
+		return &ManifestError{Field: field + ".root", Msg: "missing or blank"}
+	case findEntry(doc.Plugins, e.Name) != nil:
+		return &ManifestError{Field: field + ".name", Msg: fmt.Sprintf("%q is installed twice", e.Name)}
 	}
-	// Strings and bools only: encoding cannot fail.
-	data, _ := json.MarshalIndent(struct {
-		Version  int            `json:"version"`
-		Packages []PackageEntry `json:"packages"`
-	}{1, entries}, "", "  ")
-	data = append(data, '\n')
+	for _, f := range []struct{ name, value string }{{"source", e.Source}, {"root", e.Root}, {"version", e.Version},
+		{"description", e.Description}, {"manifestKind", e.ManifestKind}, {"commit", e.Commit}} {
+		if err := checkText(f.value, field+"."+f.name); err != nil {
+			return err
+		}
+	}
+	doc.Plugins = append(doc.Plugins, e)
+	return nil
+}
+
+// savePackages writes doc to <home>/plugin-packages.json atomically, in
+// upstream's shape: entries sorted by name, each with the members it
+// does not know after its own, then the root's. The content goes to a
+// temporary file in the same directory, is synced, and replaces the file
+// by rename, so a reader sees the old or the new record, never a mix. It
+// creates home when missing. It takes no lock: to change the record that
+// is on disk, use updatePackages, or a concurrent writer's change can be
+// lost.
+func savePackages(home string, doc *packagesDoc) error {
+	path := filepath.Join(home, packagesFile)
+	slices.SortStableFunc(doc.Plugins, func(a, b PackageEntry) int { return strings.Compare(a.Name, b.Name) })
+	var b bytes.Buffer
+	b.WriteString(`{"version":1,"plugins":[`)
+	for i, e := range doc.Plugins {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		entry, _ := json.Marshal(e) // strings and a bool: encoding cannot fail
+		b.Write(withMembers(entry, e.Unknown))
+	}
+	b.WriteString("]}")
+	var data bytes.Buffer
+	json.Indent(&data, withMembers(b.Bytes(), doc.Unknown), "", "  ") // valid: built from valid JSON
+	data.WriteByte('\n')
 	// Never write what LoadPackages would reject.
-	if _, err := parsePackages(data); err != nil {
+	if _, err := parsePackages(data.Bytes()); err != nil {
 		return &ManifestError{Path: path, Msg: "refusing to write an invalid record: " + err.Error(), Err: errCorruptPackages}
 	}
-	if err := writeFileAtomic(path, data); err != nil {
+	if err := writeFileAtomic(path, data.Bytes()); err != nil {
 		return &ManifestError{Path: path, Msg: "cannot write: " + err.Error(), Err: err}
 	}
 	return nil
+}
+
+// withMembers returns the JSON object obj, which has members, with
+// members added at its end in name order.
+func withMembers(obj []byte, members map[string]json.RawMessage) []byte {
+	for _, k := range slices.Sorted(maps.Keys(members)) {
+		name, _ := json.Marshal(k)
+		obj = append(append(append(append(obj[:len(obj)-1], ','), name...), ':'), members[k]...)
+		obj = append(obj, '}')
+	}
+	return obj
 }
 
 // writeFileAtomic writes data to path through a synced temporary file in
@@ -371,14 +434,14 @@ func updatePackages(home string, fn func(*[]PackageEntry) error, after func() er
 		return &ManifestError{Path: path, Msg: "cannot lock: " + err.Error(), Err: err}
 	}
 	defer unlockFile(f) // at once, even while a sidecar forked meanwhile holds a copy of f until its exec
-	pkgs, err := LoadPackages(home)
+	doc, err := readPackages(home)
 	if err != nil {
 		return err
 	}
-	if err := fn(&pkgs); err != nil {
+	if err := fn(&doc.Plugins); err != nil {
 		return err
 	}
-	if err := savePackages(home, pkgs); err != nil {
+	if err := savePackages(home, doc); err != nil {
 		return err
 	}
 	if after != nil {
@@ -401,8 +464,6 @@ type InstallOptions struct {
 	// Version is the installed version; empty means the manifest's. It may
 	// not hold control characters.
 	Version string
-	// Scope is ScopeUser (the zero value) or ScopeProject.
-	Scope Scope
 }
 
 // Install records the plugin in pluginDir as installed and enabled in
@@ -415,8 +476,8 @@ type InstallOptions struct {
 // (an escaping or dangling symlink, a device, a pipe) fails the install
 // with errUnsafeFile. The copy reads the directory through an [os.Root],
 // so a file swapped for a link during the copy is refused too. Installing
-// a name that exists replaces the package in its place in the installed
-// order and enables it.
+// a name that exists replaces its entry, keeping the members this package
+// does not know, and enables it.
 //
 // Names are compared exactly; on a case-insensitive filesystem "Acme" and
 // "acme" are two entries that share one <home>/plugins/ directory, so the
@@ -436,10 +497,6 @@ func Install(home, pluginDir string, opts InstallOptions) (*PackageEntry, error)
 	if !validPluginName(name) {
 		return fail(fmt.Errorf("%w %q: use letters, digits, '.', '_' and '-' (InstallOptions.Name overrides the manifest name)", errInvalidPluginName, name))
 	}
-	scope := cmp.Or(opts.Scope, ScopeUser)
-	if scope != ScopeUser && scope != ScopeProject {
-		return fail(fmt.Errorf("scope %q: use user or project", scope))
-	}
 	src, err := filepath.Abs(pluginDir)
 	if err != nil {
 		return fail(err)
@@ -452,7 +509,7 @@ func Install(home, pluginDir string, opts InstallOptions) (*PackageEntry, error)
 	if controlChar(src) >= 0 {
 		return fail(fmt.Errorf("the plugin directory %q has a control character in its path; move it", src))
 	}
-	e := PackageEntry{Name: name, Version: cmp.Or(opts.Version, m.Version), Enabled: true, Scope: scope, Linked: opts.Link, Source: src}
+	e := PackageEntry{Name: name, Version: cmp.Or(opts.Version, m.Version), Description: m.Description, Enabled: true, Linked: opts.Link, Source: src}
 	err = updatePackages(home, func(pkgs *[]PackageEntry) error {
 		// The copy happens under the lock, so two installs of one name
 		// cannot interleave their copies.
@@ -464,6 +521,7 @@ func Install(home, pluginDir string, opts InstallOptions) (*PackageEntry, error)
 			e.Root = "plugins/" + name
 		}
 		if old := findEntry(*pkgs, name); old != nil {
+			e.Unknown = old.Unknown // what another tool wrote stays (D8)
 			*old = e
 		} else {
 			*pkgs = append(*pkgs, e)

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -50,7 +51,7 @@ func TestPackagesD8InstallEnableDisableRemoveRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := PackageEntry{Name: "acme", Root: "plugins/acme", Version: "0.1.0", Enabled: true, Scope: ScopeUser, Source: src}
+	want := PackageEntry{Name: "acme", Root: "plugins/acme", Version: "0.1.0", Enabled: true, Source: src}
 	if !reflect.DeepEqual(*e, want) {
 		t.Fatalf("Install = %+v, want %+v", *e, want)
 	}
@@ -154,24 +155,23 @@ func TestPackagesSaveIsAtomicAndLeavesNoTempFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Upstream's shape and member order (D8, PROTOCOL.md §3.2).
 	want := `{
   "version": 1,
-  "packages": [
+  "plugins": [
     {
       "name": "one",
+      "source": ` + jsonString(filepath.Join(base, "one")) + `,
       "root": "plugins/one",
       "version": "0.1.0",
-      "enabled": true,
-      "scope": "user",
-      "source": ` + jsonString(filepath.Join(base, "one")) + `
+      "enabled": true
     },
     {
       "name": "two",
+      "source": ` + jsonString(filepath.Join(base, "two")) + `,
       "root": "plugins/two",
       "version": "0.1.0",
-      "enabled": false,
-      "scope": "user",
-      "source": ` + jsonString(filepath.Join(base, "two")) + `
+      "enabled": false
     }
   ]
 }
@@ -183,14 +183,14 @@ func TestPackagesSaveIsAtomicAndLeavesNoTempFiles(t *testing.T) {
 
 func TestPackagesSaveEmptyAndReload(t *testing.T) {
 	home := filepath.Join(t.TempDir(), "not", "yet")
-	if err := savePackages(home, nil); err != nil {
+	if err := savePackages(home, &packagesDoc{}); err != nil {
 		t.Fatal(err)
 	}
 	data, err := os.ReadFile(filepath.Join(home, packagesFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "{\n  \"version\": 1,\n  \"packages\": []\n}\n"; string(data) != want {
+	if want := "{\n  \"version\": 1,\n  \"plugins\": []\n}\n"; string(data) != want {
 		t.Errorf("file = %q, want %q", data, want)
 	}
 	p, err := LoadPackages(home)
@@ -202,7 +202,7 @@ func TestPackagesSaveEmptyAndReload(t *testing.T) {
 func TestPackagesSaveRefusesInvalidRecord(t *testing.T) {
 	home := t.TempDir()
 	p := []PackageEntry{{Name: "a", Root: "r", Enabled: true}, {Name: "a", Root: "r"}}
-	err := savePackages(home, p)
+	err := savePackages(home, &packagesDoc{Plugins: p})
 	if !errors.Is(err, errCorruptPackages) {
 		t.Fatalf("Save with a repeated name: err = %v, want errCorruptPackages", err)
 	}
@@ -228,32 +228,37 @@ func TestLoadPackagesD3CorruptFileIsTypedError(t *testing.T) {
 	}{
 		{"empty file", ``, "", "one JSON object"},
 		{"garbage", `not json`, "", "one JSON object"},
-		{"truncated", `{"version":1,"packages":[` + entry, "", "not valid JSON"},
-		{"trailing data", `{"version":1,"packages":[]}]`, "", "trailing data"},
-		{"unknown root member", `{"version":1,"packages":[],"extra":1}`, "extra", "unknown field"},
-		{"case-variant root member", `{"Version":1,"packages":[]}`, "Version", `did you mean "version"?`},
-		{"duplicate root member", `{"version":1,"version":1,"packages":[]}`, "version", "duplicate member"},
-		{"missing version", `{"packages":[]}`, "version", "missing"},
-		{"version 2", `{"version":2,"packages":[]}`, "version", "unsupported version 2"},
-		{"packages object", `{"version":1,"packages":{}}`, "packages", "must be an array"},
-		{"entry unknown member", `{"version":1,"packages":[{"name":"a","root":"r","enabled":true,"trusted":true}]}`, "packages[0].trusted", "unknown field"},
-		{"entry case variant", `{"version":1,"packages":[{"name":"a","root":"r","Enabled":true}]}`, "packages[0].Enabled", `did you mean "enabled"?`},
-		{"entry duplicate", `{"version":1,"packages":[{"name":"a","root":"r","enabled":false,"enabled":true}]}`, "packages[0].enabled", "duplicate member"},
-		{"entry enabled string", `{"version":1,"packages":[{"name":"a","root":"r","enabled":"true"}]}`, "packages[0].enabled", "must be true or false"},
-		{"entry without enabled", `{"version":1,"packages":[{"name":"a","root":"r"}]}`, "packages[0].enabled", "missing"},
-		{"entry without root", `{"version":1,"packages":[{"name":"a","enabled":true}]}`, "packages[0].root", "missing"},
-		{"entry without name", `{"version":1,"packages":[{"root":"r","enabled":true}]}`, "packages[0].name", "missing"},
-		{"entry bad name", `{"version":1,"packages":[{"name":"../x","root":"r","enabled":true}]}`, "packages[0].name", "not a valid plugin name"},
-		{"entry bad scope", `{"version":1,"packages":[{"name":"a","root":"r","enabled":true,"scope":"global"}]}`, "packages[0].scope", "not a scope"},
-		{"repeated name", `{"version":1,"packages":[` + entry + `,` + entry + `]}`, "packages[1].name", "installed twice"},
+		{"truncated", `{"version":1,"plugins":[` + entry, "", "not valid JSON"},
+		{"trailing data", `{"version":1,"plugins":[]}]`, "", "trailing data"},
+		{"case-variant root member", `{"Version":1,"plugins":[]}`, "Version", `did you mean "version"?`},
+		{"case-variant plugins", `{"version":1,"Plugins":[]}`, "Plugins", `did you mean "plugins"?`},
+		{"duplicate root member", `{"version":1,"version":1,"plugins":[]}`, "version", "duplicate member"},
+		{"duplicate unknown root member", `{"version":1,"plugins":[],"x":1,"x":2}`, "x", "duplicate member"},
+		{"version 2", `{"version":2,"plugins":[]}`, "version", "unsupported version 2"},
+		{"plugins object", `{"version":1,"plugins":{}}`, "plugins", "must be an array"},
+		{"entry case variant", `{"version":1,"plugins":[{"name":"a","root":"r","Enabled":true}]}`, "plugins[0].enabled", "missing"},
+		{"entry duplicate", `{"version":1,"plugins":[{"name":"a","root":"r","enabled":false,"enabled":true}]}`, "plugins[0].enabled", "duplicate member"},
+		{"entry enabled string", `{"version":1,"plugins":[{"name":"a","root":"r","enabled":"true"}]}`, "plugins[0].enabled", "must be true or false"},
+		{"entry without enabled", `{"version":1,"plugins":[{"name":"a","root":"r"}]}`, "plugins[0].enabled", "missing"},
+		{"entry without root", `{"version":1,"plugins":[{"name":"a","enabled":true}]}`, "plugins[0].root", "missing"},
+		{"entry without name", `{"version":1,"plugins":[{"root":"r","enabled":true}]}`, "plugins[0].name", "missing"},
+		{"entry bad name", `{"version":1,"plugins":[{"name":"../x","root":"r","enabled":true}]}`, "plugins[0].name", "not a valid plugin name"},
+		{"repeated name", `{"version":1,"plugins":[` + entry + `,` + entry + `]}`, "plugins[1].name", "installed twice"},
 		// A later format is named as such, not as an entry this host does
 		// not know, whatever the member order.
-		{"version 2 with future entries", `{"packages":[{"name":"a","root":"r","enabled":true,"sandbox":"strict"}],"version":2}`, "version", "unsupported version 2"},
-		{"version 2 with a future entry shape", `{"version":2,"packages":{"a":{"root":"r"}}}`, "version", "unsupported version 2"},
+		{"version 2 with future entries", `{"plugins":[{"name":"a","root":"r","enabled":"yes"}],"version":2}`, "version", "unsupported version 2"},
+		{"version 2 with a future entry shape", `{"version":2,"plugins":{"a":{"root":"r"}}}`, "version", "unsupported version 2"},
 		// D8: the record's shown fields are plain text.
-		{"root with ESC", `{"version":1,"packages":[{"name":"a","root":"plugins/a\u001b[8m","enabled":true}]}`, "packages[0].root", "control character"},
-		{"version with newline", `{"version":1,"packages":[{"name":"a","root":"r","enabled":true,"version":"1\n  intercepts: none"}]}`, "packages[0].version", "control character"},
-		{"source with C1", `{"version":1,"packages":[{"name":"a","root":"r","enabled":true,"source":"/s\u009b"}]}`, "packages[0].source", "control character"},
+		{"root with ESC", `{"version":1,"plugins":[{"name":"a","root":"plugins/a\u001b[8m","enabled":true}]}`, "plugins[0].root", "control character"},
+		{"version with newline", `{"version":1,"plugins":[{"name":"a","root":"r","enabled":true,"version":"1\n  intercepts: none"}]}`, "plugins[0].version", "control character"},
+		{"source with C1", `{"version":1,"plugins":[{"name":"a","root":"r","enabled":true,"source":"/s\u009b"}]}`, "plugins[0].source", "control character"},
+		{"description with ESC", `{"version":1,"plugins":[{"name":"a","root":"r","enabled":true,"description":"\u001b[2J"}]}`, "plugins[0].description", "control character"},
+		// This project's earlier shape is read as strictly as before.
+		{"earlier entry unknown member", `{"version":1,"packages":[{"name":"a","root":"r","enabled":true,"trusted":true}]}`, "packages[0].trusted", "unknown field"},
+		{"earlier entry case variant", `{"version":1,"packages":[{"name":"a","root":"r","Enabled":true}]}`, "packages[0].Enabled", `did you mean "enabled"?`},
+		{"earlier entry bad scope", `{"version":1,"packages":[{"name":"a","root":"r","enabled":true,"scope":"global"}]}`, "packages[0].scope", "not a scope"},
+		{"earlier entry bad name", `{"version":1,"packages":[{"name":"../x","root":"r","enabled":true}]}`, "packages[0].name", "not a valid plugin name"},
+		{"earlier entry repeating a plugin", `{"version":1,"plugins":[` + entry + `],"packages":[` + entry + `]}`, "packages[0].name", "installed twice"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -284,7 +289,7 @@ func TestLoadPackagesD3CorruptFileIsTypedError(t *testing.T) {
 	}
 }
 
-func TestPackagesD10InstalledOrderPreserved(t *testing.T) {
+func TestPackagesD10RecordSortedByName(t *testing.T) {
 	home := t.TempDir()
 	base := t.TempDir()
 	for _, name := range []string{"charlie", "alpha", "bravo"} {
@@ -293,7 +298,7 @@ func TestPackagesD10InstalledOrderPreserved(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// Reinstalling keeps the package's place.
+	// Reinstalling keeps the order: by name, as upstream keeps it (D8).
 	if _, err := Install(home, filepath.Join(base, "alpha"), InstallOptions{Version: "2"}); err != nil {
 		t.Fatal(err)
 	}
@@ -301,7 +306,7 @@ func TestPackagesD10InstalledOrderPreserved(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := entryNames(p), []string{"charlie", "alpha", "bravo"}; !reflect.DeepEqual(got, want) {
+	if got, want := entryNames(p), []string{"alpha", "bravo", "charlie"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("order = %q, want %q", got, want)
 	}
 	if v := findEntry(p, "alpha").Version; v != "2" {
@@ -438,8 +443,14 @@ func TestInstallRejectsBadManifestAndScope(t *testing.T) {
 	if !errors.As(err, &me) || me.Field != "runtime.priority" {
 		t.Errorf("bad manifest: err = %v, want *ManifestError for runtime.priority", err)
 	}
+	// Scopes are gone from the record (D8); the earlier record's are
+	// still judged when it is migrated.
 	good := writePlugin(t, filepath.Join(t.TempDir(), "good"), runtimeManifest("good", "/x"))
-	if _, err := Install(home, good, InstallOptions{Scope: "global"}); err == nil || !strings.Contains(err.Error(), `scope "global"`) {
+	record := `{"version":1,"packages":[{"name":"good","root":` + strconv.Quote(good) + `,"enabled":true,"scope":"global"}]}`
+	if err := os.WriteFile(filepath.Join(home, packagesFile), []byte(record), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Install(home, good, InstallOptions{}); err == nil || !strings.Contains(err.Error(), `"global" is not a scope`) {
 		t.Errorf("bad scope: err = %v, want a scope error", err)
 	}
 }
@@ -683,5 +694,150 @@ func TestInstallD8RefusesControlCharactersInTheRecord(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(home, "plugins")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("the refused install copied files (stat err %v)", err)
+	}
+}
+
+// upstreamRecord is plugin-packages.json read with exactly upstream's
+// member set, as upstream reads it: encoding/json, unknown members
+// ignored (PROTOCOL.md §3.2).
+type upstreamRecord struct {
+	Version int `json:"version"`
+	Plugins []struct {
+		Name         string `json:"name"`
+		Source       string `json:"source"`
+		Root         string `json:"root"`
+		Version      string `json:"version"`
+		Description  string `json:"description"`
+		ManifestKind string `json:"manifestKind"`
+		Enabled      bool   `json:"enabled"`
+		Commit       string `json:"commit"`
+	} `json:"plugins"`
+}
+
+// readUpstream reads home's record as upstream would and returns its
+// entries' names and the record.
+func readUpstream(t *testing.T, home string) ([]string, upstreamRecord, []byte) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(home, packagesFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r upstreamRecord
+	if err := json.Unmarshal(data, &r); err != nil {
+		t.Fatalf("upstream cannot read what we wrote: %v\n%s", err, data)
+	}
+	var names []string
+	for _, p := range r.Plugins {
+		names = append(names, p.Name)
+	}
+	return names, r, data
+}
+
+func TestPackagesD8UpstreamRecordReadAndRewrittenInItsShape(t *testing.T) {
+	fixture, err := os.ReadFile(filepath.Join("testdata", "records", "upstream.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	home := t.TempDir()
+	if err := os.WriteFile(filepath.Join(home, packagesFile), fixture, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, err := LoadPackages(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []PackageEntry{
+		{Name: "code-review", Source: "https://github.com/example/code-review", Root: "plugins/code-review", Version: "1.4.0",
+			Description: "Reviews diffs before they are committed.", ManifestKind: "reasonix", Enabled: true, Commit: "3f2a9c1d0b7e6a5f4e3d2c1b0a9f8e7d6c5b4a39"},
+		{Name: "dev-tools", Root: "/opt/reasonix-plugins/dev-tools", Linked: true},
+		{Name: "linter", Source: "/home/user/src/linter", Root: "plugins/linter", Version: "0.2.0", Enabled: true,
+			Unknown: map[string]json.RawMessage{"pinned": json.RawMessage(`{
+        "channel": "beta"
+      }`)}},
+	}
+	if !reflect.DeepEqual(p, want) {
+		t.Fatalf("LoadPackages =\n%+v\nwant\n%+v", p, want)
+	}
+
+	// A change that changes nothing rewrites the file byte for byte.
+	if err := SetEnabled(home, "code-review", true); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, data := readUpstream(t, home); string(data) != string(fixture) {
+		t.Fatalf("rewritten =\n%s\nwant the fixture unchanged", data)
+	}
+
+	src := writePlugin(t, filepath.Join(t.TempDir(), "alpha"), runtimeManifest("alpha", "/opt/alpha"))
+	if _, err := Install(home, src, InstallOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := SetEnabled(home, "dev-tools", true); err != nil {
+		t.Fatal(err)
+	}
+	names, r, data := readUpstream(t, home)
+	if got := strings.Join(names, ","); got != "alpha,code-review,dev-tools,linter" || r.Version != 1 {
+		t.Fatalf("upstream reads version %d, plugins %s; want 1, alpha,code-review,dev-tools,linter:\n%s", r.Version, got, data)
+	}
+	if a := r.Plugins[0]; a.Root != "plugins/alpha" || a.Source != src || !a.Enabled || a.Version != "0.1.0" {
+		t.Errorf("upstream reads the installed entry as %+v", a)
+	}
+	if !r.Plugins[2].Enabled {
+		t.Errorf("dev-tools is still disabled for upstream after SetEnabled")
+	}
+	for _, kept := range []string{`"pinned": {`, `"channel": "beta"`, `"updatedAt": "2026-11-30T10:00:00Z"`, `"commit": "3f2a9c1d0b7e6a5f4e3d2c1b0a9f8e7d6c5b4a39"`} {
+		if !strings.Contains(string(data), kept) {
+			t.Errorf("the rewrite lost %s:\n%s", kept, data)
+		}
+	}
+
+	if err := Remove(home, "code-review"); err != nil {
+		t.Fatal(err)
+	}
+	names, _, data = readUpstream(t, home)
+	if got := strings.Join(names, ","); got != "alpha,dev-tools,linter" || !strings.Contains(string(data), `"updatedAt"`) || !strings.Contains(string(data), `"pinned"`) {
+		t.Errorf("after Remove upstream reads %s:\n%s", got, data)
+	}
+}
+
+func TestPackagesD8EarlierRecordMigratedOnFirstWrite(t *testing.T) {
+	earlier, err := os.ReadFile(filepath.Join("testdata", "records", "earlier.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	home := t.TempDir()
+	if err := os.WriteFile(filepath.Join(home, packagesFile), earlier, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, err := LoadPackages(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := entryNames(p); !reflect.DeepEqual(got, []string{"local", "zeta"}) {
+		t.Fatalf("entries %q, want local, zeta (by name)", got)
+	}
+	local, zeta := p[0], p[1]
+	// D8: project configuration never launches; the entry says why it is off.
+	if local.Enabled || !local.Linked || !strings.Contains(local.Notice, "project level") {
+		t.Errorf("project entry = %+v, want disabled, linked, with a notice naming the project level", local)
+	}
+	if !zeta.Enabled || zeta.Linked || zeta.Root != "plugins/zeta" || zeta.Source != "/home/user/src/zeta" || zeta.Version != "0.1.0" || !strings.Contains(zeta.Notice, "earlier shape") {
+		t.Errorf("user entry = %+v, want it kept as it was, with a migration notice", zeta)
+	}
+	// Reading alone never rewrites the file.
+	if data, _ := os.ReadFile(filepath.Join(home, packagesFile)); string(data) != string(earlier) {
+		t.Fatalf("LoadPackages rewrote the record")
+	}
+	if err := SetEnabled(home, "zeta", true); err != nil {
+		t.Fatal(err)
+	}
+	names, r, data := readUpstream(t, home)
+	if strings.Join(names, ",") != "local,zeta" || strings.Contains(string(data), `"packages"`) || strings.Contains(string(data), `"scope"`) {
+		t.Fatalf("after the first write upstream reads %q:\n%s", names, data)
+	}
+	if r.Plugins[0].Enabled || r.Plugins[0].Root != "/work/project/.reasonix/plugins/local" || r.Plugins[1].Source != "/home/user/src/zeta" {
+		t.Errorf("migrated entries = %+v", r.Plugins)
+	}
+	if p, err := LoadPackages(home); err != nil || p[1].Notice != "" {
+		t.Errorf("after migration: %+v, %v; want no notice left", p, err)
 	}
 }

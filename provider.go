@@ -229,7 +229,7 @@ type StreamEndParams struct {
 // Host.BaseCatalog, where a plugin that owns slot provider:<ref> replaces
 // the entry of that ref with its own descriptor (D28), then the other
 // descriptors of each running sidecar that declared providers, in
-// installed order. A sidecar's catalog is fetched once per generation,
+// the record's order. A sidecar's catalog is fetched once per generation,
 // concurrent first fetches sharing one request; descriptors outside the
 // plugin's namespace or not of the form plugin/<id>/<provider>/<model>
 // are left out, and visible strings are redacted (D25) and escaped (D27).

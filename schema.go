@@ -134,7 +134,8 @@ type vnode struct {
 	props    []vprop // struct members, sorted by name
 	index    map[string]int
 	required uint64 // bit i: props[i].required
-	open     bool   // an unknown member is skipped (openObject), not refused
+	open     bool   // an unknown member is skipped (openObject) or kept (rest), not refused
+	rest     int    // 1 + the index of the field that keeps unknown members (proto:"rest"); 0 when none
 	isMap    bool
 	elem     *vnode // array items, map values
 
@@ -249,6 +250,9 @@ func (n *vnode) fill(t reflect.Type) error {
 		f := t.Field(i)
 		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
 		switch {
+		case f.Tag.Get("proto") == "rest" && f.Type == reflect.TypeFor[map[string]json.RawMessage]():
+			n.rest, n.open = i+1, true
+			continue
 		case name == "-" || !f.IsExported():
 			continue
 		case f.Anonymous:

@@ -283,6 +283,8 @@ func (w *walker) object(n *vnode, dst reflect.Value) error {
 		switch {
 		case !known && !n.open:
 			return w.unknownMember(n, key, escaped)
+		case !known && n.rest > 0:
+			return w.keep(dst.Field(n.rest-1), key, escaped)
 		case !known:
 			return w.skip(false) // an open object tolerates it
 		case present&(1<<i) != 0:
@@ -310,6 +312,21 @@ func (w *walker) object(n *vnode, dst reflect.Value) error {
 			return w.fail(ruleOther, "", "%s", msg)
 		}
 	}
+	return nil
+}
+
+// keep walks the value of an unknown member into m, the object's map of
+// the members it does not know, verbatim (PROTOCOL.md §3.2: a record keeps
+// what another tool wrote).
+func (w *walker) keep(m reflect.Value, key []byte, escaped bool) error {
+	var raw json.RawMessage
+	if err := w.free(&vnode{kind: vAny}, reflect.ValueOf(&raw).Elem()); err != nil {
+		return err
+	}
+	if m.IsNil() {
+		m.Set(reflect.MakeMap(m.Type()))
+	}
+	m.SetMapIndex(reflect.ValueOf(unquote(key, escaped)), reflect.ValueOf(raw))
 	return nil
 }
 

@@ -28,13 +28,30 @@ func installCommand(fs *flag.FlagSet) func(*env) int {
 		if err := previewInstall(e.stdout, dir, e.args[0], *name, *link); err != nil {
 			return e.exit(err)
 		}
+		notes := migrationNotes(dir)
 		entry, err := extension.Install(dir, e.args[0], extension.InstallOptions{Name: *name, Link: *link})
 		if err != nil {
 			return e.exit(err)
 		}
 		fmt.Fprintln(e.stdout, installedLine(dir, entry))
+		fmt.Fprint(e.stdout, notes)
 		return 0
 	})
+}
+
+// migrationNotes returns, one line each, what the next change of home's
+// record changes in entries it did not write (PackageEntry.Notice): the
+// change rewrites this project's earlier shape in upstream's (D8). A
+// record that cannot be read fails the change itself.
+func migrationNotes(home string) string {
+	pkgs, _ := extension.LoadPackages(home)
+	var notes strings.Builder
+	for _, p := range pkgs {
+		if p.Notice != "" {
+			notes.WriteString(extension.TerminalSafe(fmt.Sprintf("note: %s: %s", p.Name, p.Notice)) + "\n")
+		}
+	}
+	return notes.String()
 }
 
 // homeCommand is a command on a Reasonix home: it declares -home (default
@@ -109,7 +126,7 @@ func packageRoot(home string, entry *extension.PackageEntry) string {
 	return root
 }
 
-// listCommand prints one line per installed package, in installed order.
+// listCommand prints one line per installed package, in the record's order.
 func listCommand(fs *flag.FlagSet) func(*env) int {
 	return homeCommand(fs, func(e *env, dir string) int {
 		pkgs, err := extension.LoadPackages(dir)
@@ -130,7 +147,7 @@ func listCommand(fs *flag.FlagSet) func(*env) int {
 
 // listLine is the line of list for one package, as tab-separated cells:
 // name, version (the installed one, else the manifest's), enabled or
-// disabled, linked or copied, then notes: the project scope, FULL TRUST
+// disabled, linked or copied, then notes: how reading the record changed the entry (PackageEntry.Notice), FULL TRUST
 // for a package whose manifest declares a runtime, or why its manifest
 // cannot be read. Every cell is terminal-safe.
 func listLine(home string, entry *extension.PackageEntry) string {
@@ -142,8 +159,8 @@ func listLine(home string, entry *extension.PackageEntry) string {
 		kind = "linked"
 	}
 	var notes []string
-	if entry.Scope == extension.ScopeProject {
-		notes = append(notes, "project")
+	if entry.Notice != "" {
+		notes = append(notes, entry.Notice)
 	}
 	// The launch gate's view (FULL TRUST reads the manifest as the gate
 	// does): a runtime plugin, one without a runtime, or the refusal.
@@ -152,8 +169,6 @@ func listLine(home string, entry *extension.PackageEntry) string {
 	case errors.Is(err, extension.ErrNoRuntime):
 	case err != nil:
 		notes = append(notes, "error: "+err.Error())
-	case entry.Scope == extension.ScopeProject:
-		notes = append(notes, "FULL TRUST runtime, never launched at project scope")
 	default:
 		notes = append(notes, "FULL TRUST")
 	}
@@ -181,6 +196,7 @@ var cellEscapes = strings.NewReplacer("\t", `\t`, "\n", `\n`)
 func changeCommand(change func(home, name string) error, done string) func(*flag.FlagSet) func(*env) int {
 	return func(flags *flag.FlagSet) func(*env) int {
 		return homeCommand(flags, func(e *env, dir string) int {
+			notes := migrationNotes(dir)
 			err := change(dir, e.args[0])
 			if errors.Is(err, fs.ErrNotExist) {
 				err = fmt.Errorf("%w; \"exthost list -home %s\" shows the installed names", err, dir)
@@ -189,6 +205,7 @@ func changeCommand(change func(home, name string) error, done string) func(*flag
 				return e.exit(err)
 			}
 			fmt.Fprintln(e.stdout, extension.TerminalSafe(fmt.Sprintf(done, e.args[0], dir)))
+			fmt.Fprint(e.stdout, notes)
 			return 0
 		})
 	}

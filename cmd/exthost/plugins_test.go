@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -308,13 +309,21 @@ func TestListShowsAnUnreadableManifestOnItsOwnLine(t *testing.T) {
 	}
 }
 
-func TestListMarksAProjectRuntimeAsNeverLaunched(t *testing.T) {
+func TestListMarksAnEarlierProjectRuntimeDisabledD8(t *testing.T) {
 	home := t.TempDir()
 	dir := makePluginDir(t, filepath.Join(t.TempDir(), "acme"), sidecarManifest("acme", "1.0.0"))
-	if _, err := extension.Install(home, dir, extension.InstallOptions{Scope: extension.ScopeProject}); err != nil {
+	record := `{"version":1,"packages":[{"name":"acme","root":` + strconv.Quote(dir) + `,"enabled":true,"scope":"project","linked":true}]}`
+	if err := os.WriteFile(filepath.Join(home, "plugin-packages.json"), []byte(record), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	wantList(t, home, "acme 1.0.0 enabled copied project, FULL TRUST runtime, never launched at project scope")
+	wantList(t, home, "acme 1.0.0 disabled linked read from this project's earlier shape of the record, which the first change rewrites in upstream's; "+
+		"installed at project level, so disabled: project configuration never launches a runtime, FULL TRUST")
+	// The first change rewrites the record and says what it changed.
+	out := mustRun(t, "disable", "-home", home, "acme")
+	if !strings.Contains(out, "note: acme: read from this project's earlier shape") {
+		t.Errorf("disable printed %q, want the migration note", out)
+	}
+	wantList(t, home, "acme 1.0.0 disabled linked FULL TRUST")
 }
 
 // TestInstallShowsAnEscapeInThePluginPathEscapedD27: the FULL TRUST block
