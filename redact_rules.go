@@ -47,7 +47,7 @@ func redactRules() []redactRule {
 		{name: "shopify-token", prefixes: []string{"shpat_", "shpca_", "shppa_", "shpss_"}, re: `^shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}`, alnumEnd: true},
 		{name: "linear-key", prefixes: []string{"lin_api_"}, re: `^lin_api_[A-Za-z0-9]{32,}`},
 		{name: "doppler-token", prefixes: []string{"dp.pt.", "dp.st.", "dp.ct.", "dp.sa.", "dp.scim.", "dp.audit."}, re: `^dp\.[a-z]+\.(?:[a-z0-9]+\.)?[A-Za-z0-9]{32,}`},
-		{name: "jwt", prefixes: []string{"eyJ"}, re: `^eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*`, window: 1 << 16},
+		{name: "jwt", prefixes: []string{"eyJ"}, re: `^eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*`, window: 1 << 16},
 		{name: "azure-storage-key", prefixes: []string{"accountkey="}, fold: true, re: `^(?i:accountkey)=([A-Za-z0-9+/]{20,}={0,2})`},
 		{name: "azure-storage-key", prefixes: []string{"sharedaccesssignature="}, fold: true, re: `^(?i:sharedaccesssignature)=([^;\s"'\\]+)`},
 		{name: "bearer-token", prefixes: []string{"bearer"}, fold: true, re: `^(?i:bearer)[ \t]+([A-Za-z0-9._~+/=-]{16,})`},
