@@ -199,8 +199,9 @@ func redactKeyKind(prev, key string) (rule string, password bool) {
 // "key": "value" (also with JSON-escaped quotes) or --key value pair whose
 // key names a secret, and keeps the key. For Authorization headers (and
 // keys ending in that word) the whole header value goes, scheme included;
-// for Cookie headers the cookie values (redactCookies). The unquoted value of a password after
-// ':' or a spaced '=' (YAML, INI) runs over blanks to the next key.
+// for Cookie headers the cookie values (redactCookies). The unquoted value
+// of a password after ':' or a spaced '=' (YAML, INI) runs over blanks to
+// the next key.
 //
 // It stays linear in the input: every byte of a value is scanned once.
 // A value that is redacted ends the rule's hits before its end (done); a
@@ -275,18 +276,14 @@ func redactKeyValue(st *redactScan, s string, p int) {
 // HttpOnly), known by their names, stay (§9.2).
 func redactCookies(st *redactScan, s string, vs, ve int) {
 	st.examined(ve)
-	for i := vs; i < ve; i++ {
-		e := redactRun(s, i, ve-i, func(c byte) bool { return c != ';' })
-		pair := strings.TrimLeft(s[i:e], " \t")
-		name, val, named := strings.Cut(pair, "=")
-		if named {
-			pair = strings.TrimLeft(val, " \t") // what goes: a suffix of s[i:e]
+	for pair := range strings.SplitSeq(s[vs:ve], ";") {
+		name, _, _ := strings.Cut(pair, "=")
+		v := strings.TrimLeft(pair[strings.IndexByte(pair, '=')+1:], " \t") // the value, or a pair without a name
+		if at := vs + len(pair) - len(v); !redactWord(strings.TrimSpace(name), "path", "domain", "expires", "max-age",
+			"samesite", "secure", "httponly", "partitioned", "priority") && !redactPlaceholder(v) {
+			st.add(at, at+len(strings.TrimRight(v, " \t")), "cookie-header")
 		}
-		if !redactWord(strings.TrimRight(name, " \t"), "path", "domain", "expires", "max-age", "samesite", "secure", "httponly", "partitioned", "priority") &&
-			!redactPlaceholder(pair) {
-			st.add(e-len(pair), e-len(pair)+len(strings.TrimRight(pair, " \t")), "cookie-header")
-		}
-		i = e
+		vs += len(pair) + 1
 	}
 }
 
