@@ -23,12 +23,13 @@ const RedactedMarker = "[redacted]"
 //
 // Every rule is named (see [Finding]) and targets one shape of credential:
 // vendor token formats, structural secrets (URL userinfo, Authorization
-// headers, cookies, PEM private key blocks, JWTs, key=value pairs whose key
-// names a secret) and the values of the host's own secret-looking environment
-// variables. There is deliberately no catch-all for "long random tokens":
-// hashes, UUIDs, content refs, model names and paths come through unchanged.
-// Only the secret itself is replaced by [RedactedMarker]; key names, header
-// names, URL schemes and hosts, and PEM BEGIN/END lines stay readable. The
+// headers, cookie values, PEM private key blocks, JWTs, key=value pairs whose
+// key names a secret) and the values of the host's own secret-looking
+// environment variables. There is deliberately no catch-all for "long random
+// tokens": hashes, UUIDs, content refs, model names and paths come through
+// unchanged. Only the secret itself is replaced by [RedactedMarker]; key
+// names, header names, cookie names and Set-Cookie attributes (Path=/), URL
+// schemes and hosts, and PEM BEGIN/END lines stay readable. The
 // value of a secret-named key stays when it is a placeholder (${NAME},
 // $NAME, %s, %(name)s, <your-token>, null), a count, a hex constant of up to
 // 64 bits, or a word of prose or an algorithm name (nothing, all, ed25519).

@@ -47,7 +47,7 @@ func redactRules() []redactRule {
 		{name: "shopify-token", prefixes: []string{"shpat_", "shpca_", "shppa_", "shpss_"}, re: `^shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}`, alnumEnd: true},
 		{name: "linear-key", prefixes: []string{"lin_api_"}, re: `^lin_api_[A-Za-z0-9]{32,}`},
 		{name: "doppler-token", prefixes: []string{"dp.pt.", "dp.st.", "dp.ct.", "dp.sa.", "dp.scim.", "dp.audit."}, re: `^dp\.[a-z]+\.(?:[a-z0-9]+\.)?[A-Za-z0-9]{32,}`},
-		{name: "jwt", prefixes: []string{"eyJ"}, re: `^eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*`, window: 1 << 16},
+		{name: "jwt", prefixes: []string{"eyJ"}, re: `^eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*`, window: 1 << 16},
 		{name: "azure-storage-key", prefixes: []string{"accountkey="}, fold: true, re: `^(?i:accountkey)=([A-Za-z0-9+/]{20,}={0,2})`},
 		{name: "azure-storage-key", prefixes: []string{"sharedaccesssignature="}, fold: true, re: `^(?i:sharedaccesssignature)=([^;\s"'\\]+)`},
 		{name: "bearer-token", prefixes: []string{"bearer"}, fold: true, re: `^(?i:bearer)[ \t]+([A-Za-z0-9._~+/=-]{16,})`},
@@ -197,10 +197,11 @@ func redactKeyKind(prev, key string) (rule string, password bool) {
 
 // redactKeyValue removes the value of a key=value, key: value, key := value,
 // "key": "value" (also with JSON-escaped quotes) or --key value pair whose
-// key names a secret, and keeps the key. For Authorization and Cookie
-// headers (and keys ending in those words) the whole header value goes,
-// scheme and attributes included. The unquoted value of a password after
-// ':' or a spaced '=' (YAML, INI) runs over blanks to the next key.
+// key names a secret, and keeps the key. For Authorization headers (and
+// keys ending in that word) the whole header value goes, scheme included;
+// for Cookie headers the cookie values (redactCookies). The unquoted value
+// of a password after ':' or a spaced '=' (YAML, INI) runs over blanks to
+// the next key.
 //
 // It stays linear in the input: every byte of a value is scanned once.
 // A value that is redacted ends the rule's hits before its end (done); a
@@ -262,7 +263,28 @@ func redactKeyValue(st *redactScan, s string, p int) {
 		st.examined(ve)
 		return
 	}
+	if rule == "cookie-header" {
+		redactCookies(st, s, vs, ve)
+		return
+	}
 	st.add(vs, ve, rule)
+}
+
+// redactCookies removes the value of each name=value pair of the Cookie or
+// Set-Cookie header value s[vs:ve], and a pair without a name, unless it
+// is a placeholder; cookie names and the attributes of Set-Cookie (Path=/,
+// HttpOnly), known by their names, stay (§9.2).
+func redactCookies(st *redactScan, s string, vs, ve int) {
+	st.examined(ve)
+	for pair := range strings.SplitSeq(s[vs:ve], ";") {
+		name, _, _ := strings.Cut(pair, "=")
+		v := strings.TrimLeft(pair[strings.IndexByte(pair, '=')+1:], " \t") // the value, or a pair without a name
+		if at := vs + len(pair) - len(v); !redactWord(strings.TrimSpace(name), "path", "domain", "expires", "max-age",
+			"samesite", "secure", "httponly", "partitioned", "priority") && !redactPlaceholder(v) {
+			st.add(at, at+len(strings.TrimRight(v, " \t")), "cookie-header")
+		}
+		vs += len(pair) + 1
+	}
 }
 
 // redactBlank returns the end of the run of blanks at i.
@@ -357,9 +379,7 @@ func redactPlaceholder(v string) bool {
 	// A hex constant of up to 64 bits, not a 256-bit private key.
 	hex := len(v) > 2 && len(v) <= 18 && v[0] == '0' && (v[1] == 'x' || v[1] == 'X') && strings.Trim(v[2:], redactHexDigits) == ""
 	return v == "" || strings.HasPrefix(v, RedactedMarker) || strings.Trim(v, "*") == "" || hex ||
-		// Equal lengths: only ASCII letters fold here, never the long s or
-		// the Kelvin sign, which EqualFold would take for s and k.
-		slices.ContainsFunc([]string{"null", "nil", "none", "true", "false", "undefined", "redacted"}, func(w string) bool { return len(v) == len(w) && strings.EqualFold(v, w) }) ||
+		redactWord(v, "null", "nil", "none", "true", "false", "undefined", "redacted") ||
 		redactPlaceholderLen(v) == len(v) ||
 		strings.IndexByte("{[(", v[0]) >= 0 || // a nested structure
 		v[0] == '<' && v[len(v)-1] == '>' // <your-token>
@@ -426,13 +446,20 @@ func redactPlaceholderLen(v string) int {
 // is missed; none of them is a credential on its own.
 func redactProse(v string) bool {
 	v = v[:redactRun(v, 0, len(v), func(c byte) bool { return c != ' ' && c != '\t' })] // the first word
-	return slices.ContainsFunc([]string{"a", "an", "all", "any", "nothing", "not", "no", "is", "are", "was", "were", "has", "have",
+	return redactWord(v, "a", "an", "all", "any", "nothing", "not", "no", "is", "are", "was", "were", "has", "have",
 		"will", "must", "cannot", "set", "unset", "empty", "missing", "required", "optional",
 		"invalid", "incorrect", "wrong", "expired", "revoked", "rotated", "changed", "updated",
 		"unchanged", "ok", "yes", "hidden", "masked", "omitted", "provided",
 		"ed25519", "ed448", "rsa", "ecdsa", "dsa", "eddsa", "hmac", "hs256", "hs384", "hs512",
 		"rs256", "rs384", "rs512", "es256", "es384", "es512", "ps256", "aes", "aes128", "aes256",
-		"sha1", "sha256", "sha512", "x25519"}, func(w string) bool { return len(v) == len(w) && strings.EqualFold(v, w) })
+		"sha1", "sha256", "sha512", "x25519")
+}
+
+// redactWord reports whether v is one of words, ASCII letters folded. Equal
+// lengths: only ASCII letters fold here, never the long s or the Kelvin
+// sign, which EqualFold would take for s and k.
+func redactWord(v string, words ...string) bool {
+	return slices.ContainsFunc(words, func(w string) bool { return len(v) == len(w) && strings.EqualFold(v, w) })
 }
 
 // redactDrivePath reports whether v is a Windows path: C:\... or C:/...,

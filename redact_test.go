@@ -14,6 +14,7 @@ import (
 type redactSecretCase struct {
 	name, rule string
 	secrets    []string // parts of which no 8-byte run may survive
+	keeps      []string // text the output must hold, as cookie names
 	text       string
 }
 
@@ -52,6 +53,9 @@ func loadSecretCorpus(tb testing.TB) []redactSecretCase {
 		for _, l := range lines[1:] {
 			if s, ok := strings.CutPrefix(l, "secret: "); ok {
 				c.secrets = append(c.secrets, s)
+			}
+			if s, ok := strings.CutPrefix(l, "keep: "); ok {
+				c.keeps = append(c.keeps, s)
 			}
 		}
 		if len(c.secrets) == 0 || rule == "" {
@@ -117,6 +121,11 @@ func TestRedactCorpusRemovesEverySecret(t *testing.T) {
 			if !strings.Contains(out, RedactedMarker) {
 				t.Errorf("Redact output has no %s marker:\n%s", RedactedMarker, out)
 			}
+			for _, k := range c.keeps {
+				if !strings.Contains(out, k) {
+					t.Errorf("Redact output lost %q:\n%s", k, out)
+				}
+			}
 			var fired []string
 			for _, f := range r.Findings(c.text) {
 				fired = append(fired, f.Rule)
@@ -179,7 +188,7 @@ func TestRedactKeepsContext(t *testing.T) {
 		{"yaml", "db:\n  password: hunter2!x\n  host: db", "db:\n  password: [redacted]\n  host: db"},
 		{"url userinfo keeps scheme and host", "postgres://app:s3cret-pw@db.internal:5432/x", "postgres://[redacted]@db.internal:5432/x"},
 		{"authorization drops the scheme too", `curl -H "Authorization: Basic ZGVwbG95OnMzY3JldA==" https://x`, `curl -H "Authorization: [redacted]" https://x`},
-		{"cookie", "Set-Cookie: sid=abc123xyz; Path=/; HttpOnly", "Set-Cookie: [redacted]"},
+		{"cookie keeps names and attributes", "Set-Cookie: sid=abc123xyz; Path=/; HttpOnly", "Set-Cookie: sid=[redacted]; Path=/; HttpOnly"},
 		{"pem keeps BEGIN and END", "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIFAKE0K3y\nbm90IGEga2V5\n-----END EC PRIVATE KEY-----\nnext", "-----BEGIN EC PRIVATE KEY-----[redacted]-----END EC PRIVATE KEY-----\nnext"},
 		{"command-line flag", "mysql --password Sup3rFAKEpw -h db", "mysql --password [redacted] -h db"},
 		{"prose key with two words", "The API key: FAKEabcd1234 was revoked", "The API key: [redacted] was revoked"},
@@ -229,6 +238,7 @@ var redactAdversarial = []string{
 	"token=$", "authorization: $", "cookie:[", // as found by review
 	"pass: a ", "pwd=/x=", "a://u:p/", "token=${{", "Authorization: <", `token="$`, "password: x y=", "sig=b(",
 	"mysql -pX ", "mysql mariadb ", // the database clients' -p flags
+	"cookie:a=${{;", "Set-Cookie: path=", // a cookie value per pair
 }
 
 // TestRedactD25LinearOnAdversarialText redacts 1 MiB of each adversarial
