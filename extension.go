@@ -237,11 +237,18 @@ type Host struct {
 	// StreamQueue is the number of entries of a stream's delivery queue,
 	// one of them kept for the stream's outcome. Default 256.
 	StreamQueue int
-	// MaxStreamBytes bounds the text a stream holds that its caller has
-	// not read, waiting behind a gap or in its queue (a chunk's text,
-	// signature and tool call); past it the stream fails as interrupted.
-	// Default 32 MiB.
+	// MaxStreamBytes bounds the bytes a stream holds that its caller has
+	// not read, waiting behind a gap or in its queue: each chunk weighs
+	// its whole encoded size, or the strings it holds once escaped when
+	// they are more, whichever members carry them (D21); past it the
+	// stream fails as interrupted. Default 32 MiB.
 	MaxStreamBytes int
+	// StreamIdleTimeout is how long a stream may go without a chunk or
+	// its end arriving; then it fails as interrupted, naming the idle
+	// time (D21). Default 120 s, which a slow model's pauses pass; a
+	// negative value turns it off, leaving the caller's context the only
+	// bound.
+	StreamIdleTimeout time.Duration
 	// StreamStallTimeout is how long the host waits, with a stream's queue
 	// full, for its reader to take a chunk; then that stream alone fails as
 	// interrupted. Meanwhile the host reads nothing more from the sidecar,
@@ -331,6 +338,9 @@ func (h Host) withDefaults() *Host {
 	h.StreamQueue = max(orDefault(h.StreamQueue, 256), 2)               // one chunk and the outcome at least
 	h.StreamStallTimeout = orDefault(h.StreamStallTimeout, time.Second) // D26
 	h.MaxStreamBytes = orDefault(h.MaxStreamBytes, 32<<20)              // D21
+	if h.StreamIdleTimeout >= 0 {
+		h.StreamIdleTimeout = orDefault(h.StreamIdleTimeout, 120*time.Second) // D21
+	}
 	h.MaxContentObjects = orDefault(h.MaxContentObjects, 64)            // D22
 	h.MaxContentBytes = orDefault(h.MaxContentBytes, 64<<20)            // D22
 	return &h

@@ -749,6 +749,33 @@ func TestCatalogIsFetchedOnceFilteredAndRedactedD25(t *testing.T) {
 	}
 }
 
+// TestCatalogLeavesOutRefsNotDeclaredD9: a catalog entry the sidecar did
+// not declare at the handshake is one OpenStream would refuse: it is left
+// out, with one warning naming it.
+func TestCatalogLeavesOutRefsNotDeclaredD9(t *testing.T) {
+	p := rawStreamPlugin()
+	p.env["FIXTURE_CATALOG"] = `"result":{"providers":[{"ref":"plugin/raw/fx/m"},{"ref":"plugin/raw/fx/undeclared"}]}`
+	rt := startRuntime(t, nil, p)
+	for range 2 {
+		cat, err := rt.Catalog(bg)
+		if err != nil || len(cat) != 1 || cat[0].Ref != "plugin/raw/fx/m" {
+			t.Fatalf("catalog %+v, %v; want only the declared ref", cat, err)
+		}
+	}
+	if _, err := rt.OpenStream(bg, "plugin/raw/fx/undeclared", "", extension.ProviderRequest{}); !errors.Is(err, extension.ReasonCapabilityNotDeclared) {
+		t.Fatalf("OpenStream of the left-out ref = %v, want capability_not_declared", err)
+	}
+	var warned []string
+	for _, w := range rt.Warnings() {
+		if strings.Contains(w.Error(), `"plugin/raw/fx/undeclared"`) {
+			warned = append(warned, w.Error())
+		}
+	}
+	if len(warned) != 1 || !strings.Contains(warned[0], "did not declare") {
+		t.Fatalf("warnings %q, want one naming the left-out ref", warned)
+	}
+}
+
 func TestFailedCatalogIsSkippedWarnedAndAskedAgain(t *testing.T) {
 	p := rawStreamPlugin()
 	p.env["FIXTURE_CATALOG"] = `"error":{"code":-32000,"message":"down","data":{"reason":"provider_failed","retryable":true}}`

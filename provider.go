@@ -169,6 +169,8 @@ type ProviderChunk struct {
 	ArgChars  int64             `json:"argChars,omitempty" proto:"min=0"`
 	Usage     *ProviderUsage    `json:"usage,omitempty"`
 	Error     *ProviderError    `json:"error,omitempty"`
+
+	weight int64 // what the chunk weighs against Host.MaxStreamBytes while the host holds it (D21)
 }
 
 // invariant: an error chunk carries its error and only it does; a usage
@@ -230,9 +232,10 @@ type StreamEndParams struct {
 // the entry of that ref with its own descriptor (D28), then the other
 // descriptors of each running sidecar that declared providers, in
 // the record's order. A sidecar's catalog is fetched once per generation,
-// concurrent first fetches sharing one request; descriptors outside the
-// plugin's namespace or not of the form plugin/<id>/<provider>/<model>
-// are left out, and visible strings are redacted (D25) and escaped (D27).
+// concurrent first fetches sharing one request; descriptors whose ref the
+// sidecar did not declare at the handshake, or not of the form
+// plugin/<id>/<provider>/<model>, are left out with a warning naming them
+// (D9), and visible strings are redacted (D25) and escaped (D27).
 // A sidecar whose fetch fails is skipped, warned about once, and asked
 // again next time. Catalog fails only when the generation is closed or
 // ctx ends (then with ctx's error).
@@ -246,7 +249,7 @@ func (rt *Runtime) Catalog(ctx context.Context) ([]ProviderDescriptor, error) {
 		if len(s.result.Providers) == 0 || s.usable() != nil {
 			continue // a crashed sidecar's entries are gone (PROTOCOL.md §5.1)
 		}
-		descs, err := s.catalog(ctx)
+		f, err := s.catalog(ctx)
 		if ctx.Err() != nil {
 			return nil, ctx.Err() // the caller gave up: no partial list, no warning
 		}
@@ -256,7 +259,12 @@ func (rt *Runtime) Catalog(ctx context.Context) ([]ProviderDescriptor, error) {
 			})
 			continue
 		}
-		for _, d := range descs {
+		if len(f.dropped) > 0 {
+			rt.warnOnce(MethodProviderCatalog+"/undeclared", s.spec.ID, MethodProviderCatalog, func() error {
+				return fmt.Errorf("left out of the catalog of extension %s, which did not declare them at the handshake: %s", s.spec.ID, strings.Join(f.dropped, ", "))
+			})
+		}
+		for _, d := range f.descs {
 			d.Efforts = slices.Clone(d.Efforts) // the cache's own stays the cache's
 			i := slices.IndexFunc(rt.cfg.BaseCatalog, func(b ProviderDescriptor) bool { return b.Ref == d.Ref })
 			switch {
@@ -273,16 +281,17 @@ func (rt *Runtime) Catalog(ctx context.Context) ([]ProviderDescriptor, error) {
 // catalogFetch is one extension/provider/catalog request that concurrent
 // first fetches share.
 type catalogFetch struct {
-	done  chan struct{}
-	descs []ProviderDescriptor
-	err   error
+	done    chan struct{}
+	descs   []ProviderDescriptor
+	dropped []string // the refs left out, quoted
+	err     error
 }
 
 // catalog returns the sidecar's cleaned catalog, fetching it once. The
 // fetch belongs to no caller: it runs in the background, bounded by
 // CatalogTimeout, so one caller giving up does not fail the others that
 // wait for it; each waits until the fetch ends or its own ctx does.
-func (s *sidecar) catalog(ctx context.Context) ([]ProviderDescriptor, error) {
+func (s *sidecar) catalog(ctx context.Context) (*catalogFetch, error) {
 	s.catMu.Lock()
 	f := s.cat
 	if f == nil {
@@ -297,7 +306,7 @@ func (s *sidecar) catalog(ctx context.Context) ([]ProviderDescriptor, error) {
 	s.catMu.Unlock()
 	select {
 	case <-f.done:
-		return f.descs, f.err
+		return f, f.err
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
@@ -308,8 +317,11 @@ func (s *sidecar) fetchCatalog(f *catalogFetch) {
 	var res ProviderCatalogResult
 	err := s.callWithin(context.Background(), s.cfg.CatalogTimeout, MethodProviderCatalog, ProviderCatalogParams{}, &res)
 	for _, d := range res.Providers {
-		// The catalog takes plugin/<id>/<provider>/<model> (PROTOCOL.md §5.1).
-		if err == nil && strings.HasPrefix(d.Ref, "plugin/"+s.spec.ID+"/") && validPluginProviderRef(d.Ref) && TerminalSafe(d.Ref) == d.Ref {
+		// The catalog takes plugin/<id>/<provider>/<model> (PROTOCOL.md
+		// §5.1), and only a ref OpenStream would open (D9).
+		if _, ok := s.declared(d.Ref); err == nil && (!ok || !validPluginProviderRef(d.Ref) || TerminalSafe(d.Ref) != d.Ref) {
+			f.dropped = append(f.dropped, strconv.Quote(s.safe(d.Ref)))
+		} else if err == nil {
 			d.DisplayName, d.Model, d.PricingCurrency, d.DefaultEffort = s.safe(d.DisplayName), s.safe(d.Model), s.safe(d.PricingCurrency), s.safe(d.DefaultEffort)
 			for i := range d.Efforts {
 				d.Efforts[i] = s.safe(d.Efforts[i])
@@ -367,12 +379,20 @@ func (rt *Runtime) resolve(ref string) (*sidecar, ProviderDescriptor, error) {
 	if s == nil {
 		return nil, ProviderDescriptor{}, errorf(ReasonProviderInterrupted, "unknown provider ref %q: extension %s is not running", ref, id)
 	}
-	for _, d := range s.result.Providers {
-		if d.Ref == ref || strings.HasPrefix(d.Ref, ref+"/") {
-			return s, d, s.usable()
-		}
+	if d, ok := s.declared(ref); ok {
+		return s, d, s.usable()
 	}
 	return nil, ProviderDescriptor{}, errorf(ReasonCapabilityNotDeclared, "unknown provider ref %q: extension %s does not declare it", ref, id)
+}
+
+// declared returns the descriptor the sidecar declared at the handshake
+// for ref: exactly, or one under it (<ref>/...).
+func (s *sidecar) declared(ref string) (ProviderDescriptor, bool) {
+	i := slices.IndexFunc(s.result.Providers, func(d ProviderDescriptor) bool { return d.Ref == ref || strings.HasPrefix(d.Ref, ref+"/") })
+	if i < 0 {
+		return ProviderDescriptor{}, false
+	}
+	return s.result.Providers[i], true
 }
 
 // OpenStream opens a stream of the model ref (plugin/<plugin>/<provider>/
@@ -396,7 +416,8 @@ func (rt *Runtime) OpenStream(ctx context.Context, ref, effort string, req Provi
 		return nil, err
 	}
 	st := &Stream{rt: rt, s: s, id: randomID("es_"), ref: d.Ref, out: make(chan ProviderChunk, s.cfg.StreamQueue-1), done: make(chan struct{}), aborted: make(chan struct{})}
-	st.r = reassembler{redact: s.safe, window: int64(s.cfg.StreamWindow), gapTimeout: s.cfg.GapTimeout, endGapTimeout: s.cfg.EndGapTimeout}
+	st.r = reassembler{redact: s.safe, window: int64(s.cfg.StreamWindow), gapTimeout: s.cfg.GapTimeout, endGapTimeout: s.cfg.EndGapTimeout,
+		idle: max(s.cfg.StreamIdleTimeout, 0), heard: time.Now()}
 	if req.Messages == nil {
 		req.Messages = []ProviderMessage{}
 	}
@@ -478,9 +499,13 @@ type reassembler struct {
 	// error's message (D21: the host redacts provider error text again,
 	// D25).
 	redact func(string) string
-	// window, gapTimeout and endGapTimeout are the bounds of rules 2 and 5.
+	// window, gapTimeout and endGapTimeout are the bounds of rules 2 and 5;
+	// idle, when not 0, how long the stream may go without a chunk or an
+	// end from heard on (D21).
 	window                    int64
 	gapTimeout, endGapTimeout time.Duration
+	idle                      time.Duration
+	heard                     time.Time // when the last chunk or end came, or the stream opened
 
 	delivered int64      // seqs 1..delivered have been released; next expected is delivered+1
 	win       []waitSlot // the window, indexed by seq % window; nil until a chunk waits
@@ -517,6 +542,7 @@ func (r *reassembler) chunk(seq int64, c ProviderChunk, now time.Time) streamSte
 	if r.finished {
 		return st
 	}
+	r.heard = now
 	next := r.delivered + 1
 	switch {
 	case seq < next: // rule 1 (a seq below 1 is malformed and dropped too, rule 8)
@@ -554,6 +580,7 @@ func (r *reassembler) end(p StreamEndParams, now time.Time) streamStep {
 	if r.finished || p.LastSeq < 0 {
 		return st
 	}
+	r.heard = now
 	if r.ended { // rule 3
 		if p.LastSeq == r.last.LastSeq && p.Error == r.last.Error && p.Interrupted == r.last.Interrupted {
 			return st
@@ -575,11 +602,21 @@ func pastEnd(seq, lastSeq int64) *Error {
 	return errorf(ReasonProviderInterrupted, "chunk %d is past the stream's last chunk %d", seq, lastSeq)
 }
 
-// deadline returns when the gap timers of rule 5 fail the stream unless the
-// gap closes first, and false when no seq is missing (or the stream is
+// deadline returns when the stream fails unless a chunk or an end comes
+// first: the gap timers of rule 5 while a seq is missing, the idle bound
+// (D21) when it is set; false when neither applies (or the stream is
 // over). Its owner keeps one timer armed for it, re-reading it after every
 // call, and calls [reassembler.expire] when it fires.
 func (r *reassembler) deadline() (time.Time, bool) {
+	gap, ok := r.gapDeadline()
+	if idle := r.heard.Add(r.idle); r.idle > 0 && !r.finished && (!ok || idle.Before(gap)) {
+		return idle, true
+	}
+	return gap, ok
+}
+
+// gapDeadline is the deadline of rule 5 alone.
+func (r *reassembler) gapDeadline() (time.Time, bool) {
 	if r.finished || r.known <= r.delivered {
 		return time.Time{}, false
 	}
@@ -592,16 +629,19 @@ func (r *reassembler) deadline() (time.Time, bool) {
 	return d, true
 }
 
-// expire fails the stream with stream_gap when now has reached its
-// deadline with the gap still open (rule 5). chunk and end call it first,
-// so that a chunk that comes at or after the deadline is too late even if
-// it beats the owner's timer.
+// expire fails the stream when now has reached its deadline: with
+// stream_gap when the gap is still open (rule 5), else as interrupted
+// for its silence (D21). chunk and end call it first, so that a chunk
+// that comes at or after the deadline is too late even if it beats the
+// owner's timer.
 func (r *reassembler) expire(now time.Time) streamStep {
-	d, ok := r.deadline()
-	if !ok || now.Before(d) {
-		return streamStep{}
+	if d, ok := r.gapDeadline(); ok && !now.Before(d) {
+		return r.conclude(streamStep{}, r.gapError())
 	}
-	return r.conclude(streamStep{}, r.gapError())
+	if r.idle > 0 && !r.finished && !now.Before(r.heard.Add(r.idle)) {
+		return r.conclude(streamStep{}, errorf(ReasonProviderInterrupted, "nothing came on the stream for %v", r.idle))
+	}
+	return streamStep{}
 }
 
 // abort ends the stream with err, which its owner decides (the caller's
@@ -732,7 +772,8 @@ type Stream struct {
 
 	mu       sync.Mutex // protects the following; held while delivering
 	r        reassembler
-	timer    *time.Timer // the gap timer of r.deadline
+	timer    *time.Timer // the timer of r.deadline
+	armed    time.Time   // when timer fires; zero when stopped
 	finished bool
 	unwatch  func() bool // stops watching the caller's context
 }
@@ -767,18 +808,28 @@ func (st *Stream) Recv() (ProviderChunk, error) {
 
 // read accounts for c, taken by the caller.
 func (st *Stream) read(c ProviderChunk) ProviderChunk {
-	st.held.Add(-chunkBytes(c))
+	st.held.Add(-c.weight)
+	c.weight = 0
 	return c
 }
 
-// chunkBytes is what a chunk weighs against MaxBufferedBytes: the strings
-// a sidecar chooses the length of, which the host does not change.
-func chunkBytes(c ProviderChunk) int64 {
+// weigh sets what c, whose params were encoded in size bytes, weighs
+// against MaxStreamBytes: that size, or the strings it holds when they
+// are more (escaping can lengthen them), whichever members carry them
+// (D21).
+func weigh(c ProviderChunk, size int) ProviderChunk {
 	n := len(c.Text) + len(c.Signature)
 	if t := c.ToolCall; t != nil {
 		n += len(t.ID) + len(t.Name) + len(t.Arguments) + len(t.ThoughtSignature)
 	}
-	return int64(n)
+	if c.Usage != nil {
+		n += len(c.Usage.FinishReason)
+	}
+	if c.Error != nil {
+		n += len(c.Error.Message)
+	}
+	c.weight = int64(max(n, size))
+	return c
 }
 
 // Close gives the stream up when it has not ended: chunks not yet read
@@ -834,7 +885,7 @@ func (st *Stream) chunk(seq int64, c ProviderChunk) {
 	kept := int64(st.r.waiting) + st.r.delivered
 	step := st.r.chunk(seq, c, time.Now())
 	if int64(st.r.waiting)+st.r.delivered > kept { // c waits or was released, not dropped
-		if limit := int64(st.s.cfg.MaxStreamBytes); st.held.Add(chunkBytes(c)) > limit {
+		if limit := int64(st.s.cfg.MaxStreamBytes); st.held.Add(c.weight) > limit {
 			st.conclude(errorf(ReasonProviderInterrupted, "provider stream %s of %s holds over %d bytes its caller has not read", st.id, st.ref, limit))
 			return
 		}
@@ -870,14 +921,19 @@ func (st *Stream) apply(step streamStep) {
 		st.conclude(step.err)
 		return
 	}
-	if d, ok := st.r.deadline(); !ok {
-		if st.timer != nil {
-			st.timer.Stop()
-		}
-	} else if st.timer == nil {
-		st.timer = time.AfterFunc(time.Until(d), st.expire)
-	} else {
-		st.timer.Reset(time.Until(d))
+	d, ok := st.r.deadline()
+	switch now := time.Now(); {
+	case !ok && st.timer != nil:
+		st.timer.Stop()
+		st.armed = time.Time{}
+	case !ok:
+	case st.timer == nil:
+		st.timer, st.armed = time.AfterFunc(d.Sub(now), st.expire), d
+	case d.Before(st.armed) || !st.armed.After(now):
+		// A deadline that only moved later (the idle bound, after each
+		// chunk) leaves the timer as it is: firing early, it re-arms here.
+		st.timer.Reset(d.Sub(now))
+		st.armed = d
 	}
 }
 

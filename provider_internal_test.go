@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -950,4 +952,116 @@ func FuzzStreamReassembly(f *testing.F) {
 			t.Fatalf("timer %t: %s\nschedule:\n%s", timer, msg, scheduleString(events))
 		}
 	})
+}
+
+// TestStreamIdleBoundD21: a stream on which nothing arrives for the idle
+// bound fails as interrupted, naming the bound; a chunk before it moves
+// it. On the bubble's fake clock the timer fires when every goroutine
+// waits, so the test takes no time and its times are exact.
+func TestStreamIdleBoundD21(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := (&Host{StreamIdleTimeout: 2 * time.Minute}).withDefaults()
+		s := &sidecar{cfg: cfg, spec: &launchSpec{ID: "fx"}, redactor: cfg.Redactor, streams: map[string]*Stream{}}
+		rt := &Runtime{}
+		if err := rt.begin(); err != nil { // as OpenStream does; conclude ends it
+			t.Fatal(err)
+		}
+		opened := time.Now()
+		st := &Stream{rt: rt, s: s, id: "es_1", ref: "plugin/fx/fx/m", out: make(chan ProviderChunk, 4), done: make(chan struct{}), aborted: make(chan struct{})}
+		st.r = reassembler{redact: s.safe, window: 8, gapTimeout: cfg.GapTimeout, endGapTimeout: cfg.EndGapTimeout, idle: cfg.StreamIdleTimeout, heard: opened}
+		st.mu.Lock()
+		st.apply(streamStep{}) // arms the timer, as the first step after the open does
+		st.mu.Unlock()
+		time.Sleep(time.Minute) // fake time: a chunk a minute in moves the bound
+		st.chunk(1, weigh(ProviderChunk{Type: ChunkText, Text: "a"}, 10))
+		if c, err := st.Recv(); err != nil || c.Text != "a" {
+			t.Fatalf("Recv = %+v, %v; want the chunk", c, err)
+		}
+		_, err := st.Recv()
+		if waited := time.Since(opened); waited != 3*time.Minute {
+			t.Errorf("the stream failed %v after it opened, want 3m0s: the idle bound from the last chunk", waited)
+		}
+		if !errors.Is(err, ReasonProviderInterrupted) || !strings.Contains(err.Error(), "nothing came on the stream for 2m0s") {
+			t.Fatalf("Recv = %v; want an interruption naming the idle bound", err)
+		}
+	})
+}
+
+// TestStreamIdleBoundOffD21: a negative StreamIdleTimeout turns the idle
+// bound off, and the default is 120 s.
+func TestStreamIdleBoundOffD21(t *testing.T) {
+	if d := (&Host{}).withDefaults().StreamIdleTimeout; d != 120*time.Second {
+		t.Errorf("default StreamIdleTimeout = %v, want 2m0s", d)
+	}
+	r := reassembler{window: 8, gapTimeout: time.Second, endGapTimeout: time.Second, idle: max((&Host{StreamIdleTimeout: -1}).withDefaults().StreamIdleTimeout, 0)}
+	if d, ok := r.deadline(); ok {
+		t.Errorf("deadline = %v with the idle bound off and no gap, want none", d)
+	}
+	if st := r.expire(time.Now().Add(1000 * time.Hour)); st.done {
+		t.Errorf("an idle stream failed with the bound off: %v", st.err)
+	}
+}
+
+// TestChunkWeightCountsEveryMemberD21: a chunk weighs its whole encoded
+// size, or the strings it holds when they are more, whichever members
+// carry them.
+func TestChunkWeightCountsEveryMemberD21(t *testing.T) {
+	big := strings.Repeat("x", 1000)
+	for _, c := range []ProviderChunk{
+		{Type: ChunkText, Text: big},
+		{Type: ChunkReasoning, Signature: big},
+		{Type: ChunkToolCall, ToolCall: &ProviderToolCall{ID: big}},
+		{Type: ChunkUsage, Usage: &ProviderUsage{FinishReason: big}},
+		{Type: ChunkError, Error: &ProviderError{Code: ProviderErrorFailed, Message: big}},
+	} {
+		if w := weigh(c, 10).weight; w != 1000 {
+			t.Errorf("%s chunk weighs %d, want its 1000 string bytes", c.Type, w)
+		}
+		if w := weigh(c, 5000).weight; w != 5000 {
+			t.Errorf("%s chunk weighs %d, want its 5000 encoded bytes", c.Type, w)
+		}
+	}
+}
+
+// TestStreamHeldBytesBoundedWhateverMemberD21: chunks waiting behind a
+// gap whose bytes are error messages and finish reasons (not text) are
+// bounded too: measured on the heap after each chunk, the stream never
+// holds more than MaxStreamBytes and one chunk, and it fails as
+// interrupted once past the bound.
+func TestStreamHeldBytesBoundedWhateverMemberD21(t *testing.T) {
+	const bound, size = 4 << 20, 1 << 20
+	cfg := (&Host{MaxStreamBytes: bound}).withDefaults()
+	s := &sidecar{cfg: cfg, spec: &launchSpec{ID: "fx"}, redactor: cfg.Redactor, streams: map[string]*Stream{}}
+	rt := &Runtime{}
+	if err := rt.begin(); err != nil {
+		t.Fatal(err)
+	}
+	st := &Stream{rt: rt, s: s, id: "es_1", ref: "plugin/fx/fx/m", out: make(chan ProviderChunk, 4), done: make(chan struct{}), aborted: make(chan struct{})}
+	st.r = reassembler{redact: s.safe, window: 64, gapTimeout: time.Hour, endGapTimeout: time.Hour}
+	heap := func() int64 {
+		var ms runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		return int64(ms.HeapAlloc)
+	}
+	base, peak := heap(), int64(0)
+	for seq := int64(2); seq <= 13; seq++ { // seq 1 never comes: everything waits
+		c := ProviderChunk{Type: ChunkUsage, Usage: &ProviderUsage{FinishReason: strings.Repeat("u", size)}}
+		if seq%2 == 0 {
+			c = ProviderChunk{Type: ChunkError, Error: &ProviderError{Code: ProviderErrorFailed, Message: strings.Repeat("e", size)}}
+		}
+		st.chunk(seq, weigh(c, size+100))
+		peak = max(peak, heap()-base)
+	}
+	if peak > bound+2*size {
+		t.Errorf("the stream held %d bytes at its peak, want at most the bound %d and a chunk", peak, bound)
+	}
+	select {
+	case <-st.done:
+	default:
+		t.Fatal("the stream still holds every chunk; want it interrupted past the bound")
+	}
+	if _, err := st.Recv(); !errors.Is(err, ReasonProviderInterrupted) || !strings.Contains(err.Error(), "holds over 4194304 bytes") {
+		t.Fatalf("Recv = %v; want an interruption once the bound is passed", err)
+	}
 }

@@ -158,7 +158,7 @@ func (s *sidecar) HandleNotification(ctx context.Context, method string, params 
 	case st == nil:
 		s.conn.opts.Logf("extension %s: dropped %s for stream %q, which is not open", s.spec.ID, method, s.safe(id))
 	case method == MethodStreamChunk:
-		st.chunk(chunk.Seq, s.safeChunk(chunk.Chunk))
+		st.chunk(chunk.Seq, weigh(s.safeChunk(chunk.Chunk), len(params)))
 	default:
 		st.end(end)
 	}
