@@ -386,27 +386,22 @@ func (s *server) shutdownRequest(ctx context.Context, p *extension.ShutdownParam
 		cancel()
 	}
 	s.streamsMu.Unlock()
-	s.within(ctx, p.TimeoutMillis, "ending the open streams", func() error {
-		s.pumps.Wait()
-		return nil
-	})
-	if s.opts.Shutdown != nil {
-		s.within(ctx, p.TimeoutMillis, "Shutdown", func() error { return s.opts.Shutdown(ctx) })
-	}
-	return extension.ShutdownResult{Accepted: true}, nil
-}
-
-// within waits for fn, run on its own goroutine, until ctx ends, and
-// logs fn's error or that it overran the shutdown's timeoutMillis.
-func (s *server) within(ctx context.Context, timeoutMillis int64, what string, fn func() error) {
 	done := make(chan error, 1)
-	go func() { done <- fn() }()
+	go func() {
+		s.pumps.Wait()
+		if s.opts.Shutdown == nil {
+			done <- nil
+			return
+		}
+		done <- s.opts.Shutdown(ctx)
+	}()
 	select {
 	case err := <-done:
 		if err != nil {
-			s.logf("%s: %v", what, err)
+			s.logf("Shutdown: %v", err)
 		}
 	case <-ctx.Done():
-		s.logf("%s overran timeoutMillis=%d", what, timeoutMillis)
+		s.logf("the streams' ends or the Shutdown callback overran timeoutMillis=%d", p.TimeoutMillis)
 	}
+	return extension.ShutdownResult{Accepted: true}, nil
 }
