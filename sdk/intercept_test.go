@@ -453,6 +453,43 @@ func TestFullsidecarDeclarationPassesTheHostHandshakeD9(t *testing.T) {
 	}
 }
 
+// TestD9FullsidecarUnderAManifestWithoutProvidersFailsStart: the
+// reference sidecar declares its provider whatever the manifest grants,
+// as upstream's does, so a required install whose manifest lacks the
+// providers capability fails Host.Start with capability_not_declared.
+func TestD9FullsidecarUnderAManifestWithoutProvidersFailsStart(t *testing.T) {
+	bin := fullsidecarBinary(t)
+	b, err := os.ReadFile(filepath.Join(buildDir, extension.ManifestFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := extension.ParseManifest(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Runtime.Command, m.Runtime.Capabilities = bin, []string{"ui"}
+	if b, err = json.Marshal(m); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, extension.ManifestFile), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	home := t.TempDir()
+	if _, err := extension.Install(home, dir, extension.InstallOptions{Name: "conformance-ext", Link: true}); err != nil {
+		t.Fatal(err)
+	}
+	h := &extension.Host{Home: home, Session: extension.SessionContext{SessionID: "sess-conf", WorkspaceRoot: "/ws", Generation: 1}}
+	rt, err := h.Start(context.Background())
+	if err == nil {
+		rt.Close()
+		t.Fatal("Host.Start succeeded; want capability_not_declared for the undeclared provider")
+	}
+	if !errors.Is(err, extension.ReasonCapabilityNotDeclared) || !strings.Contains(err.Error(), "providers capability") {
+		t.Fatalf("Host.Start = %v; want capability_not_declared naming the providers capability", err)
+	}
+}
+
 func TestFullsidecarInterceptsThroughTheHost(t *testing.T) {
 	rt, _ := conformanceRuntime(t)
 	cases := []struct {

@@ -25,8 +25,9 @@ type Provider interface {
 	// stream/end: a chunk of type error is not sent but ends the stream
 	// with its message (build it with [ErrorChunk]); an invalid chunk
 	// ends it with an error too. ctx ends when the host cancels the
-	// stream or the connection ends: stop yielding then, the stream ends
-	// interrupted and nothing more is sent.
+	// stream, shuts the sidecar down or the connection ends: stop
+	// yielding then, the stream ends interrupted and nothing more is
+	// sent (at a shutdown, before it is answered, D30).
 	Stream(ctx context.Context, open *extension.StreamOpenParams) (iter.Seq[extension.ProviderChunk], error)
 }
 
@@ -111,30 +112,33 @@ func (s *server) cancelStream(ctx context.Context, p *extension.StreamCancelPara
 // sent after the answer.
 func (s *server) openStream(ctx context.Context, p *extension.StreamOpenParams) (any, error) {
 	sctx, cancel := context.WithCancel(ctx) // ctx is the connection's: it ends with it
+	var refused error
 	s.streamsMu.Lock()
-	_, dup := s.streams[p.StreamID]
-	busy := len(s.streams) >= s.maxHandlers()
-	if !dup && !busy {
-		s.streams[p.StreamID] = cancel
-	}
-	s.streamsMu.Unlock()
 	switch {
-	case dup:
-		cancel()
-		return nil, extension.NewError(extension.ReasonProtocolError, fmt.Sprintf("stream %q is already open", p.StreamID))
-	case busy:
+	case s.stopping:
+		refused = extension.NewError(extension.ReasonProviderInterrupted, "the sidecar is shutting down")
+	case s.streams[p.StreamID] != nil:
+		refused = extension.NewError(extension.ReasonProtocolError, fmt.Sprintf("stream %q is already open", p.StreamID))
+	case len(s.streams) >= s.maxHandlers():
 		// The streams' pumps are callbacks too: their number is bounded
 		// like the handlers' (PROTOCOL.md §2.5).
+		refused = errServerBusy
+	default:
+		s.streams[p.StreamID] = cancel
+		s.pumps.Add(1) // under the lock: a shutdown waits for every stream it cancels (D30)
+	}
+	s.streamsMu.Unlock()
+	if refused != nil {
 		cancel()
-		return nil, errServerBusy
+		return nil, refused
 	}
 	chunks, err := s.opts.Provider.Stream(sctx, p)
 	if err != nil {
 		s.forget(p.StreamID, cancel)
+		s.pumps.Done()
 		return nil, s.providerError("Stream", err)
 	}
 	// The chunks follow the answer on the wire (PROTOCOL.md §5.6).
-	s.pumps.Add(1)
 	return extension.AnswerThen{Result: extension.StreamOpenResult{Accepted: true}, Then: func() {
 		go s.pump(sctx, cancel, p, chunks)
 	}}, nil

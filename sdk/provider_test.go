@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/reasonix-ext/extension"
 	"github.com/reasonix-ext/extension/sdk"
@@ -248,4 +249,97 @@ func TestSeqsNeverWrap(t *testing.T) {
 	if !slices.Equal(seqs, []int64{math.MaxInt64}) || end.LastSeq != math.MaxInt64 || end.Error == "" {
 		t.Fatalf("seqs %v, end %+v; want the one seq that fits, then an error end", seqs, end)
 	}
+}
+
+// TestD30ShutdownEndsEveryOpenStreamBeforeItsAnswer shuts the sidecar
+// down 200 times with three streams: "done", which ended normally, "open",
+// still producing, and "cancelled", whose cancel is sent right before the
+// shutdown. Before the shutdown's answer "open" and "cancelled" each get
+// exactly one stream/end, interrupted, with lastSeq 1; "done" gets no
+// second end, and the sidecar stops after the answer.
+func TestD30ShutdownEndsEveryOpenStreamBeforeItsAnswer(t *testing.T) {
+	held := testProvider{stream: func(ctx context.Context, open *extension.StreamOpenParams) (iter.Seq[extension.ProviderChunk], error) {
+		return func(yield func(extension.ProviderChunk) bool) {
+			if yield(sdk.Text("first")) && open.StreamID != "done" {
+				<-ctx.Done() // only the cancel or the shutdown stops it
+			}
+		}, nil
+	}}
+	for range 200 {
+		p := withProvider(t, held)
+		wantResult(t, p.call(openStream(2, "done", 1)), "2", acceptedResult)
+		if seqs, _, end := p.streamFrames(); len(seqs) != 1 || end.Interrupted || end.LastSeq != 1 {
+			t.Fatalf("done: seqs %v, end %+v; want one chunk and a normal end", seqs, end)
+		}
+		p.send(openStream(3, "open", 1))
+		p.send(openStream(4, "cancelled", 1))
+		for range 4 { // the two answers and the two first chunks, a chunk perhaps before the other's answer
+			if f := p.recv(); f.Method != extension.MethodStreamChunk && !sameJSON(f.Result, acceptedResult) {
+				t.Fatalf("got %s, want an open's answer or a stream's first chunk", f.raw)
+			}
+		}
+		p.send(request(5, extension.MethodStreamCancel, `{"streamId":"cancelled"}`))
+		p.send(request(6, extension.MethodShutdown, `{"timeoutMillis":5000}`))
+		ends := map[string][]extension.StreamEndParams{}
+		answered := false
+		for f := range p.frames { // until the sidecar closes its stdout
+			var fr frame
+			if err := json.Unmarshal(f, &fr); err != nil {
+				t.Fatalf("frame %s: %v", f, err)
+			}
+			switch {
+			case fr.Method == extension.MethodStreamEnd && !answered:
+				var end extension.StreamEndParams
+				if err := extension.Decode(fr.Method, fr.Params, &end); err != nil {
+					t.Fatalf("end %s: %v", f, err)
+				}
+				ends[end.StreamID] = append(ends[end.StreamID], end)
+			case string(fr.ID) == "6":
+				wantResult(t, fr, "6", acceptedResult)
+				answered = true
+			case string(fr.ID) != "5":
+				t.Fatalf("got %s (after the shutdown's answer: %v); want the cancel's answer, the two ends, then the shutdown's answer", f, answered)
+			}
+		}
+		want := extension.StreamEndParams{LastSeq: 1, Interrupted: true}
+		for _, id := range []string{"open", "cancelled"} {
+			want.StreamID = id
+			if len(ends[id]) != 1 || ends[id][0] != want {
+				t.Fatalf("%s: ends %+v before the shutdown's answer (answered: %v); want exactly %+v", id, ends[id], answered, want)
+			}
+		}
+		if !answered || len(ends) != 2 {
+			t.Fatalf("shutdown answered: %v, ends %+v; want the answer and no end for done", answered, ends)
+		}
+		if err := p.wait(); err != nil {
+			t.Fatalf("Serve = %v, want nil after an answered shutdown", err)
+		}
+	}
+}
+
+// TestD30NoStreamOpensDuringShutdown: a stream/open that arrives while
+// the shutdown is being handled is refused provider_interrupted, so no
+// stream outlives the shutdown's answer without its end.
+func TestD30NoStreamOpensDuringShutdown(t *testing.T) {
+	entered, release := make(chan struct{}), make(chan struct{})
+	opts := minimalOptions
+	opts.Provider = yielding(sdk.Text("never"))
+	opts.Shutdown = func(ctx context.Context) error {
+		close(entered)
+		select {
+		case <-release:
+		case <-ctx.Done(): // the test failed and closed the connection
+		}
+		return nil
+	}
+	p := started(t, opts)
+	p.send(request(2, extension.MethodShutdown, `{"timeoutMillis":0}`))
+	select {
+	case <-entered:
+	case <-time.After(hangGuard):
+		t.Fatalf("the Shutdown callback did not run within %v (hang guard)", hangGuard)
+	}
+	wantError(t, p.call(openStream(3, "late", 1)), "3", -32000, extension.ReasonProviderInterrupted)
+	close(release)
+	wantResult(t, p.recv(), "2", acceptedResult)
 }

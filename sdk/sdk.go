@@ -156,7 +156,8 @@ type server struct {
 
 	streamsMu sync.Mutex
 	streams   map[string]context.CancelFunc // the open streams, by id
-	pumps     sync.WaitGroup                // the streams' pumps, joined by close
+	stopping  bool                          // shutdown has cancelled the streams: no stream opens
+	pumps     sync.WaitGroup                // the streams' pumps, joined by shutdown and close
 }
 
 // ErrProviderMissing is returned by Serve, before anything is read or
@@ -366,27 +367,41 @@ func (s *server) subscriptions() []extension.Point {
 	})
 }
 
-// shutdownRequest answers extension/shutdown (D11): the Shutdown callback
-// runs bounded by timeoutMillis, the answer is written, then the sidecar's
-// side closes and Serve returns nil (PROTOCOL.md §3.6).
+// shutdownRequest answers extension/shutdown (D11): every open stream
+// ends interrupted (D30), then the Shutdown callback runs, both bounded by
+// timeoutMillis; the answer is written, then the sidecar's side closes
+// and Serve returns nil (PROTOCOL.md §3.6).
 func (s *server) shutdownRequest(ctx context.Context, p *extension.ShutdownParams) (any, error) {
-	if s.opts.Shutdown != nil {
-		if d := millis(p.TimeoutMillis); d > 0 {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, d)
-			defer cancel()
-		}
-		done := make(chan error, 1)
-		go func() { done <- s.opts.Shutdown(ctx) }()
-		select {
-		case err := <-done:
-			if err != nil {
-				s.logf("Shutdown: %v", err)
-			}
-		case <-ctx.Done():
-			s.logf("Shutdown callback overran timeoutMillis=%d", p.TimeoutMillis)
-		}
+	if d := millis(p.TimeoutMillis); d > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
 	}
-	// The Conn ends the connection once this answer is written (D11).
+	// The answer ends the connection (D11), so each stream's pump, its
+	// producer stopped, sends its one stream/end before it: the streams
+	// cancelled here, and those whose cancel or end is on its way.
+	s.streamsMu.Lock()
+	s.stopping = true
+	for _, cancel := range s.streams {
+		cancel()
+	}
+	s.streamsMu.Unlock()
+	done := make(chan error, 1)
+	go func() {
+		s.pumps.Wait()
+		if s.opts.Shutdown == nil {
+			done <- nil
+			return
+		}
+		done <- s.opts.Shutdown(ctx)
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			s.logf("Shutdown: %v", err)
+		}
+	case <-ctx.Done():
+		s.logf("the streams' ends or the Shutdown callback overran timeoutMillis=%d", p.TimeoutMillis)
+	}
 	return extension.ShutdownResult{Accepted: true}, nil
 }

@@ -61,6 +61,7 @@ import (
 	"time"
 
 	"github.com/reasonix-ext/extension"
+	"github.com/reasonix-ext/extension/internal/fullsidecar"
 	"github.com/reasonix-ext/extension/sdk"
 )
 
@@ -209,10 +210,12 @@ func (b *bench) setup(plugin string) error {
 // installCopies installs n copies of the plugin in pluginDir into home
 // as bench-1..bench-n. Each is a copy of the directory, so that
 // ${REASONIX_PLUGIN_ROOT} resolves inside it, whose manifest is the
-// original with its name set to the copy's and runtime.replaces,
-// providers, uiActions and capabilities removed: two plugins cannot own
-// one slot (D17), and a provider ref names its plugin ID (D9). The rest,
-// runtime.command and intercepts among it, is kept as it was.
+// original with its name set to the copy's, runtime.replaces,
+// providers, uiActions and capabilities removed (two plugins cannot own
+// one slot, D17, and a provider ref names its plugin ID, D9), and
+// $FULLSIDECAR_HOOKS_ONLY=1 added to runtime.env, which asks the
+// reference sidecar to declare none of them. The rest, runtime.command
+// and intercepts among it, is kept as it was.
 func installCopies(home, pluginDir, under string, n int) ([]string, error) {
 	path := filepath.Join(pluginDir, extension.ManifestFile)
 	raw, err := os.ReadFile(path)
@@ -227,6 +230,10 @@ func installCopies(home, pluginDir, under string, n int) ([]string, error) {
 		return nil, fmt.Errorf("%s has no runtime block: exthost bench measures sidecars", path)
 	}
 	m.Runtime.Replaces, m.Runtime.Providers, m.Runtime.UIActions, m.Runtime.Capabilities = nil, nil, nil, nil
+	if m.Runtime.Env == nil {
+		m.Runtime.Env = map[string]string{}
+	}
+	m.Runtime.Env[fullsidecar.HooksOnly] = "1"
 	var ids []string
 	for i := 1; i <= n; i++ {
 		m.Name = fmt.Sprintf("bench-%d", i)
@@ -279,8 +286,8 @@ func (b *bench) host(home string) *extension.Host {
 }
 
 // copiesHint says why the copies of a plugin may fail to start.
-const copiesHint = "the 4-sidecar figures run copies of the plugin, bench-1..bench-4, whose manifests grant no slot, provider, UI action or capability (two plugins cannot own one slot, D17), " +
-	"so a sidecar installed several times must declare those only when extension/initialize grants them, as sdk/examples/fullsidecar does"
+const copiesHint = "the 4-sidecar figures run copies of the plugin, bench-1..bench-4, whose manifests grant no slot, provider, UI action or capability (two plugins cannot own one slot, D17) " +
+	"and set " + fullsidecar.HooksOnly + "=1 in runtime.env, so a sidecar installed several times must then declare none of those, as sdk/examples/fullsidecar does"
 
 // start starts a generation of s.host and checks that each of s.ids runs:
 // an optional plugin that fails to start is only a warning to the host,

@@ -90,7 +90,8 @@ func TestBenchUsage(t *testing.T) {
 // TestBenchCopiesStartBesideTheReferencePlugin installs the reference
 // plugin and the bench's four trimmed copies of it in one home: all five
 // start, the full install still declares its slot, provider and UI
-// action, and the copies, whose manifests grant none, declare none.
+// action, and the copies, whose manifests grant none and ask for the
+// subscriptions alone, declare none.
 func TestBenchCopiesStartBesideTheReferencePlugin(t *testing.T) {
 	work := t.TempDir()
 	dir, err := referencePlugin(work)

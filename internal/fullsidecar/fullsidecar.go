@@ -29,12 +29,14 @@
 // first at once. It also declares the UI action demo, which the handshake
 // checks against the manifest (D9).
 //
-// The slot, the provider and the UI action are declared only when the
-// host's initialize params grant them (InitializeParams.Manifest, read by
-// the host's own rules of D9), so one binary can be installed several
-// times, as exthost bench does: copies whose manifests claim no slot (a
-// slot has one owner, D17), list no provider (a ref names its plugin ID)
-// and declare no capability start side by side.
+// It declares its slot, its provider and its UI action whatever the
+// manifest grants, as upstream's reference sidecar does, so a host
+// refuses it under a manifest that lacks one (D9). With
+// $FULLSIDECAR_HOOKS_ONLY set to 1 it declares its subscriptions alone,
+// so one binary can be installed several times, as exthost bench does:
+// its copies' manifests claim no slot (a slot has one owner, D17), list
+// no provider (a ref names its plugin ID), declare no capability, and set
+// the variable in runtime.env.
 //
 // The plugin ID comes from $REASONIX_PLUGIN_NAME (default fullsidecar).
 // Two test hooks make it misbehave on purpose: $FULLSIDECAR_CRASH_ON_INPUT
@@ -52,7 +54,6 @@ import (
 	"fmt"
 	"iter"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -67,6 +68,10 @@ import (
 //
 //go:embed reasonix-plugin.json
 var Manifest string
+
+// HooksOnly names the variable that, set to 1, has the sidecar declare
+// its subscriptions alone.
+const HooksOnly = "FULLSIDECAR_HOOKS_ONLY"
 
 // The test hooks, read from the environment.
 var (
@@ -89,7 +94,11 @@ func streamInterval() time.Duration {
 // refused handshake) is its error, and must end the process with a
 // non-zero status.
 func Serve(ctx context.Context) error {
-	return sdk.Serve(ctx, options(cmp.Or(os.Getenv("REASONIX_PLUGIN_NAME"), "fullsidecar")))
+	o := options(cmp.Or(os.Getenv("REASONIX_PLUGIN_NAME"), "fullsidecar"))
+	if os.Getenv(HooksOnly) == "1" {
+		o.Replaces, o.Providers, o.UIActions = nil, nil, nil
+	}
+	return sdk.Serve(ctx, o)
 }
 
 // options is the sidecar's declaration and its interceptors.
@@ -111,42 +120,17 @@ func options(id string) sdk.Options {
 			Efforts:       []string{"low", "high"},
 			DefaultEffort: "low",
 		}},
-		Provider:   echo{},
-		UIActions:  []extension.UIActionDecl{{ActionID: "demo", Label: "Run the fullsidecar demo"}},
-		Action:     demo,
-		Submit:     submitted,
-		Observe:    map[extension.Point]sdk.ObserveFunc{extension.SessionStart: online},
-		Initialize: granted,
+		Provider:  echo{},
+		UIActions: []extension.UIActionDecl{{ActionID: "demo", Label: "Run the fullsidecar demo"}},
+		Action:    demo,
+		Submit:    submitted,
+		Observe:   map[extension.Point]sdk.ObserveFunc{extension.SessionStart: online},
 		Intercept: map[extension.Point]sdk.InterceptFunc{
 			extension.InputReceive:      input,
 			extension.ToolBefore:        tool,
 			extension.SystemPromptBuild: systemPrompt,
 		},
 	}
-}
-
-// granted trims the declaration to what the host's initialize params
-// grant, by the rules the host checks it with (D9): a slot must be in
-// the manifest's replaces; a provider or UI action needs its capability
-// and, when the manifest lists them, to be listed.
-func granted(ctx context.Context, p *extension.InitializeParams, r *extension.InitializeResult) error {
-	m := p.Manifest
-	listed := func(list []string, item string) bool { return len(list) == 0 || slices.Contains(list, item) }
-	r.Replaces = keep(r.Replaces, func(slot string) bool { return slices.Contains(m.Replaces, slot) })
-	r.Providers = keep(r.Providers, func(d extension.ProviderDescriptor) bool {
-		return slices.Contains(m.Capabilities, "providers") && listed(m.Providers, d.Ref)
-	})
-	r.UIActions = keep(r.UIActions, func(a extension.UIActionDecl) bool {
-		return slices.Contains(m.Capabilities, "ui") && listed(m.UIActions, a.ActionID)
-	})
-	return nil
-}
-
-// keep returns the items of s that ok accepts, in a new slice: s is the
-// declaration in Options, shared by every connection, so it is never
-// changed in place.
-func keep[T any](s []T, ok func(T) bool) []T {
-	return slices.DeleteFunc(slices.Clone(s), func(v T) bool { return !ok(v) })
 }
 
 // input rewrites "/fs <t>" inputs.
