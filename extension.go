@@ -341,8 +341,8 @@ func (h Host) withDefaults() *Host {
 	if h.StreamIdleTimeout >= 0 {
 		h.StreamIdleTimeout = orDefault(h.StreamIdleTimeout, 120*time.Second) // D21
 	}
-	h.MaxContentObjects = orDefault(h.MaxContentObjects, 64)            // D22
-	h.MaxContentBytes = orDefault(h.MaxContentBytes, 64<<20)            // D22
+	h.MaxContentObjects = orDefault(h.MaxContentObjects, 64) // D22
+	h.MaxContentBytes = orDefault(h.MaxContentBytes, 64<<20) // D22
 	return &h
 }
 
