@@ -598,11 +598,16 @@ func redactPEMBodyBefore(s string, p int) int {
 // manifest member must show what is there, so text that reaches a
 // terminal may not carry characters that act on it (D8, D27).
 
-// isControl is the one classifier of characters that act on a terminal:
-// C0 controls (NUL, tab, newline, ESC...), DEL and C1 controls. Escape
-// sequences all start with one (ESC, or a C1 such as CSI U+009B).
+// isControl is the one classifier of characters that act on a terminal
+// or reorder what a person reads: C0 controls (NUL, tab, newline,
+// ESC...), DEL and C1 controls, where escape sequences start (ESC, or a
+// C1 such as CSI U+009B); and, by D29, the bidirectional embedding,
+// override and isolate controls (U+202A-U+202E, U+2066-U+2069) and the
+// line and paragraph separators (U+2028, U+2029). Zero-width characters
+// and the left-to-right and right-to-left marks are not: emoji sequences
+// and right-to-left text need them.
 func isControl(r rune) bool {
-	return r < 0x20 || r == 0x7f || 0x80 <= r && r <= 0x9f
+	return r < 0x20 || r == 0x7f || 0x80 <= r && r <= 0x9f || 0x2028 <= r && r <= 0x202e || 0x2066 <= r && r <= 0x2069
 }
 
 // controlChar returns the first control character in s, tab and newline
@@ -618,7 +623,7 @@ func controlChar(s string) rune {
 }
 
 // TerminalSafe returns s with every control character but tab and
-// newline shown escaped (\x1b, \u009b) and every byte that is not UTF-8
+// newline shown escaped (\x1b, \u009b, \u202e) and every byte that is not UTF-8
 // too (\xff), never raw and never dropped: text a sidecar supplied then
 // cannot act on a terminal, start an escape sequence or rewrite a line
 // (D27). Text without such characters is returned as is. The host applies
@@ -648,9 +653,10 @@ func TerminalSafe(s string) string {
 	return string(b)
 }
 
-// jsonSafe returns the JSON text doc with DEL and every C1 control, the
-// only terminal controls valid JSON may carry raw (inside its strings),
-// written as \u escapes: the same JSON value, safe on a terminal (D27).
+// jsonSafe returns the JSON text doc with DEL, the C1 controls and those
+// of D29, the only controls valid JSON may carry raw (inside its
+// strings), written as \u escapes: the same JSON value, safe on a
+// terminal (D27).
 func jsonSafe(doc []byte) []byte {
 	if !strings.ContainsFunc(string(doc), func(r rune) bool { return r >= 0x7f && isControl(r) }) {
 		return doc

@@ -145,6 +145,32 @@ func TestTerminalSafeKeepsTextAndEscapesControlsD27(t *testing.T) {
 	}
 }
 
+// TestInvisibleTextControlsAreControlsD29: the bidirectional embedding,
+// override and isolate controls and the line and paragraph separators are
+// escaped on a terminal and refused in UI text; zero-width characters and
+// the direction marks, which emoji and right-to-left text need, stay.
+func TestInvisibleTextControlsAreControlsD29(t *testing.T) {
+	for _, r := range []rune{0x202a, 0x202b, 0x202c, 0x202d, 0x202e, 0x2066, 0x2067, 0x2068, 0x2069, 0x2028, 0x2029} {
+		in := "file" + string(r) + "txt.exe"
+		if got, want := extension.TerminalSafe(in), fmt.Sprintf(`file\u%04xtxt.exe`, r); got != want {
+			t.Errorf("TerminalSafe(%q) = %q, want %q", in, got, want)
+		}
+		quoted, _ := json.Marshal(in)
+		if _, err := extension.DecodeSurface(extension.SurfaceStatus, json.RawMessage(`{"label":`+string(quoted)+`}`)); !errors.Is(err, extension.ReasonInvalidParams) {
+			t.Errorf("a status label holding %U: %v, want invalid_params", r, err)
+		}
+	}
+	for _, kept := range []string{"\U0001f469\u200d\U0001f4bb", "zero\u200bwidth", "\u200f\u05e9\u05dc\u05d5\u05dd\u200e", "a\u200cb", "\ufeffbom"} {
+		if got := extension.TerminalSafe(kept); got != kept {
+			t.Errorf("TerminalSafe(%q) = %q, want it unchanged", kept, got)
+		}
+		quoted, _ := json.Marshal(kept)
+		if _, err := extension.DecodeSurface(extension.SurfaceStatus, json.RawMessage(`{"label":`+string(quoted)+`}`)); err != nil {
+			t.Errorf("a status label %q: %v, want it accepted", kept, err)
+		}
+	}
+}
+
 // fixtureHostile writes, before its initialize answer, a line holding
 // $FIXTURE_SAY_HEX raw, writes it to stderr too, and answers every
 // other request an error whose message holds it.
