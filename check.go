@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -79,7 +80,13 @@ func Check(ctx context.Context, pluginDir string, opts CheckOptions) (*CheckRepo
 	// One configuration for the raw sessions and the generation: the
 	// host's defaults (D10, D11, D13), every wait for an answer bounded by
 	// Timeout.
-	c := &checker{ctx: ctx, opts: opts}
+	// What it shows from the sidecar is redacted as the host's other
+	// sinks are (D25): the secrets of the sidecar's environment, and the
+	// values its manifest gives it once setUp has read the manifest.
+	c := &checker{ctx: ctx, opts: opts, redactor: &Redactor{}}
+	if opts.Env != nil {
+		c.redactor.Environ = func() []string { return opts.Env }
+	}
 	c.host = *Host{Home: filepath.Join(work, "home"), Env: opts.Env, ShutdownTimeout: opts.Timeout, InitializeTimeout: opts.Timeout,
 		FastInterceptTimeout: opts.Timeout, InterceptTimeout: opts.Timeout,
 		Session: SessionContext{SessionID: "check-session", WorkspaceRoot: work, Generation: 1}}.withDefaults()
@@ -97,6 +104,7 @@ type checker struct {
 	opts     CheckOptions
 	host     Host // the configuration, its defaults filled in: Home, and the workspace root in Session
 	spec     *launchSpec
+	redactor *Redactor        // for all it shows (D25)
 	decl     InitializeResult // the declaration of the first raw session
 	requests atomic.Int64     // requests the sidecar sent, in every session
 	report   CheckReport
@@ -113,6 +121,7 @@ func (c *checker) setUp(dir string) bool {
 	}
 	if err == nil {
 		c.report.Plugin = entry.Name
+		c.redactor = c.redactor.withValues(slices.Sorted(maps.Values(c.spec.Runtime.Env)))
 	}
 	c.record("install/launch-gate", "D8", "§3.1", nil, errText(err))
 	return err == nil
@@ -124,12 +133,12 @@ func (c *checker) record(name, rule, section string, frames []seenFrame, problem
 	if problem == "" {
 		c.report.Passed++
 	} else {
-		detail += ": " + TerminalSafe(problem) // D27: it may quote the sidecar
+		detail += ": " + c.safe(problem) // it may quote the sidecar
 		c.report.Failed++
 		first, _, _ := strings.Cut(detail, "\n")
 		c.failed = append(c.failed, fmt.Errorf("%s (%s): %s", name, rule, first))
 	}
-	c.report.Results = append(c.report.Results, CheckResult{Name: name, Rule: rule, OK: problem == "", Detail: detail + showFrames(frames)})
+	c.report.Results = append(c.report.Results, CheckResult{Name: name, Rule: rule, OK: problem == "", Detail: detail + c.showFrames(frames)})
 }
 
 // skip records a scenario the sidecar gave no occasion to check.
@@ -138,9 +147,13 @@ func (c *checker) skip(name, rule, section, why string) {
 	c.report.Results = append(c.report.Results, CheckResult{Name: name, Rule: rule, Skipped: true, Detail: "PROTOCOL.md " + section + ": skipped: " + why})
 }
 
+// safe is text from the sidecar as the checker shows it: redacted, then
+// escaped (D25, D27).
+func (c *checker) safe(text string) string { return TerminalSafe(c.redactor.Redact(text)) }
+
 // showFrames renders the last frames of a scenario, one per line,
-// escaped (D27) and cut at 400 bytes.
-func showFrames(frames []seenFrame) string {
+// redacted, escaped and cut at 400 bytes.
+func (c *checker) showFrames(frames []seenFrame) string {
 	const most, width = 12, 400
 	var b strings.Builder
 	if len(frames) > most {
@@ -152,11 +165,11 @@ func showFrames(frames []seenFrame) string {
 		if f.in {
 			arrow = "←"
 		}
-		text := f.raw
+		text := TerminalSafe(c.redactor.RedactJSON(f.raw)) // whole, so no secret is cut in two
 		if len(text) > width {
-			text = text[:width] + fmt.Sprintf("… (%d bytes)", f.size)
+			text = TerminalSafe(text[:width]) + fmt.Sprintf("… (%d bytes)", f.size) // a rune cut in two shows escaped
 		}
-		b.WriteString("\n  " + arrow + " " + TerminalSafe(text))
+		b.WriteString("\n  " + arrow + " " + text)
 	}
 	return b.String()
 }

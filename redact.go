@@ -1,7 +1,9 @@
 package extension
 
 import (
+	"bytes"
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"iter"
 	"os"
@@ -63,10 +65,11 @@ type Redactor struct {
 	// bytes is never redacted literally, whatever this says.
 	MinEnvValueLen int
 
-	// values are more values to redact literally, whatever their
-	// variables' names: the environment a sidecar's manifest gives it
-	// (D25), set by withValues.
-	values []string
+	// Values are more values to redact literally, whatever the names of
+	// the variables that hold them, under the same length and path rules
+	// as environment values: the environment a plugin's manifest gives its
+	// sidecar (D25), which a Host adds for each sidecar itself.
+	Values []string
 
 	once sync.Once
 	prog *redactProgram
@@ -98,7 +101,7 @@ func (r *Redactor) withValues(vals []string) *Redactor {
 	if len(vals) == 0 {
 		return r
 	}
-	return &Redactor{Environ: r.Environ, SecretEnvName: r.SecretEnvName, MinEnvValueLen: r.MinEnvValueLen, values: append(slices.Clone(r.values), vals...)}
+	return &Redactor{Environ: r.Environ, SecretEnvName: r.SecretEnvName, MinEnvValueLen: r.MinEnvValueLen, Values: append(slices.Clone(r.Values), vals...)}
 }
 
 // defaultRedactor is a zero Redactor, built on first use.
@@ -114,6 +117,44 @@ const redactMaxPasses = 4
 func (r *Redactor) Redact(s string) string {
 	out, _ := r.redact(s)
 	return out
+}
+
+// RedactJSON returns the JSON text doc with every string in it, member
+// names included, redacted as Redact redacts text: a frame is judged by
+// the strings it holds, whatever escapes encode them. A string that
+// changes is written anew, with only the escapes JSON requires; the rest
+// of doc is kept byte for byte. Text that is not valid JSON (a cut frame)
+// is redacted as text.
+func (r *Redactor) RedactJSON(doc string) string {
+	if !json.Valid([]byte(doc)) {
+		return r.Redact(doc)
+	}
+	var b strings.Builder
+	for {
+		i := strings.IndexByte(doc, '"') // valid JSON: a quote outside a string opens one
+		if i < 0 {
+			b.WriteString(doc)
+			return b.String()
+		}
+		end := i + 1
+		for ; doc[end] != '"'; end++ {
+			if doc[end] == '\\' {
+				end++
+			}
+		}
+		lit := doc[i : end+1]
+		var text string
+		json.Unmarshal([]byte(lit), &text) // valid: part of a valid document
+		if red := r.Redact(text); red != text {
+			var q bytes.Buffer
+			enc := json.NewEncoder(&q)
+			enc.SetEscapeHTML(false)
+			enc.Encode(red) // a string: encoding cannot fail
+			lit = strings.TrimSuffix(q.String(), "\n")
+		}
+		b.WriteString(doc[:i] + lit)
+		doc = doc[end+1:]
+	}
 }
 
 // redact is Redact that also returns the bytes its rules examined, summed
@@ -274,7 +315,7 @@ func (p *redactProgram) hits(s string) iter.Seq2[int, *redactAnchor] {
 }
 
 // redactEnvValues picks the environment values to redact literally: those
-// of the secret-looking variables of Environ, and r.values.
+// of the secret-looking variables of Environ, and r.Values.
 func redactEnvValues(r *Redactor) []string {
 	environ, isSecret := r.Environ, r.SecretEnvName
 	if environ == nil {
@@ -299,7 +340,7 @@ func redactEnvValues(r *Redactor) []string {
 			add(val)
 		}
 	}
-	for _, val := range r.values {
+	for _, val := range r.Values {
 		add(val)
 	}
 	return vals

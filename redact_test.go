@@ -2,6 +2,7 @@ package extension
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -670,4 +671,28 @@ func BenchmarkRedactAnchors(b *testing.B) {
 			perLiteral()
 		}
 	})
+}
+
+// TestRedactJSONJudgesTheStringsAFrameHoldsD25: a secret that only shows
+// once a JSON string is decoded (escaped quotes around a command line,
+// \u escapes inside a token) is removed; what is not a changed string
+// stays byte for byte, and text that is not JSON is redacted as text.
+func TestRedactJSONJudgesTheStringsAFrameHoldsD25(t *testing.T) {
+	r := &Redactor{Environ: func() []string { return nil }}
+	frame := `{"jsonrpc":"2.0", "id":7,"result":{"reason":"exec: \"/usr/bin/mariadb\" -uadmin -pHunter2FAKEHunter2 -e \"show\"","note":"\u0067hp_FAKEfake0123456789abcdefFAKE0123456789ab <ok>"}}`
+	got := r.RedactJSON(frame)
+	for _, secret := range []string{"Hunter2FAKE", "FAKEfake0123456789"} {
+		if strings.Contains(got, secret) {
+			t.Errorf("RedactJSON kept %s: %s", secret, got)
+		}
+	}
+	if !strings.HasPrefix(got, `{"jsonrpc":"2.0", "id":7,"result":{"reason":"exec: \"/usr/bin/mariadb\" -uadmin -p[redacted]`) || !strings.HasSuffix(got, `"note":"[redacted] <ok>"}}`) || !json.Valid([]byte(got)) {
+		t.Errorf("RedactJSON = %s; want the frame as it was but for the two strings", got)
+	}
+	if clean := `{"a": "plain \u00e9 text", "b": [1, 2.50]}`; r.RedactJSON(clean) != clean {
+		t.Errorf("RedactJSON changed a frame without secrets: %s", r.RedactJSON(clean))
+	}
+	if cut := `{"token":"ghp_FAKEfake0123456789abcdefFAKE0123456789ab`; strings.Contains(r.RedactJSON(cut), "FAKEfake") {
+		t.Errorf("RedactJSON of a cut frame kept the token: %s", r.RedactJSON(cut))
+	}
 }

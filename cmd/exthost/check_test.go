@@ -3,10 +3,13 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/reasonix-ext/extension"
 )
 
 // TestCheckJSONPassesTheReferencePlugin runs "exthost check -json" as the
@@ -90,5 +93,67 @@ func TestDemoAndCheckRunWhatAHomeHasInstalled(t *testing.T) {
 	out.Reset()
 	if code := run([]string{"check", "-home", home}, nil, &out, &errb); code != 0 || !strings.Contains(out.String(), "exthost check: plugin fullsidecar") {
 		t.Fatalf("check -home: exit %d: %s\n%s", code, errb.String(), out.String())
+	}
+}
+
+// TestCheckAndDemoShowNoSecretOfTheSidecarD25: a shell-script sidecar
+// that sends every secret of the redaction corpus in frames, in a block
+// reason and on stderr, with the value its manifest gives it and one of
+// the host's secret environment among them: neither `exthost check` (text
+// and -json) nor `exthost demo -wire` prints any of them (D25, D27).
+func TestCheckAndDemoShowNoSecretOfTheSidecarD25(t *testing.T) {
+	const manifestValue, hostValue = "mq7Zx9Lm2Pk4Rt8Wv3", "hN4bV8cX2zL6kJ9pQ1"
+	t.Setenv("EXTHOST_LEAK_TEST_TOKEN", hostValue)
+	cases := loadCorpus(t)
+	secrets := []string{manifestValue, hostValue}
+	var corpus strings.Builder
+	for _, c := range cases {
+		corpus.WriteString(c.text + "\n")
+		secrets = append(secrets, c.secrets...)
+	}
+	all := manifestValue + " " + hostValue + " " + corpus.String()
+	text, _ := json.Marshal(all)
+	// One case a frame, so that none is cut from the transcript.
+	var frames strings.Builder
+	for i, c := range append([]corpusCase{{text: manifestValue + " " + hostValue}}, cases...) {
+		one, _ := json.Marshal(c.text)
+		fmt.Fprintf(&frames, `{"jsonrpc":"2.0","method":"extension/provider/stream/chunk","params":{"streamId":"es_leak","seq":%d,"chunk":{"type":"text","text":%s}}}`+"\n", i+1, one)
+		fmt.Fprintf(&frames, `{"jsonrpc":"2.0","method":"extension/leak","params":{"say":%s}}`+"\n", one)
+	}
+	dir := t.TempDir()
+	for name, content := range map[string]string{"frames.ndjson": frames.String(), "reason.json": string(text), "stderr.txt": all + "\n"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// It answers initialize, waits for initialized, sends the frames and
+	// writes stderr, then blocks every intercept with the secrets as the
+	// reason, answers shutdown and exits.
+	script := "#!/bin/sh\nread -r line\n" +
+		`printf '{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"1","name":"leaky","version":"1.0.0","stateSchemaVersion":0,"subscriptions":["tool.before","input.receive"]}}\n'` + "\n" +
+		"read -r line\n" +
+		`cat "$REASONIX_PLUGIN_ROOT/frames.ndjson"; cat "$REASONIX_PLUGIN_ROOT/stderr.txt" >&2; echo "env says $LEAKY_VALUE $EXTHOST_LEAK_TEST_TOKEN" >&2` + "\n" +
+		`reason=$(cat "$REASONIX_PLUGIN_ROOT/reason.json")` + "\n" +
+		"while read -r line; do\n" +
+		`  id=$(printf '%s' "$line" | sed -n 's/.*"id":\([0-9][0-9]*\).*/\1/p')` + "\n" +
+		"  case \"$line\" in\n" +
+		`  *extension/shutdown*) printf '{"jsonrpc":"2.0","id":%s,"result":{"accepted":true}}\n' "$id"; exit 0;;` + "\n" +
+		`  *extension/intercept*) printf '{"jsonrpc":"2.0","id":%s,"result":{"decision":"block","reason":%s}}\n' "$id" "$reason";;` + "\n" +
+		`  *'"id"'*) printf '{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":%s}}\n' "$id" "$reason";;` + "\n" +
+		"  esac\ndone\n"
+	writeScriptPlugin(t, dir, script, `{"apiVersion":"reasonix.io/plugin/v1","name":"leaky","version":"1.0.0","runtime":{"command":"${REASONIX_PLUGIN_ROOT}/sidecar.sh",`+
+		`"intercepts":["tool.before","input.receive"],"env":{"LEAKY_VALUE":"`+manifestValue+`"}}}`)
+	// The sidecar answers no request but these: a short wait for the
+	// others keeps the check quick.
+	for _, args := range [][]string{{"check", "-timeout", "2s", dir}, {"check", "-json", "-timeout", "2s", dir}, {"demo", "-wire", dir}} {
+		_, stdout, stderr := runExthost("", args...)
+		if !strings.Contains(stdout+stderr, extension.RedactedMarker) {
+			t.Fatalf("%s showed nothing of the sidecar's, redacted:\n%s\n%s", args, stdout, stderr)
+		}
+		for _, s := range secrets {
+			if l := leak(stdout+stderr, s); l != "" {
+				t.Errorf("%s shows %q of the secret %q", args, l, s)
+			}
+		}
 	}
 }

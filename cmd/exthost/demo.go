@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -50,6 +51,10 @@ type demo struct {
 	quiet time.Duration // a step has settled after this long without news: what a sidecar does on its own after an answer (a publish, a stderr line) comes within it
 	rt    *extension.Runtime
 	ids   []string // the running plugins
+	// redactor redacts all the demo prints of a step, which it escapes
+	// after (D25, D27): the host's secret environment and the values the
+	// installed manifests give their sidecars among the secrets.
+	redactor *extension.Redactor
 
 	mu      sync.Mutex
 	news    []entry
@@ -109,22 +114,22 @@ const frameWidth = 4096
 
 // tap records one frame: the sidecar's redacted, every frame escaped
 // (D25, D27), and its request or answer noted for settle.
-func (d *demo) tap(redactor *extension.Redactor) func(bool, []byte) {
+func (d *demo) tap() func(bool, []byte) {
 	return func(inbound bool, frame []byte) {
 		var w looseFrame
 		json.Unmarshal(frame, &w)
 		arrow, text := "host → sidecar", string(frame)
 		if inbound {
-			arrow, text = "sidecar → host", redactor.Redact(text)
+			arrow, text = "sidecar → host", d.redactor.RedactJSON(text) // the sink redacts the line too
 		}
 		if len(text) > frameWidth {
 			text = fmt.Sprintf("%s… (%d more bytes)", text[:frameWidth], len(text)-frameWidth)
 		}
 		if _, err := strconv.ParseInt(string(w.ID), 10, 64); inbound && w.Method == "" && w.ID != nil && err != nil {
 			// The host drops it (PROTOCOL.md §2.4); its caller only sees a timeout.
-			d.add(entry{text: fmt.Sprintf("   the sidecar answered with id %s: request ids are integers (PROTOCOL.md D4), so the host drops that answer", extension.TerminalSafe(string(w.ID)))})
+			d.add(entry{text: fmt.Sprintf("   the sidecar answered with id %s: request ids are integers (PROTOCOL.md D4), so the host drops that answer", string(w.ID))})
 		}
-		d.add(entry{text: "      " + arrow + " " + extension.TerminalSafe(text), frame: true, inbound: inbound, w: w})
+		d.add(entry{text: "      " + arrow + " " + text, frame: true, inbound: inbound, w: w})
 	}
 }
 
@@ -171,7 +176,7 @@ func (d *demo) settle() {
 	})
 	for _, e := range news {
 		if !e.frame || d.wire {
-			fmt.Fprintln(d.out, e.text)
+			fmt.Fprintln(d.out, extension.TerminalSafe(d.redactor.Redact(e.text)))
 		}
 	}
 }
@@ -197,7 +202,7 @@ func (d *demo) Show(s extension.Surface) {
 		d.forms = append(d.forms, [2]string{s.Plugin, s.SurfaceID})
 		d.mu.Unlock()
 	}
-	d.add(entry{text: "   ui: " + strings.ReplaceAll(extension.TerminalSafe(strings.TrimSpace(s.Text())), "\n", "\n       ")})
+	d.add(entry{text: "   ui: " + strings.ReplaceAll(strings.TrimSpace(s.Text()), "\n", "\n       ")})
 }
 
 // Ask answers a prompt as the script said, or as a user typing "Ada"
@@ -229,7 +234,7 @@ func (d *demo) Ask(ctx context.Context, p extension.Prompt) (map[string]json.Raw
 		}
 	}
 	answers, _ := json.Marshal(values)
-	d.add(entry{text: fmt.Sprintf("   prompt %s from %s (%s) %q, answered by the demo: %s", extension.TerminalSafe(p.SurfaceID), p.Plugin, p.Kind, extension.TerminalSafe(p.Form.Title), answers)})
+	d.add(entry{text: fmt.Sprintf("   prompt %s from %s (%s) %q, answered by the demo: %s", p.SurfaceID, p.Plugin, p.Kind, p.Form.Title, answers)})
 	return values, false, nil
 }
 
@@ -242,7 +247,7 @@ func (d *demo) say(format string, args ...any) {
 // fail marks the turn failed: a step did not get a legal answer.
 func (d *demo) fail(format string, args ...any) {
 	d.failed.Add(1)
-	d.say("   FAILED: %s", extension.TerminalSafe(fmt.Sprintf(format, args...)))
+	d.say("   FAILED: %s", fmt.Sprintf(format, args...))
 }
 
 // run installs the plugins (or uses those of home), starts them, runs the
@@ -273,9 +278,16 @@ func (d *demo) run(args []string, home, scriptFile string) error {
 	if err != nil {
 		return err
 	}
+	d.redactor = &extension.Redactor{}
 	for i := range entries {
-		if trust, err := extension.TrustPlugin(packageRoot(home, &entries[i]), entries[i].Name); err == nil && entries[i].Enabled {
+		root := packageRoot(home, &entries[i])
+		if trust, err := extension.TrustPlugin(root, entries[i].Name); err == nil && entries[i].Enabled {
 			fmt.Fprintf(d.out, "%s\n", trust.Text())
+		}
+		if raw, err := os.ReadFile(filepath.Join(root, extension.ManifestFile)); err == nil {
+			if m, err := extension.ParseManifest(raw); err == nil && m.Runtime != nil {
+				d.redactor.Values = append(d.redactor.Values, slices.Collect(maps.Values(m.Runtime.Env))...)
+			}
 		}
 	}
 	d.pending = map[string]bool{}
@@ -287,15 +299,15 @@ func (d *demo) run(args []string, home, scriptFile string) error {
 		// step without a legal answer.
 		OnWarning: func(w *extension.PluginError) {
 			d.failed.Add(1)
-			d.say("   warning: %s: %s", w.Plugin, extension.TerminalSafe(w.Err.Error()))
+			d.say("   warning: %s: %s", w.Plugin, w.Err)
 		},
 		OnStderr: func(plugin, line string) {
 			d.add(entry{text: "      stderr " + plugin + ": " + line})
 		},
 	}
-	h.Conn.Tap = d.tap(&extension.Redactor{})
+	h.Conn.Tap = d.tap()
 	h.Conn.Logf = func(format string, args ...any) {
-		d.add(entry{text: "      log: " + extension.TerminalSafe(fmt.Sprintf(format, args...)), frame: true}) // wire-level: with -wire
+		d.add(entry{text: "      log: " + fmt.Sprintf(format, args...), frame: true}) // wire-level: with -wire
 	}
 	ctx := context.Background()
 	fmt.Fprintf(d.out, "── start: handshake\n")
@@ -317,7 +329,7 @@ func (d *demo) run(args []string, home, scriptFile string) error {
 			line += "; owns " + strings.Join(decl.Replaces, ", ")
 		}
 		for _, p := range decl.Providers {
-			line += "; serves " + extension.TerminalSafe(p.Ref)
+			line += "; serves " + p.Ref
 		}
 		for _, a := range decl.UIActions {
 			line += fmt.Sprintf("; offers /%s:%s", entries[i].Name, a.ActionID)
@@ -383,7 +395,7 @@ func (d *demo) step(ctx context.Context, s scriptStep) {
 				d.fail("%s: %v", name, err)
 				continue
 			}
-			d.say("   %s: accepted %t %s\n", name, res.Accepted, extension.TerminalSafe(res.Message))
+			d.say("   %s: accepted %t %s\n", name, res.Accepted, res.Message)
 		}
 	case s.Answer != nil:
 		d.mu.Lock()
@@ -437,7 +449,7 @@ func (d *demo) intercept(ctx context.Context, p extension.Point, payload json.Ra
 		if len(shown) > 200 {
 			shown = fmt.Sprintf("%s… (%d bytes)", shown[:200], len(out.Payload))
 		}
-		d.say("   replaced by %s: %s\n", strings.Join(out.Replaced, ", "), extension.TerminalSafe(shown))
+		d.say("   replaced by %s: %s\n", strings.Join(out.Replaced, ", "), shown)
 	case p == extension.PermissionDecision:
 		d.say("   no extension ruled (chain: %s); the host's decision stands\n", strings.Join(chain, " → "))
 	default:
@@ -470,10 +482,10 @@ func (d *demo) stream(ctx context.Context, s scriptStep) {
 	defer cancel()
 	st, err := d.rt.OpenStream(sctx, ref, s.Effort, req)
 	if err != nil {
-		d.fail("%s: %v", extension.TerminalSafe(ref), err)
+		d.fail("%s: %v", ref, err)
 		return
 	}
-	d.say("   %s\n", extension.TerminalSafe(ref))
+	d.say("   %s\n", ref)
 	for n := 0; ; n++ {
 		if s.CancelAfter > 0 && n == s.CancelAfter {
 			st.Close()
