@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -1434,20 +1435,11 @@ func everyMember(t *testing.T) map[string]any {
 	return m
 }
 
-func mustMarshal(t *testing.T, v any) []byte {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 // TestParseManifestD31EveryUpstreamMember: a manifest with every upstream
 // v1 member parses, the legacy members merged into contributes, each
 // path list as an array of paths; what it encodes to parses back the same.
 func TestParseManifestD31EveryUpstreamMember(t *testing.T) {
-	m, err := ParseManifest(mustMarshal(t, everyMember(t)))
+	m, err := ParseManifest(mustJSON(t, everyMember(t)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1472,7 +1464,7 @@ func TestParseManifestD31EveryUpstreamMember(t *testing.T) {
 	if len(c.MCPServers["legacy"]) != 11 || c.MCPServers["legacy"]["auto_start"] != false || c.MCPServers["m"]["url"] != "http://localhost:2" {
 		t.Errorf("mcpServers = %v, want both servers, every member kept", c.MCPServers)
 	}
-	again, err := ParseManifest(mustMarshal(t, m))
+	again, err := ParseManifest(mustJSON(t, m))
 	if err != nil || !reflect.DeepEqual(again, m) {
 		t.Errorf("the encoded manifest parses back as %+v, %v; want %+v", again, err, m)
 	}
@@ -1582,7 +1574,7 @@ func TestParseManifestD31EveryMisspellingIsRefused(t *testing.T) {
 				// cannot have a runtime.
 				field, msg = "runtime", `needs "apiVersion"`
 			}
-			_, err := ParseManifest(mustMarshal(t, doc))
+			_, err := ParseManifest(mustJSON(t, doc))
 			wantManifestError(t, err, field, msg)
 		}
 	}
@@ -1707,5 +1699,73 @@ func TestParseManifestD31Encodings(t *testing.T) {
 			_, err := ParseManifest(data)
 			wantManifestError(t, err, "", "save the file as UTF-8")
 		})
+	}
+}
+
+// TestD9BundledManifestsArePortable: no bundled reasonix-plugin.json (the
+// SDK's examples, internal/, testdata/plugins) and no manifest example of
+// README.md uses runtime.providers or runtime.uiActions, which upstream v1
+// hosts refuse: each parses, and its runtime members are upstream's nine.
+// testdata/manifests holds test inputs of this project's extension, not
+// bundled manifests.
+func TestD9BundledManifestsArePortable(t *testing.T) {
+	docs := map[string][]byte{}
+	for _, root := range []string{filepath.Join("sdk", "examples"), "internal", filepath.Join("testdata", "plugins")} {
+		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && d.Name() == ManifestFile {
+				docs[p], err = os.ReadFile(p)
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, m := range regexp.MustCompile("(?s)```json\n(.*?)```").FindAllSubmatch(readme, -1) {
+		docs[fmt.Sprintf("README.md, json block %d", i+1)] = m[1]
+	}
+	if len(docs) != 6 {
+		t.Fatalf("read %d manifests, want the 4 bundled files and the README's 2 blocks: %v", len(docs), slices.Sorted(maps.Keys(docs)))
+	}
+	upstream := []string{"command", "args", "env", "required", "priority", "intercepts", "replaces", "capabilities", "timeoutMillis"}
+	for name, doc := range docs {
+		var raw struct{ Runtime map[string]json.RawMessage }
+		if _, err := ParseManifest(doc); err != nil || json.Unmarshal(doc, &raw) != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+		for k := range raw.Runtime {
+			if !slices.Contains(upstream, k) {
+				t.Errorf("%s: runtime.%s is not loadable by upstream v1 hosts", name, k)
+			}
+		}
+	}
+}
+
+// TestTrustSummaryD9SaysWhatUpstreamRefuses: the FULL TRUST block of a
+// manifest using runtime.providers or runtime.uiActions, even empty,
+// names each in its portability line; without them there is none.
+func TestTrustSummaryD9SaysWhatUpstreamRefuses(t *testing.T) {
+	tests := []struct{ members, want string }{
+		{`,"capabilities":["providers"],"providers":["plugin/p/a/m"]`, "not loadable by upstream v1 hosts: runtime.providers"},
+		{`,"capabilities":["ui"],"uiActions":[]`, "not loadable by upstream v1 hosts: runtime.uiActions"},
+		{`,"capabilities":["providers","ui"],"providers":[],"uiActions":["go"]`, "not loadable by upstream v1 hosts: runtime.providers, runtime.uiActions"},
+		{`,"capabilities":["providers","ui"]`, ""},
+	}
+	for _, tt := range tests {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, ManifestFile), []byte(v1(tt.members)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		s, err := TrustPlugin(dir, "")
+		if err != nil || s.Portability != tt.want {
+			t.Errorf("%s: Portability %q, %v; want %q", tt.members, s.Portability, err, tt.want)
+		}
+		if got := strings.Contains(s.Text(), "portability:"); got != (tt.want != "") || !strings.Contains(s.Text(), tt.want) {
+			t.Errorf("%s: the block shows the line %v, want %v:\n%s", tt.members, got, tt.want != "", s.Text())
+		}
 	}
 }
