@@ -405,26 +405,22 @@ func readV1(data []byte, dir string) (*Manifest, error) {
 	}
 	c := cmp.Or(d.Contributes, new(contributions))
 	lists := []struct {
-		name        string
-		list, extra *json.RawMessage
+		name   string
+		list   *json.RawMessage
+		legacy json.RawMessage
 	}{
-		{"skills", &c.Skills, &d.Skills}, {"agents", &c.Agents, nil}, {"commands", &c.Commands, &d.Commands},
+		{"skills", &c.Skills, d.Skills}, {"agents", &c.Agents, nil}, {"commands", &c.Commands, d.Commands},
 		{"prompts", &c.Prompts, nil}, {"themes", &c.Themes, nil},
 	}
 	for _, l := range lists {
 		paths, err := pathList(*l.list, "contributes."+l.name, dir)
-		if err != nil {
+		legacy, lerr := pathList(l.legacy, l.name, dir)
+		if err = cmp.Or(err, lerr); err != nil {
 			return nil, err
 		}
-		if l.extra != nil {
-			legacy, err := pathList(*l.extra, l.name, dir)
-			if err != nil {
-				return nil, err
-			}
-			for _, p := range legacy { // a path in both places is listed once
-				if !slices.Contains(paths, p) {
-					paths = append(paths, p)
-				}
+		for _, p := range legacy { // a path in both places is listed once
+			if !slices.Contains(paths, p) {
+				paths = append(paths, p)
 			}
 		}
 		*l.list = nil
@@ -432,10 +428,7 @@ func readV1(data []byte, dir string) (*Manifest, error) {
 			*l.list, _ = json.Marshal(paths)
 		}
 	}
-	if err := mergeLegacy("hooks", d.Hooks, &c.Hooks); err != nil {
-		return nil, err
-	}
-	if err := mergeLegacy("mcpServers", d.MCPServers, &c.MCPServers); err != nil {
+	if err := cmp.Or(mergeLegacy("hooks", d.Hooks, &c.Hooks), mergeLegacy("mcpServers", d.MCPServers, &c.MCPServers)); err != nil {
 		return nil, err
 	}
 	m.Contributes, _ = json.Marshal(c)
