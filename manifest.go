@@ -271,9 +271,14 @@ func didYouMean(name string) string {
 	return "unknown field; names are case-sensitive: did you mean " + strconv.Quote(name) + "?"
 }
 
-// readDocument walks data, which must be one JSON object, against n into
-// dst through the strict walk, phrasing failures as a *ManifestError.
+// readDocument walks data, which must be one JSON object (utf8Text reads
+// its encoding), against n into dst through the strict walk, phrasing
+// failures as a *ManifestError.
 func readDocument(data []byte, what string, n *vnode, dst any) error {
+	data, err := utf8Text(data)
+	if err != nil {
+		return err
+	}
 	if s := (scanner{data: data}); s.peek() != '{' {
 		return &ManifestError{Msg: what + " must be one JSON object"}
 	}
@@ -346,15 +351,11 @@ func parseManifest(data []byte, dir string) (*Manifest, error) {
 	if len(data) > maxManifestBytes {
 		return nil, &ManifestError{Msg: fmt.Sprintf("the manifest is larger than %d bytes", maxManifestBytes)}
 	}
-	data, err := utf8Text(data)
-	if err != nil {
-		return nil, err
-	}
 	var root members
 	if err := readDocument(data, "the manifest", membersNode, &root); err != nil {
 		return nil, err
 	}
-	m := new(Manifest)
+	m, err := new(Manifest), error(nil)
 	if root["apiVersion"] == nil {
 		// A legacy manifest: lenient about types, never about a runtime.
 		if err := root.caseVariant("apiVersion", "runtime"); err != nil {

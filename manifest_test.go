@@ -1685,6 +1685,15 @@ func TestParseManifestD31Encodings(t *testing.T) {
 			t.Errorf("%s: %+v, %v; want the description decoded", name, m, err)
 		}
 	}
+	// A broken required manifest with a mark still fails closed (D10).
+	dir := t.TempDir()
+	broken := utf16Of(binary.BigEndian, utf16.Encode([]rune(`{"runtime":{"required":true,"bogus":1}}`))...)
+	if err := os.WriteFile(filepath.Join(dir, ManifestFile), broken, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if !claimsRequired(dir) {
+		t.Errorf("a UTF-16 manifest claiming required is not read as required")
+	}
 	brace := utf16.Encode([]rune(`{"name":"`))
 	for name, data := range map[string][]byte{
 		"Latin-1":                   []byte("{\"name\":\"d\xe9\"}"),
