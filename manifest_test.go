@@ -493,6 +493,8 @@ func FuzzParseManifest(f *testing.F) {
 		f.Add(data)
 	}
 	f.Add([]byte(`{"name":"legacy","contributes":{"a":1}}`))
+	f.Add([]byte(`{"apiVersion":"reasonix.io/plugin/v1","name":"p","skills":"a","contributes":{"agents":[{"path":"b"}],"hooks":{"E":[{"timeout":1}]}}}`))
+	f.Add([]byte("\xff\xfe{\x00\"\x00n\x00a\x00m\x00e\x00\"\x00:\x00\"\x00p\x00\"\x00}\x00"))
 	f.Add([]byte(v1(`,"replaces":["tool:x","provider:a/b"],"capabilities":["ui"],"uiActions":["go"],"env":{"A":"b"}`)))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m, err := ParseManifest(data)
@@ -1482,23 +1484,23 @@ func TestParseManifestD31PathListForms(t *testing.T) {
 		{`[]`, ``},
 		{`null`, ``},
 	}
-	var docs []string
+	type place struct{ name, members string } // a path list and the members holding it
+	var places []place
 	for _, name := range []string{"skills", "agents", "commands", "prompts", "themes"} {
-		docs = append(docs, `,"contributes":{"`+name+`":%s}`)
+		places = append(places, place{name, `,"contributes":{"` + name + `":%s}`})
 	}
-	docs = append(docs, `,"skills":%s`, `,"commands":%s`)
-	for _, doc := range docs {
+	places = append(places, place{"skills", `,"skills":%s`}, place{"commands", `,"commands":%s`})
+	for _, p := range places {
 		for _, f := range forms {
-			members := fmt.Sprintf(doc, f.raw)
+			members := fmt.Sprintf(p.members, f.raw)
 			m, err := ParseManifest([]byte(`{"apiVersion":"reasonix.io/plugin/v1","name":"p"` + members + `}`))
 			if err != nil {
 				t.Errorf("%s: %v", members, err)
 				continue
 			}
-			name, _, _ := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(members, `,"contributes":{`), `,`), ":")
 			want := `{}`
 			if f.want != "" {
-				want = `{` + name + `:` + f.want + `}`
+				want = `{"` + p.name + `":` + f.want + `}`
 			}
 			if string(m.Contributes) != want {
 				t.Errorf("%s: contributes %s, want %s", members, m.Contributes, want)
