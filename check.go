@@ -38,7 +38,7 @@ type CheckOptions struct {
 }
 
 // CheckResult is the outcome of one scenario. Rule is the ruling it
-// checks (D1 to D28 of PROTOCOL.md); Detail names the section and shows
+// checks (D1 to D31 of PROTOCOL.md); Detail names the section and shows
 // the frames involved, redacted and escaped. A scenario whose behaviour
 // the sidecar never showed is Skipped, neither passed nor failed.
 type CheckResult struct {

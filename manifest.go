@@ -1,7 +1,9 @@
 package extension
 
 import (
+	"bytes"
 	"cmp"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +17,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf16"
+	"unicode/utf8"
 )
 
 // ManifestFile is the name of a plugin's manifest inside its directory.
@@ -31,9 +35,11 @@ const maxManifestBytes = 1 << 20
 // Manifest is a parsed reasonix-plugin.json (PROTOCOL.md §3.1).
 //
 // A manifest with "apiVersion" is a v1 manifest and is read strictly: an
-// unknown member at the root or in runtime, a duplicate member, a member
-// whose name matches a field only case-insensitively, a null, or a value of
-// the wrong type is a [*ManifestError] naming the member (D3).
+// unknown member at the root, in contributes or in runtime, a duplicate
+// member, a member whose name matches a field only case-insensitively, a
+// null (but for a path list), or a value of the wrong type is a
+// [*ManifestError] naming the member (D3, D31). The file may start with a
+// UTF-8 byte-order mark, or be UTF-16 with one.
 //
 // Text a person will see is free of control characters: name, version,
 // description, command, args, env keys and every list element (provider
@@ -59,12 +65,85 @@ type Manifest struct {
 	Version string `json:"version,omitempty"`
 	// Description is a one-line description; optional.
 	Description string `json:"description,omitempty"`
-	// Contributes is the contributes object verbatim, or nil when absent.
-	// Its content is free-form for this package; it must be an object and
-	// may not repeat a member name anywhere inside.
-	Contributes json.RawMessage `json:"contributes,omitempty" proto:"object"`
+	// Homepage and Repository are addresses, as written; optional.
+	Homepage   string `json:"homepage,omitempty"`
+	Repository string `json:"repository,omitempty"`
+	// Contributes is the contributes object, or nil when there is none.
+	// In a v1 manifest it holds the legacy root members skills, commands,
+	// hooks and mcpServers merged in, each path list (skills, agents,
+	// commands, prompts, themes) as an array of paths, hooks and MCP
+	// servers as objects by name (D31). In a legacy manifest it is the
+	// object as written.
+	Contributes json.RawMessage `json:"contributes,omitempty"`
 	// Runtime is the sidecar declaration, or nil for a plugin without one.
 	Runtime *RuntimeSpec `json:"runtime,omitempty"`
+}
+
+// manifestDoc is a v1 manifest as written (PROTOCOL.md §3.1): the members
+// of Manifest, contributes by upstream's member sets, and the four legacy
+// root members that merge into contributes (D31).
+type manifestDoc struct {
+	APIVersion  string                 `json:"apiVersion,omitempty"`
+	Name        string                 `json:"name,omitempty"`
+	Version     string                 `json:"version,omitempty"`
+	Description string                 `json:"description,omitempty"`
+	Homepage    string                 `json:"homepage,omitempty"`
+	Repository  string                 `json:"repository,omitempty"`
+	Contributes *contributions         `json:"contributes,omitempty"`
+	Runtime     *RuntimeSpec           `json:"runtime,omitempty"`
+	Skills      json.RawMessage        `json:"skills,omitempty" proto:"raw"`
+	Commands    json.RawMessage        `json:"commands,omitempty" proto:"raw"`
+	Hooks       map[string][]hookEntry `json:"hooks,omitempty"`
+	MCPServers  map[string]mcpServer   `json:"mcpServers,omitempty"`
+}
+
+// contributions is the contributes object (PROTOCOL.md §3.1, D31): five
+// path lists, each read by pathList, and hooks and MCP servers by name.
+type contributions struct {
+	Skills     json.RawMessage        `json:"skills,omitempty" proto:"raw"`
+	Agents     json.RawMessage        `json:"agents,omitempty" proto:"raw"`
+	Commands   json.RawMessage        `json:"commands,omitempty" proto:"raw"`
+	Prompts    json.RawMessage        `json:"prompts,omitempty" proto:"raw"`
+	Themes     json.RawMessage        `json:"themes,omitempty" proto:"raw"`
+	Hooks      map[string][]hookEntry `json:"hooks,omitempty"`
+	MCPServers map[string]mcpServer   `json:"mcpServers,omitempty"`
+}
+
+// hookEntry is one hook of an event in contributes.hooks.
+type hookEntry struct {
+	Match         string            `json:"match,omitempty"`
+	Command       string            `json:"command,omitempty"`
+	Args          []string          `json:"args,omitempty"`
+	ContextFile   string            `json:"contextFile,omitempty"`
+	ShellCommand  string            `json:"shellCommand,omitempty"`
+	Shell         string            `json:"shell,omitempty"`
+	Async         *bool             `json:"async,omitempty"`
+	PayloadFormat string            `json:"payloadFormat,omitempty"`
+	Description   string            `json:"description,omitempty"`
+	Timeout       *float64          `json:"timeout,omitempty" proto:"min=0"`
+	Cwd           string            `json:"cwd,omitempty"`
+	Env           map[string]string `json:"env,omitempty"`
+}
+
+// mcpServer is one server of contributes.mcpServers (upstream's snake
+// case kept).
+type mcpServer struct {
+	Type        string            `json:"type,omitempty"`
+	Command     string            `json:"command,omitempty"`
+	Args        []string          `json:"args,omitempty"`
+	Env         map[string]string `json:"env,omitempty"`
+	URL         string            `json:"url,omitempty"`
+	Headers     map[string]string `json:"headers,omitempty"`
+	AutoStart   *bool             `json:"auto_start,omitempty"`
+	DisplayName string            `json:"display_name,omitempty"`
+	Description string            `json:"description,omitempty"`
+	Tier        string            `json:"tier,omitempty"`
+	Imported    *bool             `json:"imported,omitempty"`
+}
+
+// pathEntry is an element of a path list written as an object.
+type pathEntry struct {
+	Path string `json:"path"`
 }
 
 // RuntimeSpec is the runtime block of a v1 manifest (PROTOCOL.md §3.1),
@@ -123,8 +202,8 @@ func loadManifest(pluginDir string) (*Manifest, error) {
 	if err != nil {
 		return nil, &ManifestError{Path: path, Msg: "cannot read the manifest: " + err.Error(), Err: err}
 	}
-	m, err := ParseManifest(data)
-	if me, ok := err.(*ManifestError); ok { // every error ParseManifest returns
+	m, err := parseManifest(data, pluginDir)
+	if me, ok := err.(*ManifestError); ok { // every error parseManifest returns
 		me.Path = path
 	}
 	return m, err
@@ -159,7 +238,12 @@ func readBounded(path string, limit int64) ([]byte, error) {
 	return data, nil
 }
 
-var manifestNode = mustNode[Manifest]()
+var (
+	manifestNode  = mustNode[manifestDoc]()
+	pathEntryNode = mustNode[pathEntry]()
+	// itemsNode reads an array's elements as they are.
+	itemsNode = &vnode{kind: vArray, elem: rawNode}
+)
 
 // membersNode is a first, lenient read of a document: the syntax of the
 // whole of it and its root members as they are, none repeated (D3).
@@ -187,16 +271,34 @@ func didYouMean(name string) string {
 	return "unknown field; names are case-sensitive: did you mean " + strconv.Quote(name) + "?"
 }
 
-// readDocument walks data, which must be one JSON object, against n into
-// dst through the strict walk, phrasing failures as a *ManifestError.
+// readDocument walks data, which must be one JSON object (utf8Text reads
+// its encoding), against n into dst through the strict walk, phrasing
+// failures as a *ManifestError.
 func readDocument(data []byte, what string, n *vnode, dst any) error {
+	data, err := utf8Text(data)
+	if err != nil {
+		return err
+	}
 	if s := (scanner{data: data}); s.peek() != '{' {
 		return &ManifestError{Msg: what + " must be one JSON object"}
 	}
-	if err := walk(n, data, reflect.ValueOf(dst).Elem()); err != nil {
-		return manifestError(err.(*ValidationError))
+	return walkAt(n, data, dst, "")
+}
+
+// walkAt walks doc, the value at field of a document, against n into dst
+// through the strict walk; a failure is a *ManifestError naming its path
+// in the document.
+func walkAt(n *vnode, doc []byte, dst any, field string) error {
+	err := walk(n, doc, reflect.ValueOf(dst).Elem())
+	if err == nil {
+		return nil
 	}
-	return nil
+	me := manifestError(err.(*ValidationError))
+	if field != "" && me.Field != "" && me.Field[0] != '[' {
+		field += "."
+	}
+	me.Field = field + me.Field
+	return me
 }
 
 // manifestError phrases a failure of the strict walk the way
@@ -240,6 +342,12 @@ func manifestError(ve *ValidationError) *ManifestError {
 // ParseManifest parses the bytes of a reasonix-plugin.json. Errors are
 // [*ManifestError] values naming the offending member.
 func ParseManifest(data []byte) (*Manifest, error) {
+	return parseManifest(data, "")
+}
+
+// parseManifest is ParseManifest; with dir, the plugin directory, it
+// also refuses a contributed path that leads out of it (D31).
+func parseManifest(data []byte, dir string) (*Manifest, error) {
 	if len(data) > maxManifestBytes {
 		return nil, &ManifestError{Msg: fmt.Sprintf("the manifest is larger than %d bytes", maxManifestBytes)}
 	}
@@ -247,7 +355,7 @@ func ParseManifest(data []byte) (*Manifest, error) {
 	if err := readDocument(data, "the manifest", membersNode, &root); err != nil {
 		return nil, err
 	}
-	m := new(Manifest)
+	m, err := new(Manifest), error(nil)
 	if root["apiVersion"] == nil {
 		// A legacy manifest: lenient about types, never about a runtime.
 		if err := root.caseVariant("apiVersion", "runtime"); err != nil {
@@ -262,9 +370,7 @@ func ParseManifest(data []byte) (*Manifest, error) {
 		if c := root["contributes"]; len(c) > 0 && c[0] == '{' {
 			m.Contributes = slices.Clone(c)
 		}
-	} else if err := readDocument(data, "the manifest", manifestNode(), m); err != nil {
-		return nil, err
-	} else if err := checkAPIVersion(m.APIVersion); err != nil {
+	} else if m, err = readV1(data, dir); err != nil {
 		return nil, err
 	}
 	if strings.TrimSpace(m.Name) == "" {
@@ -281,6 +387,152 @@ func ParseManifest(data []byte) (*Manifest, error) {
 		}
 	}
 	return m, nil
+}
+
+// readV1 reads a v1 manifest strictly (D3, D31) and merges the legacy
+// root members into its contributes; a path is checked against dir when
+// it is not empty.
+func readV1(data []byte, dir string) (*Manifest, error) {
+	var d manifestDoc
+	if err := readDocument(data, "the manifest", manifestNode(), &d); err != nil {
+		return nil, err
+	}
+	if err := checkAPIVersion(d.APIVersion); err != nil {
+		return nil, err
+	}
+	m := &Manifest{APIVersion: d.APIVersion, Name: d.Name, Version: d.Version, Description: d.Description, Homepage: d.Homepage, Repository: d.Repository, Runtime: d.Runtime}
+	if d.Contributes == nil && d.Skills == nil && d.Commands == nil && d.Hooks == nil && d.MCPServers == nil {
+		return m, nil
+	}
+	c := cmp.Or(d.Contributes, new(contributions))
+	lists := []struct {
+		name   string
+		list   *json.RawMessage
+		legacy json.RawMessage
+	}{
+		{"skills", &c.Skills, d.Skills}, {"agents", &c.Agents, nil}, {"commands", &c.Commands, d.Commands},
+		{"prompts", &c.Prompts, nil}, {"themes", &c.Themes, nil},
+	}
+	for _, l := range lists {
+		paths, err := pathList(*l.list, "contributes."+l.name, dir)
+		legacy, lerr := pathList(l.legacy, l.name, dir)
+		if err = cmp.Or(err, lerr); err != nil {
+			return nil, err
+		}
+		for _, p := range legacy { // a path in both places is listed once
+			if !slices.Contains(paths, p) {
+				paths = append(paths, p)
+			}
+		}
+		*l.list = nil
+		if len(paths) > 0 {
+			*l.list, _ = json.Marshal(paths)
+		}
+	}
+	if err := cmp.Or(mergeLegacy("hooks", d.Hooks, &c.Hooks), mergeLegacy("mcpServers", d.MCPServers, &c.MCPServers)); err != nil {
+		return nil, err
+	}
+	m.Contributes, _ = json.Marshal(c)
+	return m, nil
+}
+
+// pathList reads the path list at field (PROTOCOL.md §3.1, D31): null
+// (none), a path, or an array whose elements are paths or {"path": …}
+// objects. A path is not blank, is listed once, and, when dir is not
+// empty and the path exists there, does not lead out of dir once symbolic
+// links are followed; a missing path is not an error.
+func pathList(raw []byte, field, dir string) ([]string, error) {
+	items := []json.RawMessage{raw}
+	switch {
+	case len(raw) == 0 || raw[0] == 'n':
+		return nil, nil
+	case raw[0] == '[':
+		if err := walkAt(itemsNode, raw, &items, field); err != nil {
+			return nil, err
+		}
+	case raw[0] != '"':
+		return nil, &ManifestError{Field: field, Msg: `must be a path, or an array of paths or of {"path": …} objects`}
+	}
+	var paths []string
+	for i, item := range items {
+		at, e := field, pathEntry{}
+		if raw[0] == '[' {
+			at = fmt.Sprintf("%s[%d]", field, i)
+		}
+		switch item[0] {
+		case '"':
+			e.Path, _ = plainString(item)
+		case '{':
+			if err := walkAt(pathEntryNode(), item, &e, at); err != nil {
+				return nil, err
+			}
+			at += ".path"
+		default:
+			return nil, &ManifestError{Field: at, Msg: `must be a path or a {"path": …} object`}
+		}
+		switch p := filepath.Join(dir, e.Path); {
+		case strings.TrimSpace(e.Path) == "":
+			return nil, &ManifestError{Field: at, Msg: "a blank path; name a file or directory of the plugin"}
+		case slices.Contains(paths, e.Path):
+			return nil, &ManifestError{Field: at, Msg: fmt.Sprintf("%q is listed twice; list it once", e.Path)}
+		case dir != "" && !insideDir(p, dir):
+			if _, err := os.Stat(p); err == nil {
+				return nil, &ManifestError{Field: at, Msg: fmt.Sprintf("%q leads out of the plugin directory; keep what the plugin contributes inside it", e.Path)}
+			}
+		}
+		paths = append(paths, e.Path)
+	}
+	return paths, nil
+}
+
+// mergeLegacy merges the legacy root member name into its contributes
+// counterpart dst (D31): an entry defined in both places must be defined
+// the same way.
+func mergeLegacy[V any](name string, legacy map[string]V, dst *map[string]V) error {
+	for _, k := range slices.Sorted(maps.Keys(legacy)) {
+		if v, ok := (*dst)[k]; ok && !reflect.DeepEqual(v, legacy[k]) {
+			return &ManifestError{Field: fmt.Sprintf("%s[%q]", name, k), Msg: fmt.Sprintf("defined differently at contributes.%s[%q]; define it in one place", name, k)}
+		}
+		if *dst == nil {
+			*dst = map[string]V{}
+		}
+		(*dst)[k] = legacy[k]
+	}
+	return nil
+}
+
+// utf8Text returns the bytes of a manifest as UTF-8 (D31): without a
+// UTF-8 byte-order mark, or decoded from UTF-16 (little- or big-endian)
+// with its mark. Anything else that is not UTF-8 is refused, and so is a
+// NUL byte, which JSON text never holds and UTF-16 or UTF-32 without a
+// mark does.
+func utf8Text(data []byte) ([]byte, error) {
+	refuse := &ManifestError{Msg: "invalid UTF-8; save the file as UTF-8 (UTF-16 is read only with a byte-order mark)"}
+	var order binary.ByteOrder
+	switch {
+	case bytes.HasPrefix(data, []byte("\xef\xbb\xbf")):
+		data = data[3:]
+	case bytes.HasPrefix(data, []byte("\xff\xfe")):
+		order = binary.LittleEndian
+	case bytes.HasPrefix(data, []byte("\xfe\xff")):
+		order = binary.BigEndian
+	}
+	if order != nil && len(data)%2 == 0 {
+		units := make([]uint16, len(data)/2-1)
+		for i := range units {
+			units[i] = order.Uint16(data[2+2*i:])
+		}
+		// A lone surrogate decodes to U+FFFD, which encodes differently.
+		runes := utf16.Decode(units)
+		if !slices.Equal(utf16.Encode(runes), units) {
+			return nil, refuse
+		}
+		data = []byte(string(runes))
+	}
+	if !utf8.Valid(data) || bytes.IndexByte(data, 0) >= 0 {
+		return nil, refuse
+	}
+	return data, nil
 }
 
 // checkAPIVersion accepts reasonix.io/plugin/v1 and its minors.
@@ -487,12 +739,28 @@ type TrustSummary struct {
 	Providers []string
 	// UIActions are the listed UI action IDs; nil when not listed.
 	UIActions []string
+	// Portability is empty, or the line "not loadable by upstream v1
+	// hosts: runtime.providers, runtime.uiActions" naming the members of
+	// this project's extension the manifest uses, which upstream hosts
+	// refuse (D9).
+	Portability string
 }
 
 // trust returns the FULL TRUST summary of the spec's plugin.
 func (s *launchSpec) trust() TrustSummary {
 	rt := s.Runtime
+	var ext []string
+	if rt.Providers != nil {
+		ext = append(ext, "runtime.providers")
+	}
+	if rt.UIActions != nil {
+		ext = append(ext, "runtime.uiActions")
+	}
+	if ext != nil {
+		ext[0] = "not loadable by upstream v1 hosts: " + ext[0]
+	}
 	return TrustSummary{
+		Portability:   strings.Join(ext, ", "),
 		Plugin:        s.ID,
 		ManifestName:  s.Manifest.Name,
 		Version:       s.Version,
@@ -605,6 +873,9 @@ func (t TrustSummary) Text() string {
 		row("ui actions", "any (none listed); may publish UI and ask you questions")
 	default:
 		row("ui actions", quotedList(t.UIActions)+"; may publish UI and ask you questions")
+	}
+	if t.Portability != "" {
+		row("portability", t.Portability)
 	}
 	return b.String()
 }

@@ -1,18 +1,22 @@
 package extension
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf16"
 )
 
 // starterManifest is the manifest of the upstream SDK starter's shape
@@ -78,7 +82,7 @@ func TestParseManifestD3RejectsUnknownAndCaseVariantFields(t *testing.T) {
 	tests := []struct {
 		name, doc, field, msg string
 	}{
-		{"root", `{"apiVersion":"reasonix.io/plugin/v1","name":"p","homepage":"x"}`, "homepage", "unknown field"},
+		{"root", `{"apiVersion":"reasonix.io/plugin/v1","name":"p","homepages":"x"}`, "homepages", "unknown field"},
 		{"root case variant", `{"apiVersion":"reasonix.io/plugin/v1","Name":"p"}`, "Name", `did you mean "name"?`},
 		{"runtime typo", v1(`,"timeoutMilis":5`), "runtime.timeoutMilis", "unknown field"},
 		{"runtime case variant", `{"apiVersion":"reasonix.io/plugin/v1","name":"p","runtime":{"Command":"/x"}}`, "runtime.Command", `did you mean "command"?`},
@@ -105,7 +109,8 @@ func TestParseManifestD3RejectsDuplicateMembers(t *testing.T) {
 		{"runtime", v1(`,"command":"/bin/sh"`), "runtime.command"},
 		{"escaped duplicate", v1(`,"comm\u0061nd":"/bin/sh"`), "runtime.command"},
 		{"env key", v1(`,"env":{"A":"1","A":"2"}`), `runtime.env["A"]`},
-		{"inside contributes", `{"apiVersion":"reasonix.io/plugin/v1","name":"p","contributes":{"a":{"b":1,"b":2}}}`, "contributes.a.b"},
+		{"inside contributes", `{"apiVersion":"reasonix.io/plugin/v1","name":"p","contributes":{"mcpServers":{"a":{"url":"x","url":"y"}}}}`, `contributes.mcpServers["a"].url`},
+		{"inside a path object", `{"apiVersion":"reasonix.io/plugin/v1","name":"p","contributes":{"skills":[{"path":"a","path":"b"}]}}`, "contributes.skills[0].path"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -415,7 +420,7 @@ func TestParseManifestRejectsMalformedDocuments(t *testing.T) {
 }
 
 func TestParseManifestNeverPanicsOnPrefixes(t *testing.T) {
-	doc := []byte(`{"apiVersion":"reasonix.io/plugin/v1.1","name":"p","version":"1","description":"d","contributes":{"a":[1,{"b":null}]},` +
+	doc := []byte(`{"apiVersion":"reasonix.io/plugin/v1.1","name":"p","version":"1","description":"d","contributes":{"skills":["a",{"path":"b"}],"hooks":{"E":[{"command":"c","async":true}]}},` +
 		`"runtime":{"command":"/x","args":["a"],"env":{"K":"v"},"required":true,"priority":-3,"intercepts":["tool.before"],` +
 		`"replaces":["tool:x"],"capabilities":["ui","providers"],"timeoutMillis":9,"providers":["plugin/p/a/b"],"uiActions":["go"]}}`)
 	if _, err := ParseManifest(doc); err != nil {
@@ -488,6 +493,8 @@ func FuzzParseManifest(f *testing.F) {
 		f.Add(data)
 	}
 	f.Add([]byte(`{"name":"legacy","contributes":{"a":1}}`))
+	f.Add([]byte(`{"apiVersion":"reasonix.io/plugin/v1","name":"p","skills":"a","contributes":{"agents":[{"path":"b"}],"hooks":{"E":[{"timeout":1}]}}}`))
+	f.Add([]byte("\xff\xfe{\x00\"\x00n\x00a\x00m\x00e\x00\"\x00:\x00\"\x00p\x00\"\x00}\x00"))
 	f.Add([]byte(v1(`,"replaces":["tool:x","provider:a/b"],"capabilities":["ui"],"uiActions":["go"],"env":{"A":"b"}`)))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m, err := ParseManifest(data)
@@ -1236,6 +1243,7 @@ func TestTrustSummaryStructuredData(t *testing.T) {
 		Slots:        []string{"system_prompt"},
 		Capabilities: []string{"providers", "ui"},
 		UIActions:    []string{"show-status"},
+		Portability:  "not loadable by upstream v1 hosts: runtime.uiActions",
 	}
 	if got := spec.trust(); !reflect.DeepEqual(got, want) {
 		t.Errorf("Trust =\n%+v\nwant\n%+v", got, want)
@@ -1410,5 +1418,374 @@ func TestLaunchGateD8RefusesAShellBehindEnv(t *testing.T) {
 	wantRefusal(t, spec, err, "e", errShellCommand)
 	if !strings.Contains(err.Error(), `"/usr/bin/env" runs "sh"`) {
 		t.Errorf("refusal %q, want it to name env and the shell it runs", err)
+	}
+}
+
+// everyMember is a v1 manifest with every member upstream's v1 reads
+// (D31): the root members, the four legacy ones, contributes with its
+// seven and all nine runtime members. Each call returns a fresh copy.
+func everyMember(t *testing.T) map[string]any {
+	t.Helper()
+	const doc = `{"apiVersion":"reasonix.io/plugin/v1","name":"every","version":"1.0.0","description":"d",
+	"homepage":"https://example.com","repository":"https://example.com/every.git",
+	"skills":"skills/legacy","commands":[{"path":"commands/legacy"}],
+	"hooks":{"Stop":[{"match":"*","command":"bin/hook","args":["-v"],"contextFile":"ctx.md","shellCommand":"echo hi","shell":"bash",
+		"async":false,"payloadFormat":"json","description":"d","timeout":1.5,"cwd":".","env":{"K":"v"}}]},
+	"mcpServers":{"legacy":{"type":"stdio","command":"bin/mcp","args":["--stdio"],"env":{"K":"v"},"url":"http://localhost:1",
+		"headers":{"H":"v"},"auto_start":false,"display_name":"M","description":"d","tier":"core","imported":true}},
+	"contributes":{"skills":"skills","agents":["agents/a","agents/b"],"commands":[{"path":"commands"}],"prompts":null,
+		"themes":["themes/a",{"path":"themes/b"}],
+		"hooks":{"PreToolUse":[{"command":"bin/pre","timeout":3}]},
+		"mcpServers":{"m":{"type":"http","url":"http://localhost:2","auto_start":true}}},
+	"runtime":{"command":"/opt/every/bin/every","args":["-v"],"env":{"K":"v"},"required":true,"priority":5,
+		"intercepts":["tool.before"],"replaces":["system_prompt"],"capabilities":["interceptors"],"timeoutMillis":100}}`
+	var m map[string]any
+	if err := json.Unmarshal([]byte(doc), &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// TestParseManifestD31EveryUpstreamMember: a manifest with every upstream
+// v1 member parses, the legacy members merged into contributes, each
+// path list as an array of paths; what it encodes to parses back the same.
+func TestParseManifestD31EveryUpstreamMember(t *testing.T) {
+	m, err := ParseManifest(mustJSON(t, everyMember(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Homepage != "https://example.com" || m.Repository != "https://example.com/every.git" || m.Runtime.TimeoutMillis != 100 || !m.Runtime.Required {
+		t.Errorf("got %+v, runtime %+v", m, m.Runtime)
+	}
+	var c struct {
+		Skills, Agents, Commands, Prompts, Themes []string
+		Hooks                                     map[string][]map[string]any
+		MCPServers                                map[string]map[string]any
+	}
+	if err := json.Unmarshal(m.Contributes, &c); err != nil {
+		t.Fatal(err)
+	}
+	want := [][]string{{"skills", "skills/legacy"}, {"agents/a", "agents/b"}, {"commands", "commands/legacy"}, nil, {"themes/a", "themes/b"}}
+	if got := [][]string{c.Skills, c.Agents, c.Commands, c.Prompts, c.Themes}; !reflect.DeepEqual(got, want) {
+		t.Errorf("path lists = %q, want %q", got, want)
+	}
+	if len(c.Hooks["Stop"][0]) != 12 || c.Hooks["Stop"][0]["async"] != false || c.Hooks["PreToolUse"][0]["timeout"] != 3.0 {
+		t.Errorf("hooks = %v, want both events, every member kept (false and 0 included)", c.Hooks)
+	}
+	if len(c.MCPServers["legacy"]) != 11 || c.MCPServers["legacy"]["auto_start"] != false || c.MCPServers["m"]["url"] != "http://localhost:2" {
+		t.Errorf("mcpServers = %v, want both servers, every member kept", c.MCPServers)
+	}
+	again, err := ParseManifest(mustJSON(t, m))
+	if err != nil || !reflect.DeepEqual(again, m) {
+		t.Errorf("the encoded manifest parses back as %+v, %v; want %+v", again, err, m)
+	}
+}
+
+// TestParseManifestD31PathListForms: each path list, under contributes
+// and at the root for the two legacy ones, accepts a path, an array of
+// paths, of {"path": …} objects or of both, an empty array and null.
+func TestParseManifestD31PathListForms(t *testing.T) {
+	forms := []struct{ raw, want string }{
+		{`"a"`, `["a"]`},
+		{`["a","b"]`, `["a","b"]`},
+		{`[{"path":"a"},{"path":"b"}]`, `["a","b"]`},
+		{`["a",{"path":"b"}]`, `["a","b"]`},
+		{`[]`, ``},
+		{`null`, ``},
+	}
+	type place struct{ name, members string } // a path list and the members holding it
+	var places []place
+	for _, name := range []string{"skills", "agents", "commands", "prompts", "themes"} {
+		places = append(places, place{name, `,"contributes":{"` + name + `":%s}`})
+	}
+	places = append(places, place{"skills", `,"skills":%s`}, place{"commands", `,"commands":%s`})
+	for _, p := range places {
+		for _, f := range forms {
+			members := fmt.Sprintf(p.members, f.raw)
+			m, err := ParseManifest([]byte(`{"apiVersion":"reasonix.io/plugin/v1","name":"p"` + members + `}`))
+			if err != nil {
+				t.Errorf("%s: %v", members, err)
+				continue
+			}
+			want := `{}`
+			if f.want != "" {
+				want = `{"` + p.name + `":` + f.want + `}`
+			}
+			if string(m.Contributes) != want {
+				t.Errorf("%s: contributes %s, want %s", members, m.Contributes, want)
+			}
+		}
+	}
+}
+
+// TestParseManifestD31EveryMisspellingIsRefused renames each member of
+// the manifest with every upstream member, one at a time, to a
+// misspelling (a letter dropped, the case of the first changed) and
+// expects the error to name it by its path. Hook event, server, env and
+// header names are names, not members, and are left alone.
+func TestParseManifestD31EveryMisspellingIsRefused(t *testing.T) {
+	type member struct {
+		keys   []any // the way to the object holding it
+		name   string
+		parent string // the object's field path
+	}
+	names := map[string]bool{"hooks": true, "mcpServers": true, "env": true, "headers": true}
+	var all []member
+	var visit func(v any, keys []any, field string, free bool)
+	visit = func(v any, keys []any, field string, free bool) {
+		switch v := v.(type) {
+		case map[string]any:
+			for _, k := range slices.Sorted(maps.Keys(v)) {
+				child := field + "." + k
+				switch {
+				case free:
+					child = fmt.Sprintf("%s[%q]", field, k)
+				case field == "":
+					child = k
+				}
+				if !free {
+					all = append(all, member{keys, k, field})
+				}
+				visit(v[k], append(slices.Clip(keys), k), child, !free && names[k])
+			}
+		case []any:
+			for i, e := range v {
+				visit(e, append(slices.Clip(keys), i), fmt.Sprintf("%s[%d]", field, i), false)
+			}
+		}
+	}
+	visit(everyMember(t), nil, "", false)
+	if len(all) != 59 {
+		t.Fatalf("found %d members, want every one of the manifest", len(all))
+	}
+	for _, mb := range all {
+		first := mb.name[:1]
+		for _, typo := range []string{mb.name[:len(mb.name)-1], strings.ToUpper(first) + mb.name[1:], strings.ToLower(first) + mb.name[1:]} {
+			if typo == mb.name {
+				continue
+			}
+			doc := everyMember(t)
+			var obj any = doc
+			for _, k := range mb.keys {
+				if i, ok := k.(int); ok {
+					obj = obj.([]any)[i]
+				} else {
+					obj = obj.(map[string]any)[k.(string)]
+				}
+			}
+			o := obj.(map[string]any)
+			o[typo] = o[mb.name]
+			delete(o, mb.name)
+			field, msg := typo, "unknown field"
+			if mb.parent != "" {
+				field = mb.parent + "." + typo
+			}
+			if mb.name == "apiVersion" && !strings.EqualFold(typo, mb.name) {
+				// Without apiVersion the manifest is a legacy one, which
+				// cannot have a runtime.
+				field, msg = "runtime", `needs "apiVersion"`
+			}
+			_, err := ParseManifest(mustJSON(t, doc))
+			wantManifestError(t, err, field, msg)
+		}
+	}
+}
+
+// TestParseManifestD31Refusals: values of the wrong shape in contributes,
+// blank and repeated paths, and an entry defined differently in its
+// legacy and its contributes place are refused, naming the member.
+func TestParseManifestD31Refusals(t *testing.T) {
+	tests := []struct {
+		name, members, field, msg string
+	}{
+		{"path list number", `,"contributes":{"skills":1}`, "contributes.skills", `an array of paths or of {"path": …} objects`},
+		{"path list object", `,"skills":{"path":"a"}`, "skills", "must be a path"},
+		{"element number", `,"contributes":{"agents":["a",2]}`, "contributes.agents[1]", `a path or a {"path": …} object`},
+		{"element null", `,"contributes":{"agents":[null]}`, "contributes.agents[0]", `a path or a {"path": …} object`},
+		{"path missing", `,"contributes":{"themes":[{}]}`, "contributes.themes[0].path", "missing"},
+		{"path not a string", `,"contributes":{"themes":[{"path":1}]}`, "contributes.themes[0].path", "must be a string"},
+		{"path object null", `,"contributes":{"themes":[{"path":null}]}`, "contributes.themes[0].path", "null is not allowed"},
+		{"blank path", `,"contributes":{"prompts":" "}`, "contributes.prompts", "a blank path"},
+		{"repeated path", `,"commands":["a",{"path":"a"}]`, "commands[1].path", `"a" is listed twice`},
+		{"hooks not an object", `,"contributes":{"hooks":[]}`, "contributes.hooks", "must be an object"},
+		{"hook event not an array", `,"hooks":{"Stop":{}}`, `hooks["Stop"]`, "must be an array"},
+		{"hook timeout", `,"hooks":{"Stop":[{"timeout":"5"}]}`, `hooks["Stop"][0].timeout`, "must be a number"},
+		{"hook negative timeout", `,"hooks":{"Stop":[{"timeout":-1}]}`, `hooks["Stop"][0].timeout`, "out of range"},
+		{"hook async", `,"hooks":{"Stop":[{"async":"yes"}]}`, `hooks["Stop"][0].async`, "must be true or false"},
+		{"hook null", `,"hooks":{"Stop":[{"cwd":null}]}`, `hooks["Stop"][0].cwd`, "null is not allowed"},
+		{"server args", `,"mcpServers":{"s":{"args":"-v"}}`, `mcpServers["s"].args`, "must be an array of strings"},
+		{"server headers", `,"contributes":{"mcpServers":{"s":{"headers":{"H":1}}}}`, `contributes.mcpServers["s"].headers["H"]`, "must be a string"},
+		{"contributes null", `,"contributes":null`, "contributes", "null is not allowed"},
+		{"hook defined twice differently", `,"hooks":{"Stop":[{"command":"a"}]},"contributes":{"hooks":{"Stop":[{"command":"b"}]}}`,
+			`hooks["Stop"]`, `defined differently at contributes.hooks["Stop"]`},
+		{"server defined twice differently", `,"mcpServers":{"s":{"url":"a"}},"contributes":{"mcpServers":{"s":{"url":"b"}}}`,
+			`mcpServers["s"]`, `defined differently at contributes.mcpServers["s"]`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m, err := ParseManifest([]byte(`{"apiVersion":"reasonix.io/plugin/v1","name":"p"` + tt.members + `}`))
+			if m != nil {
+				t.Errorf("got a manifest, want none")
+			}
+			wantManifestError(t, err, tt.field, tt.msg)
+		})
+	}
+	same := `,"skills":["a"],"hooks":{"Stop":[{"command":"a"}]},"mcpServers":{"s":{"url":"a"}},` +
+		`"contributes":{"skills":["a","b"],"hooks":{"Stop":[{"command":"a"}]},"mcpServers":{"s":{"url":"a"}}}`
+	m, err := ParseManifest([]byte(`{"apiVersion":"reasonix.io/plugin/v1","name":"p"` + same + `}`))
+	if want := `{"skills":["a","b"],"hooks":{"Stop":[{"command":"a"}]},"mcpServers":{"s":{"url":"a"}}}`; err != nil || string(m.Contributes) != want {
+		t.Errorf("the same entries in both places: %v, %v; want them once, %s", m, err, want)
+	}
+}
+
+// TestLoadManifestD31RefusesPathsLeavingThePlugin: loaded from its
+// directory, a manifest may not contribute a path that leads out of it
+// through a symbolic link; a missing path and a link inside are fine.
+func TestLoadManifestD31RefusesPathsLeavingThePlugin(t *testing.T) {
+	dir, outside := t.TempDir(), t.TempDir()
+	for _, err := range []error{
+		os.Mkdir(filepath.Join(dir, "skills"), 0o755),
+		os.Symlink(outside, filepath.Join(dir, "skills", "away")),
+		os.Symlink(filepath.Join(dir, "skills"), filepath.Join(dir, "here")),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	write := func(members string) error {
+		doc := `{"apiVersion":"reasonix.io/plugin/v1","name":"p"` + members + `}`
+		if err := os.WriteFile(filepath.Join(dir, ManifestFile), []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := loadManifest(dir)
+		return err
+	}
+	if err := write(`,"contributes":{"skills":["skills","here","missing","here/missing"]}`); err != nil {
+		t.Errorf("paths inside and missing paths: %v", err)
+	}
+	wantManifestError(t, write(`,"contributes":{"skills":["skills",{"path":"skills/away"}]}`), "contributes.skills[1].path", "leads out of the plugin directory")
+	wantManifestError(t, write(`,"commands":"here/away"`), "commands", "leads out of the plugin directory")
+	if err := write(`,"commands":"here/away"`); !strings.HasPrefix(err.Error(), filepath.Join(dir, ManifestFile)+": commands: ") {
+		t.Errorf("Error() = %q, want the file and the member", err)
+	}
+	if _, err := ParseManifest([]byte(`{"apiVersion":"reasonix.io/plugin/v1","name":"p","skills":"/"}`)); err != nil {
+		t.Errorf("without a directory nothing is looked up: %v", err)
+	}
+}
+
+// TestParseManifestD31Encodings: a UTF-8 byte-order mark is skipped and
+// UTF-16 with its mark, either byte order, is decoded; any other
+// encoding, and UTF-16 that is not valid, is refused with advice.
+func TestParseManifestD31Encodings(t *testing.T) {
+	const doc = `{"apiVersion":"reasonix.io/plugin/v1","name":"p","description":"dé 𝄞 \uFFFD"}`
+	utf16Of := func(order binary.AppendByteOrder, units ...uint16) []byte {
+		b := order.AppendUint16(nil, 0xfeff)
+		for _, u := range units {
+			b = order.AppendUint16(b, u)
+		}
+		return b
+	}
+	units := utf16.Encode([]rune(doc))
+	for name, data := range map[string][]byte{
+		"UTF-8 with a mark": append([]byte("\xef\xbb\xbf"), doc...),
+		"UTF-16LE":          utf16Of(binary.LittleEndian, units...),
+		"UTF-16BE":          utf16Of(binary.BigEndian, units...),
+	} {
+		m, err := ParseManifest(data)
+		if err != nil || m.Description != "dé 𝄞 \uFFFD" {
+			t.Errorf("%s: %+v, %v; want the description decoded", name, m, err)
+		}
+	}
+	// A broken required manifest with a mark still fails closed (D10).
+	dir := t.TempDir()
+	broken := utf16Of(binary.BigEndian, utf16.Encode([]rune(`{"runtime":{"required":true,"bogus":1}}`))...)
+	if err := os.WriteFile(filepath.Join(dir, ManifestFile), broken, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if !claimsRequired(dir) {
+		t.Errorf("a UTF-16 manifest claiming required is not read as required")
+	}
+	brace := utf16.Encode([]rune(`{"name":"`))
+	for name, data := range map[string][]byte{
+		"Latin-1":                   []byte("{\"name\":\"d\xe9\"}"),
+		"UTF-16 without a mark":     utf16Of(binary.LittleEndian, units...)[2:],
+		"UTF-32LE":                  append([]byte("\xff\xfe\x00\x00"), []byte("{\x00\x00\x00}\x00\x00\x00")...),
+		"odd UTF-16":                append(utf16Of(binary.LittleEndian, units...), 0),
+		"lone high surrogate":       utf16Of(binary.BigEndian, append(brace, 0xd834, '"', '}')...),
+		"lone low surrogate":        utf16Of(binary.LittleEndian, append(brace, 0xdd1e, '"', '}')...),
+		"high surrogate at the end": utf16Of(binary.LittleEndian, 0xd834),
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := ParseManifest(data)
+			wantManifestError(t, err, "", "save the file as UTF-8")
+		})
+	}
+}
+
+// TestD9BundledManifestsArePortable: no bundled reasonix-plugin.json (the
+// SDK's examples, internal/, testdata/plugins) and no manifest example of
+// README.md uses runtime.providers or runtime.uiActions, which upstream v1
+// hosts refuse: each parses, and its runtime members are upstream's nine.
+// testdata/manifests holds test inputs of this project's extension, not
+// bundled manifests.
+func TestD9BundledManifestsArePortable(t *testing.T) {
+	docs := map[string][]byte{}
+	for _, root := range []string{filepath.Join("sdk", "examples"), "internal", filepath.Join("testdata", "plugins")} {
+		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && d.Name() == ManifestFile {
+				docs[p], err = os.ReadFile(p)
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, m := range regexp.MustCompile("(?s)```json\n(.*?)```").FindAllSubmatch(readme, -1) {
+		docs[fmt.Sprintf("README.md, json block %d", i+1)] = m[1]
+	}
+	if len(docs) != 6 {
+		t.Fatalf("read %d manifests, want the 4 bundled files and the README's 2 blocks: %v", len(docs), slices.Sorted(maps.Keys(docs)))
+	}
+	upstream := []string{"command", "args", "env", "required", "priority", "intercepts", "replaces", "capabilities", "timeoutMillis"}
+	for name, doc := range docs {
+		var raw struct{ Runtime map[string]json.RawMessage }
+		if _, err := ParseManifest(doc); err != nil || json.Unmarshal(doc, &raw) != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+		for k := range raw.Runtime {
+			if !slices.Contains(upstream, k) {
+				t.Errorf("%s: runtime.%s is not loadable by upstream v1 hosts", name, k)
+			}
+		}
+	}
+}
+
+// TestTrustSummaryD9SaysWhatUpstreamRefuses: the FULL TRUST block of a
+// manifest using runtime.providers or runtime.uiActions, even empty,
+// names each in its portability line; without them there is none.
+func TestTrustSummaryD9SaysWhatUpstreamRefuses(t *testing.T) {
+	tests := []struct{ members, want string }{
+		{`,"capabilities":["providers"],"providers":["plugin/p/a/m"]`, "not loadable by upstream v1 hosts: runtime.providers"},
+		{`,"capabilities":["ui"],"uiActions":[]`, "not loadable by upstream v1 hosts: runtime.uiActions"},
+		{`,"capabilities":["providers","ui"],"providers":[],"uiActions":["go"]`, "not loadable by upstream v1 hosts: runtime.providers, runtime.uiActions"},
+		{`,"capabilities":["providers","ui"]`, ""},
+	}
+	for _, tt := range tests {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, ManifestFile), []byte(v1(tt.members)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		s, err := TrustPlugin(dir, "")
+		if err != nil || s.Portability != tt.want {
+			t.Errorf("%s: Portability %q, %v; want %q", tt.members, s.Portability, err, tt.want)
+		}
+		if got := strings.Contains(s.Text(), "portability:"); got != (tt.want != "") || !strings.Contains(s.Text(), tt.want) {
+			t.Errorf("%s: the block shows the line %v, want %v:\n%s", tt.members, got, tt.want != "", s.Text())
+		}
 	}
 }

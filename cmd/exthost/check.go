@@ -46,11 +46,18 @@ func checkCommand(fs *flag.FlagSet) func(*env) int {
 			if report == nil {
 				return e.exit(err)
 			}
+			// D9: the extension lists keep a plugin off upstream hosts.
+			// stdout carries only the report's JSON with -json.
+			notes := e.stdout
 			if *asJSON {
 				b, _ := json.Marshal(report)
 				fmt.Fprintf(e.stdout, "%s\n", b)
+				notes = e.stderr
 			} else {
 				printReport(e.stdout, report)
+			}
+			if s, _ := extension.TrustPlugin(t.dir, t.name); s.Portability != "" {
+				fmt.Fprintln(notes, s.Portability)
 			}
 			if err != nil {
 				status = 1

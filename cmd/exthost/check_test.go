@@ -157,3 +157,30 @@ func TestCheckAndDemoShowNoSecretOfTheSidecarD25(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckSaysWhatUpstreamRefusesD9: a manifest using runtime.providers
+// and runtime.uiActions gets the portability line after its report, on
+// stderr with -json so that stdout stays one JSON object a line.
+func TestCheckSaysWhatUpstreamRefusesD9(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "mute.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\nexec cat >/dev/null\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	manifest := `{"apiVersion":"reasonix.io/plugin/v1","name":"mute","runtime":{"command":"${REASONIX_PLUGIN_ROOT}/mute.sh",` +
+		`"capabilities":["providers","ui"],"providers":["plugin/mute/a/m"],"uiActions":["go"]}}`
+	if err := os.WriteFile(filepath.Join(dir, "reasonix-plugin.json"), []byte(manifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const line = "not loadable by upstream v1 hosts: runtime.providers, runtime.uiActions\n"
+	var out, errb bytes.Buffer
+	if code := run([]string{"check", "-timeout", "300ms", dir}, nil, &out, &errb); code != 1 || !strings.HasSuffix(out.String(), line) {
+		t.Errorf("exit %d; want 1 and the report ending with %q:\n%s%s", code, line, out.String(), errb.String())
+	}
+	out.Reset()
+	errb.Reset()
+	run([]string{"check", "-json", "-timeout", "300ms", dir}, nil, &out, &errb)
+	if errb.String() != line || strings.Count(out.String(), "\n") != 1 || !json.Valid(out.Bytes()) {
+		t.Errorf("-json: stdout %q, stderr %q; want one JSON line and the portability line on stderr", out.String(), errb.String())
+	}
+}

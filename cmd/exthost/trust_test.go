@@ -42,8 +42,17 @@ func TestTrustUsageNamesThePluginDir(t *testing.T) {
 // verbatim (PROTOCOL.md §3.1), so the literal placeholder in one reaches
 // the sidecar as is; FULL TRUST says so.
 func TestTrustWarnsOfAnUnexpandedPlaceholderInArgsD8(t *testing.T) {
+	out := trustOf(t, `{"apiVersion":"reasonix.io/plugin/v1","name":"py","version":"1.0.0","runtime":{"command":"/usr/bin/python3","args":["${REASONIX_PLUGIN_ROOT}/sidecar.py"]}}`)
+	if want := "warning:        args[0] holds the literal ${REASONIX_PLUGIN_ROOT}: args are passed verbatim"; !strings.Contains(out, want) {
+		t.Errorf("output lacks %q:\n%s", want, out)
+	}
+}
+
+// trustOf returns what "exthost trust" prints for a plugin directory with
+// the manifest, failing the test unless it succeeds.
+func trustOf(t *testing.T, manifest string) string {
+	t.Helper()
 	dir := t.TempDir()
-	manifest := `{"apiVersion":"reasonix.io/plugin/v1","name":"py","version":"1.0.0","runtime":{"command":"/usr/bin/python3","args":["${REASONIX_PLUGIN_ROOT}/sidecar.py"]}}`
 	if err := os.WriteFile(filepath.Join(dir, "reasonix-plugin.json"), []byte(manifest), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +60,19 @@ func TestTrustWarnsOfAnUnexpandedPlaceholderInArgsD8(t *testing.T) {
 	if code := run([]string{"trust", dir}, nil, &out, &errb); code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
-	if want := "warning:        args[0] holds the literal ${REASONIX_PLUGIN_ROOT}: args are passed verbatim"; !strings.Contains(out.String(), want) {
-		t.Errorf("output lacks %q:\n%s", want, out.String())
+	return out.String()
+}
+
+// TestTrustSaysWhatUpstreamRefusesD9: the FULL TRUST block of a manifest
+// using runtime.providers says upstream v1 hosts will not load it; the
+// reference plugin's says nothing of the kind.
+func TestTrustSaysWhatUpstreamRefusesD9(t *testing.T) {
+	out := trustOf(t, `{"apiVersion":"reasonix.io/plugin/v1","name":"p","runtime":{"command":"/opt/p/bin/p","capabilities":["providers"],"providers":["plugin/p/a/m"]}}`)
+	if want := "portability:    not loadable by upstream v1 hosts: runtime.providers\n"; !strings.Contains(out, want) {
+		t.Errorf("output lacks %q:\n%s", want, out)
+	}
+	var ref, errb bytes.Buffer
+	if code := run([]string{"trust", "../../sdk/examples/fullsidecar"}, nil, &ref, &errb); code != 0 || strings.Contains(ref.String(), "upstream") {
+		t.Errorf("exit %d; the reference plugin is portable, want no portability line:\n%s%s", code, ref.String(), errb.String())
 	}
 }
