@@ -843,18 +843,21 @@ func (c *Conn) send(f *outFrame, cancel, end <-chan struct{}) bool {
 	return false
 }
 
-// direct writes f on the calling goroutine when nothing is queued or being
-// written, so the writer goroutine is not woken for it: one of the host's
-// three hand-offs per call that profiling exthost bench's intercept_rtt
-// found. It makes one
-// non-blocking attempt; whatever the pipe does not take is left to the
-// writer (leftover), which writes it before any other frame, so no frame is
-// torn (D2) and a full pipe never blocks the caller past its deadline
-// (D18). It reports whether f was taken care of; false leaves f to the
-// queue, as for the frame that opens the barrier, whose writer records
-// where it opened (D6, writeFrames).
+// direct writes a request or an answer f on the calling goroutine when
+// nothing is queued or being written, so the writer goroutine is not woken
+// for it: one of the host's three hand-offs per call that profiling
+// exthost bench's intercept_rtt found. It makes one non-blocking attempt;
+// whatever the pipe does not take is left to the writer (leftover), which
+// writes it before any other frame, so no frame is torn (D2) and a full
+// pipe never blocks the caller past its deadline (D18). It reports whether
+// f was taken care of; false leaves f to the queue. A notification goes
+// there, unless it is a best-effort event, which the write it may take at
+// once keeps from being dropped (D20): nobody waits on one, and the writer
+// writes whatever is queued together, a stream's chunks in few writes
+// instead of one each; so does the frame that opens the barrier, whose
+// writer records where it opened (D6, writeFrames).
 func (c *Conn) direct(f *outFrame) bool {
-	if c.writeNow == nil || f.opens || c.backlog.Load() != 0 || !c.wmu.TryLock() {
+	if c.writeNow == nil || !f.call && !f.slot && !f.event || c.backlog.Load() != 0 || !c.wmu.TryLock() {
 		return false
 	}
 	defer c.wmu.Unlock()

@@ -3,6 +3,7 @@ package extension
 import (
 	"context"
 	"slices"
+	"sync/atomic"
 	"time"
 )
 
@@ -97,3 +98,25 @@ func (t *tail) snapshot() ([]byte, bool) {
 	defer t.mu.Unlock()
 	return slices.Concat(t.buf[t.next:], t.buf[:t.next]), t.written > int64(len(t.buf))
 }
+
+// gateWrites counts c's writes to its pipe in n and holds the writer's
+// until open is closed, as a peer that reads nothing meanwhile would; a
+// direct write still reaches the pipe at once, as a pipe with room takes
+// it. Set before anything is sent: the first frame queued orders it
+// before the writer's first read of it.
+func (c *Conn) gateWrites(n *atomic.Int64, open <-chan struct{}) {
+	w, now := c.fw.w, c.writeNow
+	c.fw.w = writerFunc(func(p []byte) (int, error) {
+		<-open
+		n.Add(1)
+		return w.Write(p)
+	})
+	c.writeNow = func(p []byte) (int, error) {
+		n.Add(1)
+		return now(p)
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
