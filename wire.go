@@ -438,8 +438,28 @@ func encodeFrame(v any) ([]byte, error) {
 }
 
 // encodeRequest encodes a request frame, or a notification when id is nil.
+// Params the caller encoded itself (a json.RawMessage object, as the SDK
+// encodes a stream chunk's) for a method of the registry are checked by
+// the strict walk's syntax pass and spliced in, not encoded again: a
+// chunk is encoded once, which a stream's pace needs.
 func encodeRequest(id *msgID, method string, params any) ([]byte, error) {
-	return encodeFrame(requestFrame{JSONRPC: "2.0", ID: id, Method: method, Params: orEmptyObject(params)})
+	raw, ok := params.(json.RawMessage)
+	if _, known := methodsByName()[method]; !ok || !known || len(raw) == 0 {
+		return encodeFrame(requestFrame{JSONRPC: "2.0", ID: id, Method: method, Params: orEmptyObject(params)})
+	}
+	raw, err := compactValue(raw)
+	if err == nil && raw[0] != '{' {
+		err = fmt.Errorf("the params of %s must be a JSON object (D5)", method)
+	}
+	if err != nil {
+		return nil, err
+	}
+	b := append(make([]byte, 0, len(raw)+len(method)+64), `{"jsonrpc":"2.0",`...)
+	if id != nil {
+		b = append(strconv.AppendInt(append(b, `"id":`...), int64(*id), 10), ',')
+	}
+	b = append(append(append(b, `"method":"`...), method...), `","params":`...) // a registry name needs no escape
+	return append(append(b, raw...), "}\n"...), nil
 }
 
 // preEncoded is a result a handler of this package has encoded itself:

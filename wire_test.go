@@ -831,3 +831,36 @@ func TestInterceptRequestEncodedByHandMatchesEncodingJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestEncodeRequestSplicesEncodedParams: params the caller encoded are
+// sent as they are, byte for byte what encoding the struct gives, once the
+// strict walk's syntax pass accepts them; what is not one JSON object is
+// refused (D5), and a method outside the registry is encoded as usual.
+func TestEncodeRequestSplicesEncodedParams(t *testing.T) {
+	p := StreamChunkParams{StreamID: "es_0123456789abcdef01234567", Seq: 7, Chunk: ProviderChunk{Type: ChunkText, Text: "\"q\" \u00e9\t"}}
+	want, err := encodeRequest(nil, MethodStreamChunk, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := json.Marshal(p)
+	got, err := encodeRequest(nil, MethodStreamChunk, json.RawMessage(raw))
+	if err != nil || string(got) != string(want) {
+		t.Fatalf("spliced %s, %v; want %s", got, err, want)
+	}
+	spaced, err := encodeRequest(nil, MethodStreamChunk, json.RawMessage(" { \"a\" : [1, 2] } "))
+	if err != nil || string(spaced) != `{"jsonrpc":"2.0","method":"extension/provider/stream/chunk","params":{"a":[1,2]}}`+"\n" {
+		t.Errorf("spaced params: %s, %v; want them compacted", spaced, err)
+	}
+	id := msgID(3)
+	if got, err := encodeRequest(&id, MethodIntercept, json.RawMessage(`{}`)); err != nil || string(got) != `{"jsonrpc":"2.0","id":3,"method":"extension/intercept","params":{}}`+"\n" {
+		t.Errorf("request: %s, %v", got, err)
+	}
+	for _, bad := range []string{`[1]`, `{"a":`, `"s"`, `{"a":1}x`} {
+		if got, err := encodeRequest(nil, MethodStreamChunk, json.RawMessage(bad)); err == nil {
+			t.Errorf("params %s were sent as %s; want them refused", bad, got)
+		}
+	}
+	if got, err := encodeRequest(nil, "x/\"odd\"", json.RawMessage(`{}`)); err != nil || !json.Valid(got) {
+		t.Errorf("a method outside the registry: %s, %v; want it encoded as usual", got, err)
+	}
+}

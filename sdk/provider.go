@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"strconv"
 
 	"github.com/reasonix-ext/extension"
 )
@@ -162,6 +163,22 @@ func (s *server) forget(id string, cancel context.CancelFunc) {
 	s.streamsMu.Unlock()
 }
 
+// plain reports whether c, once encoded, is valid by construction: a text
+// or reasoning chunk of strings alone, which encoding/json always writes
+// validly.
+func plain(c extension.ProviderChunk) bool {
+	return (c.Type == extension.ChunkText || c.Type == extension.ChunkReasoning) && c.ToolCall == nil && c.Usage == nil && c.Error == nil && c.ArgChars >= 0
+}
+
+// chunkParams is the params of one extension/provider/stream/chunk, the
+// chunk as encoded spliced in: the connection checks and sends it as it
+// is.
+func chunkParams(id []byte, seq int64, chunk []byte) json.RawMessage {
+	b := append(append(make([]byte, 0, len(id)+len(chunk)+40), `{"streamId":`...), id...)
+	b = strconv.AppendInt(append(b, `,"seq":`...), seq, 10)
+	return append(append(append(b, `,"chunk":`...), chunk...), '}')
+}
+
 // pump sends one stream's chunks and its one stream/end (PROTOCOL.md §5.4,
 // §5.6).
 func (s *server) pump(ctx context.Context, cancel context.CancelFunc, p *extension.StreamOpenParams, chunks iter.Seq[extension.ProviderChunk]) {
@@ -170,6 +187,7 @@ func (s *server) pump(ctx context.Context, cancel context.CancelFunc, p *extensi
 	s.running.Add(1)
 	defer s.running.Add(-1)
 	base := max(p.SeqBase, 1)
+	id, _ := json.Marshal(p.StreamID) // a string: encoding cannot fail
 	end := extension.StreamEndParams{StreamID: p.StreamID}
 	var sent int64
 	func() {
@@ -194,9 +212,10 @@ func (s *server) pump(ctx context.Context, cancel context.CancelFunc, p *extensi
 				end.Error = cmp.Or(c.Error.Message, providerFailedText)
 				return
 			}
-			frame := extension.StreamChunkParams{StreamID: p.StreamID, Seq: base + sent, Chunk: c}
+			// The chunk is encoded once, and validated only when its
+			// content can make it invalid (PROTOCOL.md §5.3).
 			b, err := json.Marshal(c)
-			if err == nil {
+			if err == nil && !plain(c) {
 				err = extension.Validate("ProviderChunk", b)
 			}
 			if err != nil {
@@ -204,7 +223,7 @@ func (s *server) pump(ctx context.Context, cancel context.CancelFunc, p *extensi
 				end.Error = invalidChunkText
 				return
 			}
-			if err := conn.Notify(ctx, extension.MethodStreamChunk, frame); err != nil {
+			if err := conn.Notify(ctx, extension.MethodStreamChunk, chunkParams(id, base+sent, b)); err != nil {
 				if ctx.Err() == nil && conn.Err() == nil { // not sent: over the frame limit (D2)
 					s.logf("Provider.Stream for %s: %v", p.ProviderRef, err)
 					end.Error = invalidChunkText
