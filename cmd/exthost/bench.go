@@ -92,8 +92,13 @@ type result struct {
 	AllocsPerOp *float64 `json:"allocs_per_op,omitempty"`
 	Baseline    string   `json:"baseline,omitempty"`
 	BaselineP50 int64    `json:"baseline_p50_ns,omitempty"`
-	Ratio       float64  `json:"ratio,omitempty"`
-	Lost        *float64 `json:"lost,omitempty"` // observe_throughput: the fraction of events lost, 0..1
+	// Ratio is the median over the run's blocks of the figure's p50 in a
+	// block over its baseline's in the same block; RatioMin and RatioMax
+	// are the least and the greatest, the spread a reader weighs it by.
+	Ratio    float64  `json:"ratio,omitempty"`
+	RatioMin float64  `json:"ratio_min,omitempty"`
+	RatioMax float64  `json:"ratio_max,omitempty"`
+	Lost     *float64 `json:"lost,omitempty"` // observe_throughput: the fraction of events lost, 0..1
 }
 
 // benchCommand measures the host's hot paths against same-run baselines
@@ -685,6 +690,7 @@ func interleave(n, warm int, allocs bool, ops ...op) ([]result, error) {
 		lat[i] = make([]time.Duration, 0, n)
 	}
 	mallocs := make([]uint64, len(ops))
+	blocks := make([][]int64, len(ops)) // each block's p50, in order
 	block := max(1, min(50, n/10))
 	var ms runtime.MemStats
 	for done := 0; done < n; done += block {
@@ -700,6 +706,7 @@ func interleave(n, warm int, allocs bool, ops ...op) ([]result, error) {
 			}
 			runtime.ReadMemStats(&ms)
 			mallocs[i] += ms.Mallocs - before
+			blocks[i] = append(blocks[i], percentile(slices.Sorted(slices.Values(lat[i][done:])), 50))
 		}
 	}
 	results := make([]result, len(ops))
@@ -715,7 +722,12 @@ func interleave(n, warm int, allocs bool, ops ...op) ([]result, error) {
 		if j := slices.IndexFunc(ops, func(b op) bool { return b.name == o.baseline }); j >= 0 {
 			r := &results[i]
 			r.Baseline, r.BaselineP50 = o.baseline, results[j].P50
-			r.Ratio = float64(r.P50) / float64(r.BaselineP50)
+			ratios := make([]float64, len(blocks[i]))
+			for k := range ratios {
+				ratios[k] = float64(blocks[i][k]) / float64(blocks[j][k])
+			}
+			slices.Sort(ratios)
+			r.Ratio, r.RatioMin, r.RatioMax = ratios[(len(ratios)-1)/2], ratios[0], ratios[len(ratios)-1]
 		}
 	}
 	return results, nil
@@ -746,7 +758,7 @@ func printBench(w io.Writer, n int, results []result) error {
 			cells[4] = fmt.Sprintf("%.1f", *r.AllocsPerOp)
 		}
 		if r.Ratio > 0 {
-			cells[6] = fmt.Sprintf("%.2f", r.Ratio)
+			cells[6] = fmt.Sprintf("%.2f (%.2f-%.2f)", r.Ratio, r.RatioMin, r.RatioMax)
 		}
 		if r.Lost != nil {
 			cells[7] = fmt.Sprintf("%.3f", *r.Lost)

@@ -31,6 +31,8 @@ func TestBenchJSONNamesEveryFigure(t *testing.T) {
 			Baseline    string   `json:"baseline"`
 			BaselineP50 int64    `json:"baseline_p50_ns"`
 			Ratio       float64  `json:"ratio"`
+			RatioMin    float64  `json:"ratio_min"`
+			RatioMax    float64  `json:"ratio_max"`
 			Lost        *float64 `json:"lost"`
 		} `json:"results"`
 	}
@@ -61,6 +63,9 @@ func TestBenchJSONNamesEveryFigure(t *testing.T) {
 		case measured:
 			if r.P50 <= 0 || r.P99 < r.P50 || r.Baseline != base || r.BaselineP50 <= 0 || r.Ratio <= 0 {
 				t.Errorf("%s: p50 %d, p99 %d, baseline %q (p50 %d), ratio %v; want positive figures against %s", r.Name, r.P50, r.P99, r.Baseline, r.BaselineP50, r.Ratio, base)
+			}
+			if !(0 < r.RatioMin && r.RatioMin <= r.Ratio && r.Ratio <= r.RatioMax) {
+				t.Errorf("%s: ratio %v, its spread %v-%v; want the median of the blocks' ratios within their least and greatest", r.Name, r.Ratio, r.RatioMin, r.RatioMax)
 			}
 		default: // a baseline
 			if r.P50 <= 0 || r.P99 < r.P50 || r.Baseline != "" || r.Ratio != 0 {
