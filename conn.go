@@ -657,10 +657,11 @@ func (c *Conn) Call(ctx context.Context, method string, params any) (json.RawMes
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("extension: call %s: %w", method, err)
 	}
-	call := make(chan callReply, 1)
+	call := replies.Get().(chan callReply)
 	c.mu.Lock()
 	if err := c.err; err != nil {
 		c.mu.Unlock()
+		replies.Put(call)
 		return nil, err
 	}
 	c.nextID++
@@ -683,6 +684,7 @@ func (c *Conn) Call(ctx context.Context, method string, params any) (json.RawMes
 	}
 	select {
 	case r := <-call:
+		replies.Put(call) // its one reply taken: nobody holds it now
 		return r.result, r.err
 	case <-ctx.Done():
 	}
@@ -692,6 +694,11 @@ func (c *Conn) Call(ctx context.Context, method string, params any) (json.RawMes
 	f.state.CompareAndSwap(frameQueued, frameSkipped)
 	return nil, fmt.Errorf("extension: call %s: %w", method, ctx.Err())
 }
+
+// replies pools the channels a call's reply comes on: a channel is made
+// for each call on the intercept's hot path otherwise. Only one whose
+// reply was taken goes back; one given up may still get its reply.
+var replies = sync.Pool{New: func() any { return make(chan callReply, 1) }}
 
 // forget removes a pending call whose caller gave up; its response, if one
 // comes later, is dropped and logged as unknown. When the call is already

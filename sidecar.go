@@ -451,6 +451,9 @@ func (s *sidecar) safe(text string) string {
 // escaped (safe), its raw data escaped, keeping its reason (whatever the
 // sidecar says is untrusted).
 func (s *sidecar) redactErr(err error) error {
+	if err == nil {
+		return nil // before e, which escapes: no allocation on success
+	}
 	var e *Error
 	if errors.As(err, &e) {
 		c := *e

@@ -31,14 +31,22 @@ func directWriter(w io.Writer) func([]byte) (int, error) {
 	if err != nil {
 		return nil
 	}
-	return func(p []byte) (int, error) {
-		var n int
-		var werr error
-		// Returning true makes the poller never wait: one attempt.
-		err := raw.Write(func(fd uintptr) bool {
-			n, werr = syscall.Write(int(fd), p)
-			return true
-		})
+	// One attempt's state, reused: the Conn makes one direct write at a
+	// time (under its write lock), and a closure made per write would
+	// allocate on the intercept's hot path.
+	var (
+		p    []byte
+		n    int
+		werr error
+	)
+	attempt := func(fd uintptr) bool {
+		n, werr = syscall.Write(int(fd), p)
+		return true // the poller never waits: one attempt
+	}
+	return func(data []byte) (int, error) {
+		p = data
+		defer func() { p = nil }() // the frame is not kept
+		err := raw.Write(attempt)
 		if n < 0 {
 			n = 0
 		}

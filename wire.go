@@ -428,14 +428,33 @@ type responseFrame struct {
 }
 
 func encodeFrame(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	e := encoders.Get().(*frameEncoder)
+	defer encoders.Put(e)
+	e.buf.Reset()
+	if err := e.enc.Encode(v); err != nil {
 		return nil, err
 	}
-	return buf.Bytes(), nil // Encode ends the frame with "\n"
+	frame := bytes.Clone(e.buf.Bytes()) // Encode ends the frame with "\n"
+	if e.buf.Cap() > readBufferSize {
+		e.buf = bytes.Buffer{} // a large frame's room is not kept
+	}
+	return frame, nil
 }
+
+// frameEncoder is an encoder with its buffer, pooled: a frame then costs
+// one allocation, its own bytes, on the hot paths that encode one per
+// call.
+type frameEncoder struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+var encoders = sync.Pool{New: func() any {
+	e := new(frameEncoder)
+	e.enc = json.NewEncoder(&e.buf)
+	e.enc.SetEscapeHTML(false)
+	return e
+}}
 
 // encodeRequest encodes a request frame, or a notification when id is nil.
 // Params the caller encoded itself (a json.RawMessage object, as the SDK
