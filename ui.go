@@ -362,15 +362,10 @@ func structuredOnly(s string) (string, int) {
 	return t.inline()
 }
 
-// isPunct reports whether b is ASCII punctuation, which a backslash
-// escapes in CommonMark.
-func isPunct(b byte) bool {
-	return strings.IndexByte("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~", b) >= 0
-}
-
-// escaped reports whether s[i] is a backslash escaping the next byte.
+// escaped reports whether s[i] is a backslash escaping the next byte,
+// ASCII punctuation.
 func escaped(s string, i int) bool {
-	return s[i] == '\\' && i+1 < len(s) && isPunct(s[i+1])
+	return s[i] == '\\' && i+1 < len(s) && strings.IndexByte("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~", s[i+1]) >= 0
 }
 
 // unescapeMarkdown returns s with its backslash escapes and character
@@ -401,10 +396,10 @@ func schemeIn(lower string) (string, int) {
 	for _, scheme := range []string{"javascript:", "vbscript:", "data:", "file:"} {
 		for i := strings.Index(lower, scheme); i >= 0; {
 			end := i + len(scheme)
-			// data: and file: are words of prose too ("data: 3"): they
-			// are URLs only when something follows at once.
+			// Not inside a word ("metadata:"); data: and file: are words
+			// of prose too ("data: 3"): URLs only when something follows.
 			prose := scheme == "data:" || scheme == "file:"
-			if (i == 0 || !urlWordByte(lower[i-1])) && (!prose || end < len(lower) && !unicode.IsSpace(rune(lower[end]))) {
+			if (i == 0 || !isAlnum(lower[i-1]) && strings.IndexByte("+.-", lower[i-1]) < 0) && (!prose || end < len(lower) && !unicode.IsSpace(rune(lower[end]))) {
 				return "a " + scheme + " URL", i
 			}
 			next := strings.Index(lower[end:], scheme)
@@ -415,12 +410,6 @@ func schemeIn(lower string) (string, int) {
 		}
 	}
 	return "", 0
-}
-
-// urlWordByte reports whether b may precede a scheme inside one word, so
-// that "metadata:" is not a data: URL.
-func urlWordByte(b byte) bool {
-	return b >= 'a' && b <= 'z' || b >= '0' && b <= '9' || b == '+' || b == '.' || b == '-'
 }
 
 // mdText is a UI string with what the passes look up in it: the offsets
