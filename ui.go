@@ -231,92 +231,68 @@ func (sf *Surface) decode(payload json.RawMessage, redact func(string) string) (
 	if err := Unmarshal(payload, v); err != nil {
 		return nil, causedError(err, ReasonInvalidParams, "invalid %s surface payload: %v", sf.Kind, err)
 	}
-	err := uiStrings(reflect.ValueOf(v), "", true, func(pointer, s string, shown bool) (string, error) {
+	var err error
+	uiStrings(reflect.ValueOf(v), "", true, func(pointer, s string, shown bool) string {
 		if shown && redact != nil {
 			s = redact(s) // D25, before D23 judges it
 		}
-		if why, at := structuredOnly(s); why != "" {
-			return "", errorf(ReasonInvalidParams, "invalid %s surface payload: %s holds %s at byte %d; UI payloads are structured data only (D23)", sf.Kind, pointer, why, at)
+		if why, at := structuredOnly(s); why != "" && err == nil {
+			err = errorf(ReasonInvalidParams, "invalid %s surface payload: %s holds %s at byte %d; UI payloads are structured data only (D23)", sf.Kind, pointer, why, at)
 		}
-		return s, nil
+		return s
 	})
 	return v, err
 }
 
-// uiStrings passes every string of v, a decoded UI payload document or
-// the part of one at pointer, to f in document order and keeps what f
-// returns: every string member and list entry, and every string of a
-// default at any depth (a member name of a default object is checked
-// under the object's pointer, never altered). A member tagged ui:"id" is
-// read by a program: f gets shown false.
-func uiStrings(v reflect.Value, pointer string, shown bool, f func(pointer, s string, shown bool) (string, error)) error {
+// uiStrings replaces every string of v, a decoded UI payload document or
+// the part of one at pointer, by what f returns, in document order: every
+// string member and list entry, and every string of a default at any
+// depth (a member name of a default object is passed under the object's
+// pointer, never altered). A member tagged ui:"id" is read by a program:
+// f gets shown false.
+func uiStrings(v reflect.Value, pointer string, shown bool, f func(pointer, s string, shown bool) string) {
 	switch {
 	case v.Kind() == reflect.Pointer && !v.IsNil():
-		return uiStrings(v.Elem(), pointer, shown, f)
+		uiStrings(v.Elem(), pointer, shown, f)
 	case v.Type() == reflect.TypeFor[string]():
-		s, err := f(pointer, v.String(), shown)
-		v.SetString(s)
-		return err
+		v.SetString(f(pointer, v.String(), shown))
 	case v.Type() == reflect.TypeFor[json.RawMessage]() && len(v.Bytes()) > 0:
+		var doc any
 		dec := json.NewDecoder(bytes.NewReader(v.Bytes()))
 		dec.UseNumber()
-		var doc any
-		if err := dec.Decode(&doc); err != nil {
-			return errorf(ReasonInvalidParams, "%s: %v", pointer, err)
-		}
-		changed := false
-		doc, err := jsonStrings(doc, pointer, func(pointer, s string, shown bool) (string, error) {
-			out, err := f(pointer, s, shown)
-			changed = changed || out != s
-			return out, err
-		})
-		if changed && err == nil {
-			b, _ := json.Marshal(doc)
-			v.SetBytes(b)
-		}
-		return err
+		dec.Decode(&doc) // valid: the payload decoded
+		b, _ := json.Marshal(jsonStrings(doc, pointer, f))
+		v.SetBytes(b)
 	case v.Kind() == reflect.Slice:
 		for i := range v.Len() {
-			if err := uiStrings(v.Index(i), pointer+"/"+strconv.Itoa(i), shown, f); err != nil {
-				return err
-			}
+			uiStrings(v.Index(i), pointer+"/"+strconv.Itoa(i), shown, f)
 		}
 	case v.Kind() == reflect.Struct:
 		for i := range v.NumField() {
 			fl := v.Type().Field(i)
 			name, _, _ := strings.Cut(fl.Tag.Get("json"), ",")
-			if err := uiStrings(v.Field(i), pointer+"/"+name, shown && fl.Tag.Get("ui") != "id", f); err != nil {
-				return err
-			}
+			uiStrings(v.Field(i), pointer+"/"+name, shown && fl.Tag.Get("ui") != "id", f)
 		}
 	}
-	return nil
 }
 
 // jsonStrings is uiStrings for a decoded JSON value: it returns doc with
-// its strings replaced by what f returns, object members in name order.
-func jsonStrings(doc any, pointer string, f func(pointer, s string, shown bool) (string, error)) (any, error) {
-	var err error
+// its strings replaced, object members in name order.
+func jsonStrings(doc any, pointer string, f func(pointer, s string, shown bool) string) any {
 	switch doc := doc.(type) {
 	case string:
 		return f(pointer, doc, true)
 	case []any:
 		for i := range doc {
-			if doc[i], err = jsonStrings(doc[i], pointer+"/"+strconv.Itoa(i), f); err != nil {
-				return nil, err
-			}
+			doc[i] = jsonStrings(doc[i], pointer+"/"+strconv.Itoa(i), f)
 		}
 	case map[string]any:
 		for _, k := range slices.Sorted(maps.Keys(doc)) {
-			if _, err = f(pointer, k, false); err == nil {
-				doc[k], err = jsonStrings(doc[k], pointer+"/"+pointerEscaper.Replace(k), f)
-			}
-			if err != nil {
-				return nil, err
-			}
+			f(pointer, k, false)
+			doc[k] = jsonStrings(doc[k], pointer+"/"+pointerEscaper.Replace(k), f)
 		}
 	}
-	return doc, nil
+	return doc
 }
 
 // D23 as rendered (PROTOCOL.md §7.5): structuredOnly reads a UI string as
