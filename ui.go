@@ -307,11 +307,12 @@ func jsonStrings(doc any, pointer string, f func(pointer, s string, shown bool) 
 //
 // A backslash escapes the ASCII punctuation after it, and a run of
 // backticks opens a code span closed by the next run as long on the same
-// line (one on a later line of the paragraph is in doubt). Fenced and
-// indented code blocks count only until a line opens a block quote or a
-// list. What it cannot tell apart is refused, and so is a string of more
-// than mdLinks links (each read at most mdSpan bytes far): the passes stay
-// linear in the string.
+// line (one on a later line of the paragraph, or past a pipe when a line
+// makes the text a GFM table, is in doubt). Fenced and indented code
+// blocks count only until a line opens a block quote or a list. What it
+// cannot tell apart is refused, and so is a string of more than mdLinks
+// links (each read at most mdSpan bytes far): the passes stay linear in
+// the string.
 
 // The bounds of the links pass.
 const (
@@ -579,6 +580,10 @@ func skipSpace(s string, i int) int {
 func (t *mdText) inline() (string, int) {
 	s := t.s
 	blocks := codeBlocks(s)
+	table := false // a GFM table's pipes split a code span into cells
+	for l := range strings.Lines(s) {
+		table = table || strings.Contains(l, "|") && strings.Contains(l, "-") && strings.Trim(l, "|-: \t\n") == ""
+	}
 	for i := 0; i < len(s); i++ {
 		for len(blocks) > 0 && i >= blocks[0][0] {
 			i = max(i, blocks[0][1])
@@ -595,8 +600,8 @@ func (t *mdText) inline() (string, int) {
 			switch {
 			case j < 0 || j >= end:
 				i += n - 1
-			case strings.Contains(s[i:j], "\n"):
-				return "a code span across lines (in doubt)", i
+			case strings.Contains(s[i:j], "\n") || table && strings.Contains(strings.ReplaceAll(s[i:j], `\|`, ""), "|"):
+				return "a code span across lines or table cells (in doubt)", i
 			default:
 				i = j + n - 1
 			}
