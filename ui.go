@@ -495,8 +495,8 @@ var linkKinds = []struct {
 	tail func(t *mdText, i int) (start, end int, dest, why string)
 }{
 	{"](", func(t *mdText, i int) (int, int, string, string) { // an inline link or image
-		a, b := t.destination(i + 2)
-		j := skipSpace(t.s, b)
+		a, b, j := t.destination(i + 2)
+		j = skipSpace(t.s, j)
 		if j < len(t.s) && strings.IndexByte(`"'(`, t.s[j]) >= 0 { // a title
 			j = skipSpace(t.s, t.closing(j+1, map[byte]byte{'"': '"', '\'': '\'', '(': ')'}[t.s[j]]))
 		}
@@ -506,7 +506,7 @@ var linkKinds = []struct {
 		return i, j + 1, t.s[a:b], ""
 	}},
 	{"]:", func(t *mdText, i int) (int, int, string, string) { // a reference definition
-		a, b := t.destination(i + 2)
+		a, b, _ := t.destination(i + 2)
 		start, end := t.paragraph(i)
 		return start, end, t.s[a:b], ""
 	}},
@@ -534,7 +534,7 @@ var linkKinds = []struct {
 // refused once decoded: it has a scheme other than http and https.
 func destination(dest string) string {
 	d, _ := unescapeMarkdown(dest)
-	d = strings.Map(func(r rune) rune { return map[bool]rune{true: -1, false: r}[r == '\t' || r == '\n'] }, strings.TrimLeft(d, " "))
+	d = strings.NewReplacer("\t", "", "\n", "").Replace(strings.TrimLeft(d, " "))
 	if k := strings.IndexAny(d, ":/?#"); k >= 0 && d[k] == ':' && !slices.Contains([]string{"http", "https"}, strings.ToLower(d[:k])) {
 		return "a link that is not http, https or relative"
 	}
@@ -542,14 +542,14 @@ func destination(dest string) string {
 }
 
 // destination returns the bounds of the link destination after blanks
-// and one line break from i: <...> on one line, or up to a blank, a
-// control or an unbalanced ')', within mdSpan bytes.
-func (t *mdText) destination(i int) (int, int) {
+// and one line break from i, and the offset after it: <...> on one line,
+// or up to a blank, a control or an unbalanced ')', within mdSpan bytes.
+func (t *mdText) destination(i int) (int, int, int) {
 	s := t.s
 	i = skipSpace(s, i)
 	if i < len(s) && s[i] == '<' {
 		if end := strings.IndexAny(s[i+1:min(len(s), i+mdSpan)], "<>\n"); end >= 0 && s[i+1+end] == '>' {
-			return i + 1, i + 1 + end
+			return i + 1, i + 1 + end, i + 2 + end
 		}
 	}
 	depth, j := 0, i
@@ -563,7 +563,7 @@ func (t *mdText) destination(i int) (int, int) {
 			depth--
 		}
 	}
-	return i, min(j, len(s))
+	return i, min(j, len(s)), min(j, len(s))
 }
 
 // skipSpace skips blanks and at most one line break from i.

@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -600,7 +599,8 @@ func d23Compositions(n int) []string {
 
 // d23Oracle returns what the CommonMark rendering rendered shows that D23
 // refuses: an image, raw HTML (the oracle's marker) or a link whose
-// scheme is not http or https, or "".
+// scheme is not http or https, or "". Destinations are as the renderer
+// wrote them (percent-encoded, so a browser decodes nothing in a scheme).
 func d23Oracle(rendered string) string {
 	switch {
 	case strings.Contains(rendered, "<img"):
@@ -611,7 +611,10 @@ func d23Oracle(rendered string) string {
 	for _, a := range strings.Split(rendered, `<a href="`)[1:] {
 		dest, _, _ := strings.Cut(a, `"`)
 		dest = html.UnescapeString(dest)
-		if scheme, _, ok := strings.Cut(dest, ":"); ok && !strings.ContainsAny(scheme, "/?#") && !slices.Contains([]string{"http", "https"}, strings.ToLower(scheme)) {
+		scheme, _, ok := strings.Cut(strings.ToLower(dest), ":")
+		// A scheme is a letter, then letters, digits, '+', '.' or '-';
+		// a browser reads anything else before ':' as a relative path.
+		if ok && scheme != "" && scheme[0] >= 'a' && strings.Trim(scheme, "abcdefghijklmnopqrstuvwxyz0123456789+.-") == "" && scheme != "http" && scheme != "https" {
 			return "a link to " + dest
 		}
 	}
