@@ -936,7 +936,19 @@ func (rt *Runtime) Submit(ctx context.Context, session, plugin, surfaceID string
 func (sf Surface) Text() string {
 	var b strings.Builder
 	line := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
-	head := func(title string) { line("[%s] %s", sf.Plugin, title) }
+	head := func(severity Severity, title string) {
+		if severity != "" {
+			title = strings.ToUpper(string(severity)) + ": " + title
+		}
+		line("[%s] %s", sf.Plugin, title)
+	}
+	body := func(texts ...string) {
+		for _, t := range texts {
+			for l := range strings.Lines(t) {
+				line("  %s", strings.TrimRight(l, "\n"))
+			}
+		}
+	}
 	switch {
 	case sf.Status != nil:
 		s := sf.Status
@@ -947,18 +959,11 @@ func (sf Surface) Text() string {
 		if s.Progress != nil {
 			text += fmt.Sprintf(" (%.0f%%)", *s.Progress*100)
 		}
-		if s.Severity != "" {
-			text = strings.ToUpper(string(s.Severity)) + ": " + text
-		}
-		head(text)
+		head(s.Severity, text)
 	case sf.Card != nil:
 		c := sf.Card
-		head(cmp.Or(c.Title, sf.SurfaceID))
-		for _, t := range []string{c.Markdown, c.Text} {
-			for l := range strings.Lines(t) {
-				line("  %s", strings.TrimRight(l, "\n"))
-			}
-		}
+		head("", cmp.Or(c.Title, sf.SurfaceID))
+		body(c.Markdown, c.Text)
 		for _, f := range c.Fields {
 			line("  %s: %s", f.Key, f.Value)
 		}
@@ -970,10 +975,8 @@ func (sf Surface) Text() string {
 		}
 	case sf.Form != nil:
 		f := sf.Form
-		head(cmp.Or(f.Title, sf.SurfaceID))
-		if f.Message != "" {
-			line("  %s", f.Message)
-		}
+		head("", cmp.Or(f.Title, sf.SurfaceID))
+		body(f.Message)
 		for _, fl := range f.Fields {
 			text := fmt.Sprintf("  - %s (%s", cmp.Or(fl.Label, fl.Key), fl.Kind)
 			if fl.Required {
@@ -989,15 +992,8 @@ func (sf Surface) Text() string {
 			line("%s", text)
 		}
 	case sf.Notification != nil:
-		n := sf.Notification
-		title := n.Title
-		if n.Severity != "" {
-			title = strings.ToUpper(string(n.Severity)) + ": " + title
-		}
-		head(title)
-		for l := range strings.Lines(n.Body) {
-			line("  %s", strings.TrimRight(l, "\n"))
-		}
+		head(sf.Notification.Severity, sf.Notification.Title)
+		body(sf.Notification.Body)
 	}
 	return b.String()
 }
