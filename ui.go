@@ -9,6 +9,7 @@ import (
 	"html"
 	"maps"
 	"reflect"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -514,21 +515,20 @@ var linkKinds = []struct {
 		return i, t.closing(i+2, ']'), "", ""
 	}},
 	{"<", func(t *mdText, i int) (int, int, string, string) { // an autolink
-		end := strings.IndexAny(t.s[i+1:], " <>\t\n")
-		if end < 0 || t.s[i+1+end] != '>' {
+		switch m := autolink.FindStringSubmatch(t.s[i:]); {
+		case m == nil:
 			return i, i, "", ""
+		case m[1] == "":
+			return i, i + len(m[0]), "", "an email autolink"
+		default:
+			return i, i + len(m[0]), m[1], ""
 		}
-		inner := t.s[i+1 : i+1+end]
-		scheme, _, url := strings.Cut(inner, ":")
-		switch {
-		case strings.Contains(inner, "@") && !url:
-			return i, i + end + 2, "", "an email autolink"
-		case url && scheme != "" && strings.Trim(strings.ToLower(scheme), "abcdefghijklmnopqrstuvwxyz0123456789+.-") == "":
-			return i, i + end + 2, inner, ""
-		}
-		return i, i, "", ""
 	}},
 }
+
+// autolink matches an autolink, a URI (its scheme and the rest, in
+// group 1) or an email address.
+var autolink = regexp.MustCompile(`^<(?:([a-zA-Z][a-zA-Z0-9+.-]*:[^\x00-\x20<>]*)|[^\x00-\x20<>@]+@[^\x00-\x20<>]*)>`)
 
 // destination returns why the link destination dest, as written, is
 // refused once decoded: it has a scheme other than http and https.
@@ -644,7 +644,7 @@ func codeBlocks(s string) [][2]int {
 				out, fence, open = append(out, [2]int{open, end}), "", -1
 			}
 		case open >= 0:
-		case containers || indent < 4 && containerLine(content):
+		case containers || indent < 4 && containerLine.MatchString(content):
 			containers = true
 		case indent < 4 && run >= 3 && (mark == "~" || mark == "`" && !strings.Contains(content[run:], "`")):
 			fence, open = content[:run], start
@@ -659,20 +659,9 @@ func codeBlocks(s string) [][2]int {
 	return out
 }
 
-// containerLine reports whether an unindented line's content opens a
-// block quote or a list item.
-func containerLine(content string) bool {
-	digits := strings.TrimLeft(content, "0123456789")
-	switch {
-	case strings.HasPrefix(content, ">"):
-		return true
-	case digits != content && (strings.HasPrefix(digits, ".") || strings.HasPrefix(digits, ")")):
-		content = digits
-	case content == "" || strings.IndexByte("-+*", content[0]) < 0:
-		return false
-	}
-	return len(content) == 1 || content[1] == ' ' || content[1] == '\t'
-}
+// containerLine matches an unindented line's content that opens a block
+// quote or a list item.
+var containerLine = regexp.MustCompile(`^(>|[-+*]([ \t]|$)|[0-9]{1,9}[.)]([ \t]|$))`)
 
 // isAlnum reports whether b is an ASCII letter or digit.
 func isAlnum(b byte) bool {
