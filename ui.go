@@ -1,11 +1,15 @@
 package extension
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
+	"html"
+	"maps"
 	"reflect"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -187,15 +191,6 @@ type UINotificationPayload struct {
 	Severity Severity `json:"severity,omitempty"`
 }
 
-// uiString is one string of a UI payload: its JSON pointer, the string,
-// and whether a person reads it (redacted) or a program does (a key, an
-// id: checked by D23 but never altered).
-type uiString struct {
-	pointer string
-	s       *string
-	shown   bool
-}
-
 // surfaceKinds is the table of surface kinds: each kind's payload
 // document, made as the member of a Surface that carries it.
 var surfaceKinds = map[SurfaceKind]func(*Surface) any{
@@ -213,18 +208,22 @@ func fill[T any](p **T) *T {
 
 // DecodeSurface strictly decodes the payload of a surface of kind, or of
 // a prompt when kind is SurfaceForm, and applies D23 to every string in
+// it, at any depth (defaults included), as a CommonMark renderer reads
 // it: raw HTML, a javascript:, vbscript:, data: or file: URL, a Markdown
-// image, a Markdown link other than http, https or relative, or a control
+// image, a link other than http, https or relative, or a control
 // character other than tab and newline is refused with invalid_params
-// naming the member (never echoing its value). It returns a pointer to
-// the payload document. The SDK checks a payload with it before sending.
+// naming the member, the construct and its byte offset (never echoing
+// the value). It returns a pointer to the payload document. The SDK
+// checks a payload with it before sending; the host redacts first, then
+// judges what its Frontend receives.
 func DecodeSurface(kind SurfaceKind, payload json.RawMessage) (any, error) {
 	sf := Surface{Kind: kind}
-	return sf.decode(payload)
+	return sf.decode(payload, nil)
 }
 
-// decode is DecodeSurface into the member of sf that sf.Kind names.
-func (sf *Surface) decode(payload json.RawMessage) (any, error) {
+// decode is DecodeSurface into the member of sf that sf.Kind names, with
+// every shown string passed through redact first when it is not nil.
+func (sf *Surface) decode(payload json.RawMessage, redact func(string) string) (any, error) {
 	member, ok := surfaceKinds[sf.Kind]
 	if !ok {
 		return nil, errorf(ReasonInvalidParams, "unknown surface kind %q", sf.Kind)
@@ -233,66 +232,153 @@ func (sf *Surface) decode(payload json.RawMessage) (any, error) {
 	if err := Unmarshal(payload, v); err != nil {
 		return nil, causedError(err, ReasonInvalidParams, "invalid %s surface payload: %v", sf.Kind, err)
 	}
-	for _, f := range uiStrings(reflect.ValueOf(v), "", true) {
-		if why := structuredOnly(*f.s); why != "" {
-			return nil, errorf(ReasonInvalidParams, "invalid %s surface payload: %s holds %s; UI payloads are structured data only (D23)", sf.Kind, f.pointer, why)
+	var err error
+	uiStrings(reflect.ValueOf(v), "", true, func(pointer, s string, shown bool) string {
+		if shown && redact != nil {
+			s = redact(s) // D25, before D23 judges it
 		}
-	}
-	return v, nil
+		if why, at := structuredOnly(s); why != "" && err == nil {
+			err = errorf(ReasonInvalidParams, "invalid %s surface payload: %s holds %s at byte %d; UI payloads are structured data only (D23)", sf.Kind, pointer, why, at)
+		}
+		return s
+	})
+	return v, err
 }
 
-// uiStrings lists the strings of v, a decoded UI payload document or the
-// part of one at pointer, in document order: every string member and
-// list entry, and a string default, which is never altered. A member
-// tagged ui:"id" is read by a program, not shown.
-func uiStrings(v reflect.Value, pointer string, shown bool) []uiString {
-	var out []uiString
+// uiStrings replaces every string of v, a decoded UI payload document or
+// the part of one at pointer, by what f returns, in document order: every
+// string member and list entry, and every string of a default at any
+// depth (a member name of a default object is passed under the object's
+// pointer, never altered). A member tagged ui:"id" is read by a program:
+// f gets shown false.
+func uiStrings(v reflect.Value, pointer string, shown bool, f func(pointer, s string, shown bool) string) {
 	switch {
 	case v.Kind() == reflect.Pointer && !v.IsNil():
-		return uiStrings(v.Elem(), pointer, shown)
+		uiStrings(v.Elem(), pointer, shown, f)
 	case v.Type() == reflect.TypeFor[string]():
-		out = append(out, uiString{pointer, v.Addr().Interface().(*string), shown})
-	case v.Type() == reflect.TypeFor[json.RawMessage]():
-		var def string
-		if json.Unmarshal(v.Bytes(), &def) == nil { // a string default is shown too
-			out = append(out, uiString{pointer, &def, false})
-		}
+		v.SetString(f(pointer, v.String(), shown))
+	case v.Type() == reflect.TypeFor[json.RawMessage]() && len(v.Bytes()) > 0:
+		var doc any
+		dec := json.NewDecoder(bytes.NewReader(v.Bytes()))
+		dec.UseNumber()
+		dec.Decode(&doc) // valid: the payload decoded
+		b, _ := json.Marshal(jsonStrings(doc, pointer, f))
+		v.SetBytes(b)
 	case v.Kind() == reflect.Slice:
 		for i := range v.Len() {
-			out = append(out, uiStrings(v.Index(i), pointer+"/"+strconv.Itoa(i), shown)...)
+			uiStrings(v.Index(i), pointer+"/"+strconv.Itoa(i), shown, f)
 		}
 	case v.Kind() == reflect.Struct:
 		for i := range v.NumField() {
-			f := v.Type().Field(i)
-			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-			out = append(out, uiStrings(v.Field(i), pointer+"/"+name, shown && f.Tag.Get("ui") != "id")...)
+			fl := v.Type().Field(i)
+			name, _, _ := strings.Cut(fl.Tag.Get("json"), ",")
+			uiStrings(v.Field(i), pointer+"/"+name, shown && fl.Tag.Get("ui") != "id", f)
 		}
 	}
-	return out
 }
 
-// htmlElements are the element names that make "<name" raw HTML even
-// with nothing after it: the ones that run, load or embed something.
-var htmlElements = []string{"script", "iframe", "img", "svg", "object", "embed", "style", "link", "meta", "base", "form", "frame", "frameset", "math", "video", "audio", "source", "input", "button", "textarea", "select", "template", "applet"}
-
-// structuredOnly returns what makes s more than structured text (D23,
-// PROTOCOL.md §7.5), or "". Text inside Markdown code spans is text: only
-// control characters and the URL schemes are looked for there.
-func structuredOnly(s string) string {
-	for _, r := range s {
-		if (isControl(r) && r != '\t' && r != '\n') || r == utf8.RuneError {
-			return "a control character"
+// jsonStrings is uiStrings for a decoded JSON value: it returns doc with
+// its strings replaced, object members in name order.
+func jsonStrings(doc any, pointer string, f func(pointer, s string, shown bool) string) any {
+	switch doc := doc.(type) {
+	case string:
+		return f(pointer, doc, true)
+	case []any:
+		for i := range doc {
+			doc[i] = jsonStrings(doc[i], pointer+"/"+strconv.Itoa(i), f)
+		}
+	case map[string]any:
+		for _, k := range slices.Sorted(maps.Keys(doc)) {
+			f(pointer, k, false)
+			doc[k] = jsonStrings(doc[k], pointer+"/"+pointerEscaper.Replace(k), f)
 		}
 	}
-	lower := strings.ToLower(s)
+	return doc
+}
+
+// D23 as rendered (PROTOCOL.md §7.5): structuredOnly reads a UI string as
+// a CommonMark renderer would, in three passes, each refusing what it
+// finds:
+//
+//	pass     reads                                    refuses
+//	decoded  backslash escapes, character references  control characters (D27, D29); javascript:, vbscript:, data:, file: URLs
+//	links    anywhere, before code spans: "](" "]:"   a destination not http, https or relative; an email autolink;
+//	         "][" "<scheme:…>" "<…@…>"                 a backtick inside (the renderer may not open a code span there)
+//	inline   outside code blocks and code spans       raw HTML; "![" (an image, inline or by reference)
+//
+// A backslash escapes the ASCII punctuation after it, and a run of
+// backticks opens a code span closed by the next run as long on the same
+// line (one on a later line of the paragraph, or past a pipe when a line
+// makes the text a GFM table, is in doubt). Fenced and indented code
+// blocks count only until a line opens a block quote or a list. What it
+// cannot tell apart is refused, and so is a string of more than mdLinks
+// links (each read at most mdSpan bytes far): the passes stay linear in
+// the string.
+
+// The bounds of the links pass.
+const (
+	mdLinks = 1000
+	mdSpan  = 4096
+)
+
+// structuredOnly returns what makes s more than structured text and its
+// byte offset in s, or "".
+func structuredOnly(s string) (string, int) {
+	dec, at := unescapeMarkdown(s)
+	for i, r := range dec {
+		if (isControl(r) && r != '\t' && r != '\n') || r == utf8.RuneError {
+			return "a control character", at[i]
+		}
+	}
+	if why, i := schemeIn(strings.ToLower(dec)); why != "" {
+		return why, at[i]
+	}
+	t := newMDText(s)
+	if why, i := t.links(); why != "" {
+		return why, i
+	}
+	return t.inline()
+}
+
+// escaped reports whether s[i] is a backslash escaping the next byte,
+// ASCII punctuation.
+func escaped(s string, i int) bool {
+	return s[i] == '\\' && i+1 < len(s) && strings.IndexByte("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~", s[i+1]) >= 0
+}
+
+// unescapeMarkdown returns s with its backslash escapes and character
+// references decoded, and for each byte of that the offset in s it came
+// from.
+func unescapeMarkdown(s string) (string, []int) {
+	var b strings.Builder
+	at := make([]int, 0, len(s))
+	for i := 0; i < len(s); {
+		n, text := 1, s[i:i+1]
+		if semi := strings.IndexByte(s[i:min(i+34, len(s))], ';'); s[i] == '&' && semi > 0 {
+			n, text = semi+1, html.UnescapeString(s[i:i+semi+1])
+		} else if escaped(s, i) {
+			n, text = 2, s[i+1:i+2]
+		}
+		b.WriteString(text)
+		for range len(text) {
+			at = append(at, i)
+		}
+		i += n
+	}
+	return b.String(), at
+}
+
+// schemeIn finds a javascript:, vbscript:, data: or file: URL in lower,
+// lowercased text.
+func schemeIn(lower string) (string, int) {
 	for _, scheme := range []string{"javascript:", "vbscript:", "data:", "file:"} {
 		for i := strings.Index(lower, scheme); i >= 0; {
 			end := i + len(scheme)
-			// data: and file: are words of prose too ("data: 3"): they
-			// are URLs only when something follows at once.
+			// Not inside a word ("metadata:"); data: and file: are words
+			// of prose too ("data: 3"): URLs only when something follows.
 			prose := scheme == "data:" || scheme == "file:"
-			if (i == 0 || !urlWordByte(lower[i-1])) && (!prose || end < len(lower) && !unicode.IsSpace(rune(lower[end]))) {
-				return "a " + scheme + " URL"
+			if (i == 0 || !isAlnum(lower[i-1]) && strings.IndexByte("+.-", lower[i-1]) < 0) && (!prose || end < len(lower) && !unicode.IsSpace(rune(lower[end]))) {
+				return "a " + scheme + " URL", i
 			}
 			next := strings.Index(lower[end:], scheme)
 			if next < 0 {
@@ -301,99 +387,316 @@ func structuredOnly(s string) string {
 			i = end + next
 		}
 	}
-	text := withoutCodeSpans(s)
-	if strings.Contains(text, "![") && strings.Contains(text[strings.Index(text, "!["):], "](") {
-		return "a Markdown image"
-	}
-	// A link's target and a tag each end before the next "](" or '<': a
-	// scheme or an element name holds neither.
-	for _, target := range strings.Split(text, "](")[1:] {
-		target = strings.TrimLeft(target, " <")
-		if scheme, _, ok := strings.Cut(target, ":"); ok && isScheme(scheme) && scheme != "http" && scheme != "https" {
-			return "a Markdown link that is not http, https or relative"
+	return "", 0
+}
+
+// mdText is a UI string with what the passes look up in it: the offsets
+// of its blank lines ("\n\n") and of its runs of backticks, all of them
+// and by length.
+type mdText struct {
+	s      string
+	blanks []int
+	ticks  []int
+	runs   map[int][]int
+}
+
+func newMDText(s string) *mdText {
+	t := &mdText{s: s, runs: map[int][]int{}}
+	for i := 0; i < len(s); i++ {
+		if strings.HasPrefix(s[i:], "\n\n") {
+			t.blanks = append(t.blanks, i)
+		}
+		if n := ticks(s[i:]); n > 0 {
+			t.ticks = append(t.ticks, i)
+			t.runs[n] = append(t.runs[n], i)
+			i += n - 1
 		}
 	}
-	for _, rest := range strings.Split(strings.ToLower(text), "<")[1:] {
-		if why := htmlAt(rest); why != "" {
-			return why
+	return t
+}
+
+// ticks returns the number of backticks s starts with.
+func ticks(s string) int {
+	return len(s) - len(strings.TrimLeft(s, "`"))
+}
+
+// after returns the first of the sorted offsets at or after i, or -1.
+func after(offsets []int, i int) int {
+	if k, _ := slices.BinarySearch(offsets, i); k < len(offsets) {
+		return offsets[k]
+	}
+	return -1
+}
+
+// paragraph returns the bounds of the paragraph around i, which blank
+// lines end.
+func (t *mdText) paragraph(i int) (int, int) {
+	k, _ := slices.BinarySearch(t.blanks, i)
+	start, end := 0, len(t.s)
+	if k > 0 {
+		start = t.blanks[k-1] + 1
+	}
+	if k < len(t.blanks) {
+		end = t.blanks[k]
+	}
+	return start, end
+}
+
+// closing returns the offset after the first close not escaped from i,
+// within mdSpan bytes and i's paragraph, or else the paragraph's end.
+func (t *mdText) closing(i int, close byte) int {
+	_, end := t.paragraph(i)
+	for j := i; j < min(end, i+mdSpan); j++ {
+		if escaped(t.s, j) {
+			j++
+		} else if t.s[j] == close {
+			return j + 1
 		}
+	}
+	return end
+}
+
+// links judges the links of s (see structuredOnly): each region from an
+// opener to the end the tail of its kind finds, and the destination
+// inside it.
+func (t *mdText) links() (string, int) {
+	n := 0
+	for i := range len(t.s) {
+		for _, k := range linkKinds {
+			if !strings.HasPrefix(t.s[i:], k.open) {
+				continue
+			}
+			start, end, dest, why := k.tail(t, i)
+			if end > start {
+				n++
+			}
+			if n > mdLinks {
+				return fmt.Sprintf("more than %d links (in doubt)", mdLinks), i
+			}
+			if why == "" && dest != "" {
+				why = destination(dest)
+			}
+			if j := after(t.ticks, start); why == "" && j >= 0 && j < end {
+				return "a backtick inside a link, a label or an autolink", j
+			}
+			if why != "" {
+				return why, i
+			}
+		}
+	}
+	return "", 0
+}
+
+// linkKinds are the links of CommonMark, by opener: tail returns the
+// region of the one at i (what is not read whole, or in doubt, runs to
+// the paragraph's end), its destination and, for what is refused
+// whatever the destination, why.
+var linkKinds = []struct {
+	open string
+	tail func(t *mdText, i int) (start, end int, dest, why string)
+}{
+	{"](", func(t *mdText, i int) (int, int, string, string) { // an inline link or image
+		a, b, j := t.destination(i + 2)
+		j = skipSpace(t.s, j)
+		if j < len(t.s) && strings.IndexByte(`"'(`, t.s[j]) >= 0 { // a title
+			j = skipSpace(t.s, t.closing(j+1, map[byte]byte{'"': '"', '\'': '\'', '(': ')'}[t.s[j]]))
+		}
+		if _, end := t.paragraph(i); j >= len(t.s) || t.s[j] != ')' {
+			return i, end, t.s[a:b], ""
+		}
+		return i, j + 1, t.s[a:b], ""
+	}},
+	{"]:", func(t *mdText, i int) (int, int, string, string) { // a reference definition
+		a, b, _ := t.destination(i + 2)
+		start, end := t.paragraph(i)
+		return start, end, t.s[a:b], ""
+	}},
+	{"][", func(t *mdText, i int) (int, int, string, string) { // a full reference
+		return i, t.closing(i+2, ']'), "", ""
+	}},
+	{"<", func(t *mdText, i int) (int, int, string, string) { // an autolink
+		switch m := autolink.FindStringSubmatch(t.s[i:]); {
+		case m == nil:
+			return i, i, "", ""
+		case m[1] == "":
+			return i, i + len(m[0]), "", "an email autolink"
+		default:
+			return i, i + len(m[0]), m[1], ""
+		}
+	}},
+}
+
+// autolink matches an autolink, a URI (its scheme and the rest, in
+// group 1) or an email address.
+var autolink = regexp.MustCompile(`^<(?:([a-zA-Z][a-zA-Z0-9+.-]*:[^\x00-\x20<>]*)|[^\x00-\x20<>@]+@[^\x00-\x20<>]*)>`)
+
+// destination returns why the link destination dest, as written, is
+// refused once decoded: it has a scheme other than http and https.
+func destination(dest string) string {
+	d, _ := unescapeMarkdown(dest)
+	d = strings.NewReplacer("\t", "", "\n", "").Replace(strings.TrimLeft(d, " "))
+	if k := strings.IndexAny(d, ":/?#"); k >= 0 && d[k] == ':' && !slices.Contains([]string{"http", "https"}, strings.ToLower(d[:k])) {
+		return "a link that is not http, https or relative"
 	}
 	return ""
 }
 
-// urlWordByte reports whether b may precede a scheme inside one word, so
-// that "metadata:" is not a data: URL.
-func urlWordByte(b byte) bool {
-	return b >= 'a' && b <= 'z' || b >= '0' && b <= '9' || b == '+' || b == '.' || b == '-'
-}
-
-// isScheme reports whether s is a URL scheme: a letter, then letters,
-// digits, '+', '.' or '-'.
-func isScheme(s string) bool {
-	if s == "" || !(s[0] >= 'a' && s[0] <= 'z' || s[0] >= 'A' && s[0] <= 'Z') {
-		return false
+// destination returns the bounds of the link destination after blanks
+// and one line break from i, and the offset after it: <...> on one line,
+// or up to a blank, a control or an unbalanced ')', within mdSpan bytes.
+func (t *mdText) destination(i int) (int, int, int) {
+	s := t.s
+	i = skipSpace(s, i)
+	if i < len(s) && s[i] == '<' {
+		if end := strings.IndexAny(s[i+1:min(len(s), i+mdSpan)], "<>\n"); end >= 0 && s[i+1+end] == '>' {
+			return i + 1, i + 1 + end, i + 2 + end
+		}
 	}
-	return strings.Trim(strings.ToLower(s), "abcdefghijklmnopqrstuvwxyz0123456789+.-") == ""
+	depth, j := 0, i
+	for ; j < min(len(s), i+mdSpan) && s[j] > ' ' && (s[j] != ')' || depth > 0); j++ {
+		switch {
+		case escaped(s, j):
+			j++
+		case s[j] == '(':
+			depth++
+		case s[j] == ')':
+			depth--
+		}
+	}
+	return i, min(j, len(s)), min(j, len(s))
 }
 
-// htmlAt reports raw HTML that starts after a '<' (rest, lowercased): a
-// comment or declaration, a closing tag, an element with attributes or
-// closed by '>', or one of htmlElements. "a<b" and "<https://x>" are not.
-func htmlAt(rest string) string {
+// skipSpace skips blanks and at most one line break from i.
+func skipSpace(s string, i int) int {
+	i += len(s[i:]) - len(strings.TrimLeft(s[i:], " \t"))
+	if strings.HasPrefix(s[i:], "\n") {
+		i++
+	}
+	return i + len(s[i:]) - len(strings.TrimLeft(s[i:], " \t"))
+}
+
+// inline refuses raw HTML and images outside the code blocks and code
+// spans of s.
+func (t *mdText) inline() (string, int) {
+	s := t.s
+	blocks := codeBlocks(s)
+	table := false // a GFM table's pipes split a code span into cells
+	for l := range strings.Lines(s) {
+		table = table || strings.Contains(l, "|") && strings.Contains(l, "-") && strings.Trim(l, "|-: \t\n") == ""
+	}
+	for i := 0; i < len(s); i++ {
+		for len(blocks) > 0 && i >= blocks[0][0] {
+			i = max(i, blocks[0][1])
+			blocks = blocks[1:]
+		}
+		switch {
+		case i >= len(s):
+		case escaped(s, i):
+			i++
+		case s[i] == '`':
+			n := ticks(s[i:])
+			_, end := t.paragraph(i)
+			j := after(t.runs[n], i+n)
+			switch {
+			case j < 0 || j >= end:
+				i += n - 1
+			case strings.Contains(s[i:j], "\n") || table && strings.Contains(strings.ReplaceAll(s[i:j], `\|`, ""), "|"):
+				return "a code span across lines or table cells (in doubt)", i
+			default:
+				i = j + n - 1
+			}
+		case s[i] == '<':
+			if why := htmlAt(s[i+1:], i > 0 && isAlnum(s[i-1])); why != "" {
+				return why, i
+			}
+		case strings.HasPrefix(s[i:], "!["):
+			return "a Markdown image", i
+		}
+	}
+	return "", 0
+}
+
+// codeBlocks returns the byte ranges of the fenced (``` or ~~~) and
+// indented code blocks of s, read only until a line opens a block quote
+// or a list item, inside which a renderer may read them otherwise.
+func codeBlocks(s string) [][2]int {
+	var out [][2]int
+	fence, open, blank, containers := "", -1, true, false
+	for start, end := 0, 0; start < len(s); start = end {
+		end = len(s)
+		if nl := strings.IndexByte(s[start:], '\n'); nl >= 0 {
+			end = start + nl + 1
+		}
+		line := strings.TrimRight(s[start:end], "\n")
+		content := strings.TrimLeft(line, " \t")
+		indent := 0
+		for _, c := range line[:len(line)-len(content)] {
+			indent += map[bool]int{true: 4 - indent%4, false: 1}[c == '\t']
+		}
+		mark := content[:min(1, len(content))]
+		run := len(content) - len(strings.TrimLeft(content, mark))
+		if open >= 0 && fence == "" && content != "" && indent < 4 {
+			out, open = append(out, [2]int{open, start}), -1
+		}
+		switch {
+		case fence != "":
+			if indent < 4 && mark == fence[:1] && run >= len(fence) && strings.Trim(content[run:], " \t") == "" {
+				out, fence, open = append(out, [2]int{open, end}), "", -1
+			}
+		case open >= 0:
+		case containers || indent < 4 && containerLine.MatchString(content):
+			containers = true
+		case indent < 4 && run >= 3 && (mark == "~" || mark == "`" && !strings.Contains(content[run:], "`")):
+			fence, open = content[:run], start
+		case indent >= 4 && blank && content != "":
+			open = start
+		}
+		blank = content == ""
+	}
+	if open >= 0 {
+		out = append(out, [2]int{open, len(s)})
+	}
+	return out
+}
+
+// containerLine matches an unindented line's content that opens a block
+// quote or a list item.
+var containerLine = regexp.MustCompile(`^(>|[-+*]([ \t]|$)|[0-9]{1,9}[.)]([ \t]|$))`)
+
+// isAlnum reports whether b is an ASCII letter or digit.
+func isAlnum(b byte) bool {
+	return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9'
+}
+
+// htmlElements are the element names that make "<name" raw HTML even
+// with nothing after it: the ones that run, load or embed something.
+var htmlElements = []string{"script", "iframe", "img", "svg", "object", "embed", "style", "link", "meta", "base", "form", "frame", "frameset", "math", "video", "audio", "source", "input", "button", "textarea", "select", "template", "applet"}
+
+// htmlAt reports raw HTML that starts after a '<': a comment or
+// declaration, a closing tag, an element with attributes or closed by
+// '>', one of htmlElements, or any element name that ends the text
+// unless the '<' follows a letter or digit (afterWord). "a<b" and
+// "<https://x>" are not.
+func htmlAt(rest string, afterWord bool) string {
 	switch {
 	case strings.HasPrefix(rest, "!"), strings.HasPrefix(rest, "?"):
 		return "raw HTML (a comment or declaration)"
-	case strings.HasPrefix(rest, "/") && len(rest) > 1 && rest[1] >= 'a' && rest[1] <= 'z':
+	case strings.HasPrefix(rest, "/") && len(rest) > 1 && isAlnum(rest[1]) && rest[1] > '9':
 		return "raw HTML (a closing tag)"
 	}
 	n := 0
-	for n < len(rest) && (rest[n] >= 'a' && rest[n] <= 'z' || n > 0 && rest[n] >= '0' && rest[n] <= '9' || n > 0 && rest[n] == '-') {
+	for n < len(rest) && (isAlnum(rest[n]) && (n > 0 || rest[n] > '9') || n > 0 && rest[n] == '-') {
 		n++
 	}
-	if n == 0 {
+	switch {
+	case n == 0:
 		return ""
-	}
-	if slices.Contains(htmlElements, rest[:n]) {
-		return "raw HTML (a <" + rest[:n] + "> element)"
-	}
-	if n < len(rest) && (rest[n] == '>' || rest[n] == '/' || rest[n] == ' ' || rest[n] == '\t' || rest[n] == '\n') {
+	case slices.Contains(htmlElements, strings.ToLower(rest[:n])):
+		return "raw HTML (a <" + strings.ToLower(rest[:n]) + "> element)"
+	case n == len(rest) && !afterWord, n < len(rest) && strings.IndexByte(">/ \t\n", rest[n]) >= 0:
 		return "raw HTML (a tag)"
 	}
 	return ""
-}
-
-// withoutCodeSpans returns s with the text of its Markdown code spans
-// (and fenced blocks) blanked: between a run of backticks and the next
-// run of the same length.
-func withoutCodeSpans(s string) string {
-	b := []byte(s)
-	run := func(i int) int { // the number of backticks from b[i]
-		n := 0
-		for i+n < len(b) && b[i+n] == '`' {
-			n++
-		}
-		return n
-	}
-	for i := 0; i < len(b); {
-		n := run(i)
-		if n == 0 {
-			i++
-			continue
-		}
-		end := i + n
-		for end < len(b) && run(end) != n {
-			end += max(run(end), 1)
-		}
-		if end == len(b) { // no closing run: the backticks are text
-			i += n
-			continue
-		}
-		for j := i + n; j < end; j++ {
-			b[j] = ' '
-		}
-		i = end + n
-	}
-	return string(b)
 }
 
 // Frontend is what a host's user interface implements to receive the
@@ -466,7 +769,8 @@ func (h *Host) binding() *binding {
 // params decode, the plugin has the ui capability
 // (capability_not_declared), the session and generation are the bound
 // ones (else accepted:false, or cancelled:true for a request, at once),
-// the payload decodes and is structured only (D23, invalid_params).
+// the payload decodes and, redacted (D25), is structured only (D23,
+// invalid_params): the check judges what the Frontend receives.
 func (s *sidecar) ui(ctx context.Context, method string, params json.RawMessage) (any, error) {
 	fe := s.cfg.Frontend
 	if fe == nil {
@@ -497,8 +801,7 @@ func (s *sidecar) ui(ctx context.Context, method string, params json.RawMessage)
 	}
 	// D27: the surface id is outside the payload, escaped.
 	sf := Surface{Plugin: s.spec.ID, SurfaceID: s.safe(p.SurfaceID), SessionID: p.SessionID, Generation: p.Generation, Kind: p.Kind}
-	v, err := sf.decode(p.Payload)
-	if err != nil {
+	if _, err := sf.decode(p.Payload, s.redactor.Redact); err != nil {
 		return nil, err
 	}
 	if sf.Card != nil {
@@ -506,11 +809,6 @@ func (s *sidecar) ui(ctx context.Context, method string, params json.RawMessage)
 			if !slices.ContainsFunc(s.result.UIActions, func(d UIActionDecl) bool { return d.ActionID == a.ActionID }) {
 				return nil, errorf(ReasonInvalidParams, "invalid card surface payload: /actions/%d/actionId is not an action extension %s declared", i, s.spec.ID)
 			}
-		}
-	}
-	for _, f := range uiStrings(reflect.ValueOf(v), "", true) {
-		if f.shown {
-			*f.s = s.redactor.Redact(*f.s) // D25
 		}
 	}
 	if !asking {
@@ -627,7 +925,19 @@ func (rt *Runtime) Submit(ctx context.Context, session, plugin, surfaceID string
 func (sf Surface) Text() string {
 	var b strings.Builder
 	line := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
-	head := func(title string) { line("[%s] %s", sf.Plugin, title) }
+	head := func(severity Severity, title string) {
+		if severity != "" {
+			title = strings.ToUpper(string(severity)) + ": " + title
+		}
+		line("[%s] %s", sf.Plugin, title)
+	}
+	body := func(texts ...string) {
+		for _, t := range texts {
+			for l := range strings.Lines(t) {
+				line("  %s", strings.TrimRight(l, "\n"))
+			}
+		}
+	}
 	switch {
 	case sf.Status != nil:
 		s := sf.Status
@@ -638,18 +948,11 @@ func (sf Surface) Text() string {
 		if s.Progress != nil {
 			text += fmt.Sprintf(" (%.0f%%)", *s.Progress*100)
 		}
-		if s.Severity != "" {
-			text = strings.ToUpper(string(s.Severity)) + ": " + text
-		}
-		head(text)
+		head(s.Severity, text)
 	case sf.Card != nil:
 		c := sf.Card
-		head(cmp.Or(c.Title, sf.SurfaceID))
-		for _, t := range []string{c.Markdown, c.Text} {
-			for l := range strings.Lines(t) {
-				line("  %s", strings.TrimRight(l, "\n"))
-			}
-		}
+		head("", cmp.Or(c.Title, sf.SurfaceID))
+		body(c.Markdown, c.Text)
 		for _, f := range c.Fields {
 			line("  %s: %s", f.Key, f.Value)
 		}
@@ -661,10 +964,8 @@ func (sf Surface) Text() string {
 		}
 	case sf.Form != nil:
 		f := sf.Form
-		head(cmp.Or(f.Title, sf.SurfaceID))
-		if f.Message != "" {
-			line("  %s", f.Message)
-		}
+		head("", cmp.Or(f.Title, sf.SurfaceID))
+		body(f.Message)
 		for _, fl := range f.Fields {
 			text := fmt.Sprintf("  - %s (%s", cmp.Or(fl.Label, fl.Key), fl.Kind)
 			if fl.Required {
@@ -680,15 +981,8 @@ func (sf Surface) Text() string {
 			line("%s", text)
 		}
 	case sf.Notification != nil:
-		n := sf.Notification
-		title := n.Title
-		if n.Severity != "" {
-			title = strings.ToUpper(string(n.Severity)) + ": " + title
-		}
-		head(title)
-		for l := range strings.Lines(n.Body) {
-			line("  %s", strings.TrimRight(l, "\n"))
-		}
+		head(sf.Notification.Severity, sf.Notification.Title)
+		body(sf.Notification.Body)
 	}
 	return b.String()
 }

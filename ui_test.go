@@ -4,9 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"html"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -390,5 +394,282 @@ func TestUIStringsRefuseEveryTerminalSequenceD23D27(t *testing.T) {
 			}
 			shownSafely(t, "UI refusal", err.Error(), "")
 		}
+	}
+}
+
+// d23Entry is one line of testdata/ui/corpus.jsonl (its README says
+// how to read it): a text, refused for Construct wherever it is placed
+// (or, in class benign, accepted everywhere), or a whole payload of Kind
+// refused naming Field. Texts of class redaction are refused only once
+// redacted, by the host.
+type d23Entry struct {
+	Class, Text, Kind, Field, Construct string
+	Payload                             json.RawMessage
+}
+
+func d23Corpus(t *testing.T) []d23Entry {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "ui", "corpus.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []d23Entry
+	for line := range strings.Lines(string(b)) {
+		var e d23Entry
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatalf("corpus line %q: %v", line, err)
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// d23Placement is a text placed in a payload document, and the member
+// that holds it.
+type d23Placement struct {
+	kind         extension.SurfaceKind
+	doc, pointer string
+}
+
+// d23Placements puts text at every depth: a top-level string, an array
+// element (an option, an array default) and an object value.
+func d23Placements(text string) []d23Placement {
+	q, _ := json.Marshal(text)
+	return []d23Placement{
+		{extension.SurfaceCard, `{"markdown":` + string(q) + `}`, "/markdown"},
+		{extension.SurfaceForm, `{"fields":[{"key":"k","kind":"select","options":["ok",` + string(q) + `]}]}`, "/fields/0/options/1"},
+		{extension.SurfaceForm, `{"fields":[{"key":"k","kind":"multiselect","options":["ok"],"default":["ok",` + string(q) + `]}]}`, "/fields/0/default/1"},
+		{extension.SurfaceForm, `{"fields":[{"key":"k","kind":"input","default":{"note":` + string(q) + `}}]}`, "/fields/0/default/note"},
+	}
+}
+
+// d23Refusal fails unless err refuses as invalid_params naming pointer
+// and construct, without echoing text.
+func d23Refusal(t *testing.T, err error, text, pointer, construct string) {
+	t.Helper()
+	if !errors.Is(err, extension.ReasonInvalidParams) || !strings.Contains(err.Error(), pointer+" holds "+construct) || !strings.Contains(err.Error(), " at byte ") {
+		t.Errorf("%q: %v, want invalid_params: %s holds %s at byte ...", text, err, pointer, construct)
+	} else if len(text) > 12 && strings.Contains(err.Error(), text) {
+		t.Errorf("%q: the refusal echoes the value: %v", text, err)
+	}
+}
+
+func TestD23CorpusIsRefusedAtEveryDepthAndBenignTextPasses(t *testing.T) {
+	corpus := d23Corpus(t)
+	hostile, benign := 0, 0
+	for _, e := range corpus {
+		switch {
+		case e.Class == "benign":
+			benign++
+			for _, p := range d23Placements(e.Text) {
+				if _, err := extension.DecodeSurface(p.kind, json.RawMessage(p.doc)); err != nil {
+					t.Errorf("benign %q at %s: %v", e.Text, p.pointer, err)
+				}
+			}
+		case e.Payload != nil:
+			hostile++
+			_, err := extension.DecodeSurface(extension.SurfaceKind(e.Kind), e.Payload)
+			d23Refusal(t, err, string(e.Payload), e.Field, e.Construct)
+		case e.Class != "redaction": // TestD23JudgesTheTextAfterRedaction
+			hostile++
+			for _, p := range d23Placements(e.Text) {
+				_, err := extension.DecodeSurface(p.kind, json.RawMessage(p.doc))
+				d23Refusal(t, err, e.Text, p.pointer, e.Construct)
+			}
+		}
+	}
+	if hostile < 60 || benign < 20 {
+		t.Fatalf("%d hostile payloads and %d benign texts, want at least 60 and 20", hostile, benign)
+	}
+}
+
+// TestD23ReadsTextAsCommonMarkRendersIt: the defects of issue 25, each by
+// the rule that refuses it.
+func TestD23ReadsTextAsCommonMarkRendersIt(t *testing.T) {
+	for _, c := range []struct{ rule, text, construct string }{
+		{"character references are decoded in a destination", "[click](&#106;avascript:alert(1))", "a javascript: URL"},
+		{"named references are decoded", "javascript&colon;alert(1)", "a javascript: URL"},
+		{"hexadecimal references are decoded", "[x](&#x6A;avascript:alert(1))", "a javascript: URL"},
+		{"backslash escapes are decoded", "[x](javascript\\:alert(1))", "a javascript: URL"},
+		{"a reference definition is a destination", "[x]: &#106;avascript:alert(1)\n\n[x]", "a javascript: URL"},
+		{"a reference definition is a link", "[x]: mailto:a@b.example\n\n[x]", "a link that is not http"},
+		{"a reference-style image is an image", "![pixel][1]\n\n[1]: https://tracker.example/p.png", "a Markdown image"},
+		{"a shortcut reference image is an image", "![pixel]\n\n[pixel]: https://tracker.example/p.png", "a Markdown image"},
+		{"an escaped backtick opens no code span (HTML)", "\\`<img src=x onerror=alert(1)>`", "raw HTML"},
+		{"an escaped backtick opens no code span (image)", "\\`![p](https://tracker.example/p.png)`", "a Markdown image"},
+		{"an autolink comes before a code span", "<https://a.example/`> <img src=x> `", "a backtick inside a link"},
+		{"a link destination comes before a code span", "[a](https://a.example/`) <img src=x> `", "a backtick inside a link"},
+		{"a code span ends with its paragraph", "`a\n\n<img src=x>`", "raw HTML"},
+		{"an email autolink is a mailto link", "<a@b.example>", "an email autolink"},
+	} {
+		_, err := extension.DecodeSurface(extension.SurfaceCard, json.RawMessage(`{"markdown":`+strconv.Quote(c.text)+`}`))
+		if !strings.Contains(fmt.Sprint(err), "/markdown holds "+c.construct) {
+			t.Errorf("%s: %q: %v, want /markdown holds %s", c.rule, c.text, err, c.construct)
+		}
+	}
+}
+
+func TestD23JudgesEveryStringAtAnyDepthOfADefault(t *testing.T) {
+	for doc, want := range map[string]string{
+		`{"fields":[{"key":"k","kind":"multiselect","options":["a"],"default":["<script>x</script>","javascript:x","\u009b"]}]}`: "/fields/0/default/0 holds raw HTML",
+		`{"fields":[{"key":"k","kind":"multiselect","options":["a"],"default":["a","\u009b"]}]}`:                                 "/fields/0/default/1 holds a control character",
+		`{"fields":[{"key":"k","kind":"input","default":{"x":{"y":"<img src=x onerror=alert(1)>"}}}]}`:                           "/fields/0/default/x/y holds raw HTML",
+	} {
+		if _, err := extension.DecodeSurface(extension.SurfaceForm, json.RawMessage(doc)); !strings.Contains(fmt.Sprint(err), want) {
+			t.Errorf("%s: %v, want %s", doc, err, want)
+		}
+	}
+}
+
+// TestD23JudgesTheTextAfterRedaction: text that redaction turns into an
+// image or a link is refused by the host at every depth, although the
+// SDK's check, which does not redact, accepts it.
+func TestD23JudgesTheTextAfterRedaction(t *testing.T) {
+	rt := startRuntime(t, func(h *extension.Host) { h.Frontend = newFrontend() }, uiPlugin(true))
+	n := 0
+	for _, e := range d23Corpus(t) {
+		if e.Class != "redaction" {
+			continue
+		}
+		n++
+		for _, p := range d23Placements(e.Text) {
+			if _, err := extension.DecodeSurface(p.kind, json.RawMessage(p.doc)); err != nil {
+				t.Errorf("%q before redaction: %v", e.Text, err)
+			}
+			frame := hostAnswer(t, rt, extension.MethodUIPublish, publish("sess-test", 1, string(p.kind), p.doc))
+			if got := string(frame["error"]); !strings.Contains(got, p.pointer+` holds `+e.Construct) || strings.Contains(got, "ghp_") {
+				t.Errorf("%q at %s: %s, want %s holds %s", e.Text, p.pointer, got, p.pointer, e.Construct)
+			}
+		}
+	}
+	if n < 3 {
+		t.Fatalf("%d redaction cases in the corpus", n)
+	}
+}
+
+// TestD25FormDefaultsAreRedactedAtAnyDepthD23: a published form and a
+// prompt reach the Frontend with every default string redacted.
+func TestD25FormDefaultsAreRedactedAtAnyDepthD23(t *testing.T) {
+	const secret = "ghp_FAKEabcdefghijklmnopqrstuvwxyz012345"
+	fe := newFrontend()
+	rt := startRuntime(t, func(h *extension.Host) { h.Frontend = fe }, uiPlugin(true))
+	doc := `{"fields":[{"key":"a","kind":"input","default":"` + secret + `"},{"key":"b","kind":"multiselect","options":["x"],"default":["` + secret + `"]},{"key":"c","kind":"input","default":{"token":"` + secret + `","n":12345678901234567890}}]}`
+	if got := hostAnswer(t, rt, extension.MethodUIPublish, publish("sess-test", 1, "form", doc)); string(got["result"]) != `{"accepted":true}` {
+		t.Fatalf("publish: %s", got["error"])
+	}
+	if got := hostAnswer(t, rt, extension.MethodUIRequest, publish("sess-test", 1, "input", doc)); string(got["result"]) != `{"cancelled":true}` {
+		t.Fatalf("request: %s", got["error"])
+	}
+	fe.mu.Lock()
+	defer fe.mu.Unlock()
+	forms := []extension.UIFormPayload{*fe.surfaces[0].Form, fe.prompts[0].Form}
+	for _, f := range forms {
+		b, _ := json.Marshal(f)
+		if strings.Contains(string(b), secret) || strings.Count(string(b), extension.RedactedMarker) != 3 || !strings.Contains(string(b), "12345678901234567890") {
+			t.Errorf("the Frontend got %s, want three defaults redacted and the number kept", b)
+		}
+	}
+}
+
+// d23Pieces are what the oracle's compositions are made of: the
+// constructs of the corpus, with escapes, references and code spans.
+var d23Pieces = []string{
+	"`", "``", "```", "\n```\n", "\\`", "\\", "\\[", "\\]", "\\<", "\\!", "[", "]", "](", ")", "(", "[x]", "[1]", "[x][1]", "[x][]",
+	"![", "![p]", "]: ", "\n[1]: ", "\n[x]: ", "https://t.example/p.png", "http://a.example/", "./rel.md", "#frag", "&#106;avascript:x",
+	"javascript&colon;x", "&#x6A;", "mailto:a@b.example", "ftp://h.example/f", "12:30", "\"t\"", " 't'", "<https://a.example/>",
+	"<mailto:a@b.example>", "<a@b.example>", "<", ">", "<b>", "</b>", "<img src=x>", "<div", "<!-- c -->", "&lt;b&gt;", "&amp;",
+	"\n", "\n\n", "    ", "\t", "> ", "- ", "1. ", " ", "text", "word ", "**b**", "_i_", "&#x202E;", "~~~", "\n~~~\n", "`a\n", "- ```",
+	"  ```", "\n> ", "1) ", "&#96;", "<span title=\"`\">", "[a`", "(`", "\"`\"",
+}
+
+// d23Compositions returns n texts of 1 to 7 pieces each, drawn by a PCG
+// seeded (23, 25): the same texts on every run.
+func d23Compositions(n int) []string {
+	r := rand.New(rand.NewPCG(23, 25))
+	out := make([]string, n)
+	for i := range out {
+		var b strings.Builder
+		for range 1 + r.Uint64()%7 {
+			b.WriteString(d23Pieces[r.Uint64()%uint64(len(d23Pieces))])
+		}
+		out[i] = b.String()
+	}
+	return out
+}
+
+// d23Oracle returns what the CommonMark rendering rendered shows that D23
+// refuses: an image, raw HTML (the oracle's marker) or a link whose
+// scheme is not http or https, or "". Destinations are as the renderer
+// wrote them (percent-encoded, so a browser decodes nothing in a scheme).
+func d23Oracle(rendered string) string {
+	switch {
+	case strings.Contains(rendered, "<img"):
+		return "an image"
+	case strings.Contains(rendered, "<!--raw HTML-->"):
+		return "raw HTML"
+	}
+	for _, a := range strings.Split(rendered, `<a href="`)[1:] {
+		dest, _, _ := strings.Cut(a, `"`)
+		dest = html.UnescapeString(dest)
+		scheme, _, ok := strings.Cut(strings.ToLower(dest), ":")
+		// A scheme is a letter, then letters, digits, '+', '.' or '-';
+		// a browser reads anything else before ':' as a relative path.
+		if ok && scheme != "" && scheme[0] >= 'a' && strings.Trim(scheme, "abcdefghijklmnopqrstuvwxyz0123456789+.-") == "" && scheme != "http" && scheme != "https" {
+			return "a link to " + dest
+		}
+	}
+	return ""
+}
+
+// TestD23CommonMarkOracle: goldmark, an independent CommonMark renderer
+// run outside our module (testdata/ui/oracle/gen.sh), rendered the
+// corpus's texts and 2,400 seeded compositions; in every text the check
+// accepts it finds no image, no raw HTML and no link other than http,
+// https or relative. With D23_TEXTS set, the test writes the texts there
+// for gen.sh instead.
+func TestD23CommonMarkOracle(t *testing.T) {
+	var texts []string
+	for _, e := range d23Corpus(t) {
+		if e.Text != "" {
+			texts = append(texts, e.Text)
+		}
+	}
+	texts = append(texts, d23Compositions(2400)...)
+	if path := os.Getenv("D23_TEXTS"); path != "" {
+		var b strings.Builder
+		for _, text := range texts {
+			q, _ := json.Marshal(text)
+			b.Write(append(q, '\n'))
+		}
+		if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	b, err := os.ReadFile(filepath.Join("testdata", "ui", "rendered.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	if len(lines) != len(texts) {
+		t.Fatalf("%d renderings for %d texts: run testdata/ui/oracle/gen.sh", len(lines), len(texts))
+	}
+	accepted := 0
+	for i, line := range lines {
+		var r struct{ Text, HTML string }
+		if err := json.Unmarshal([]byte(line), &r); err != nil || r.Text != texts[i] {
+			t.Fatalf("rendering %d is of %q, want %q (%v): run testdata/ui/oracle/gen.sh", i, r.Text, texts[i], err)
+		}
+		if _, err := extension.DecodeSurface(extension.SurfaceCard, json.RawMessage(`{"markdown":`+strconv.Quote(r.Text)+`}`)); err != nil {
+			continue
+		}
+		accepted++
+		if found := d23Oracle(r.HTML); found != "" {
+			t.Errorf("accepted %q, which renders %s: %s", r.Text, found, r.HTML)
+		}
+	}
+	t.Logf("accepted %d of %d", accepted, len(texts))
+	if accepted < 500 {
+		t.Fatalf("the check accepted %d of %d texts: too few for the oracle to judge", accepted, len(texts))
 	}
 }
