@@ -250,7 +250,13 @@ type Conn struct {
 	err     error                    // the terminal error; set once, never cleared
 	nextID  msgID                    // the id of the last request sent (D4: the first is 1)
 	pending map[msgID]chan callReply // the requests waiting for their response
-	side    handshakeState           // the sidecar side: where its handshake is (D6)
+	// spare holds reply channels whose reply was taken, for the next
+	// calls, so the intercept's hot path makes none. They are kept per
+	// connection, not in a global pool: a channel made under another
+	// goroutine group (a testing/synctest bubble) does not block durably
+	// in this one's.
+	spare chan chan callReply
+	side  handshakeState // the sidecar side: where its handshake is (D6)
 }
 
 // NewConn returns a Conn that reads frames from r and writes frames to w,
@@ -280,6 +286,7 @@ func NewConn(r io.ReadCloser, w io.WriteCloser, h Handler, opts ConnOptions) *Co
 		closeReader: sync.OnceValue(r.Close),
 		closeWriter: sync.OnceValue(w.Close),
 		pending:     make(map[msgID]chan callReply),
+		spare:       make(chan chan callReply, 8),
 	}
 	c.writeDead, c.stopWrites = context.WithCancelCause(context.Background())
 	c.openedAt.Store(-1)
@@ -657,11 +664,15 @@ func (c *Conn) Call(ctx context.Context, method string, params any) (json.RawMes
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("extension: call %s: %w", method, err)
 	}
-	call := replies.Get().(chan callReply)
+	var call chan callReply
+	select {
+	case call = <-c.spare:
+	default:
+		call = make(chan callReply, 1)
+	}
 	c.mu.Lock()
 	if err := c.err; err != nil {
 		c.mu.Unlock()
-		replies.Put(call)
 		return nil, err
 	}
 	c.nextID++
@@ -684,7 +695,10 @@ func (c *Conn) Call(ctx context.Context, method string, params any) (json.RawMes
 	}
 	select {
 	case r := <-call:
-		replies.Put(call) // its one reply taken: nobody holds it now
+		select {
+		case c.spare <- call: // its one reply taken: nobody holds it now
+		default:
+		}
 		return r.result, r.err
 	case <-ctx.Done():
 	}
@@ -694,11 +708,6 @@ func (c *Conn) Call(ctx context.Context, method string, params any) (json.RawMes
 	f.state.CompareAndSwap(frameQueued, frameSkipped)
 	return nil, fmt.Errorf("extension: call %s: %w", method, ctx.Err())
 }
-
-// replies pools the channels a call's reply comes on: a channel is made
-// for each call on the intercept's hot path otherwise. Only one whose
-// reply was taken goes back; one given up may still get its reply.
-var replies = sync.Pool{New: func() any { return make(chan callReply, 1) }}
 
 // forget removes a pending call whose caller gave up; its response, if one
 // comes later, is dropped and logged as unknown. When the call is already
