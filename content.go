@@ -68,12 +68,14 @@ type contentObject struct {
 	sum  string // lowercase hex SHA-256 of data
 }
 
-// put stores data, at most FrameBytes (the caller checks), evicting the
-// oldest objects until both bounds hold, and returns its descriptor at
-// pointer.
-func (cs *contentStore) put(data []byte, pointer string) ExternalizedField {
-	sum := sha256.Sum256(data)
-	d := ExternalizedField{JSONPointer: pointer, ContentRef: randomID("content_"), TotalBytes: int64(len(data)), SHA256: hex.EncodeToString(sum[:])}
+// put stores data, at most FrameBytes (the caller checks), whose
+// lowercase hex SHA-256 is sum ("": put hashes it), evicting the oldest
+// objects until both bounds hold, and returns its descriptor at /payload.
+func (cs *contentStore) put(data []byte, sum string) ExternalizedField {
+	if sum == "" {
+		sum = hexSHA256(data)
+	}
+	d := ExternalizedField{JSONPointer: "/payload", ContentRef: randomID("content_"), TotalBytes: int64(len(data)), SHA256: sum}
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	if cs.closed {
@@ -148,12 +150,39 @@ func (cs *contentStore) close() {
 
 // externalize returns payload as it is sent on this connection: inline
 // when it is at most ExternalizeFieldBytes, else null with the descriptor of
-// the stored copy at /payload (D22). payload is compact when large.
-func (cs *contentStore) externalize(payload json.RawMessage) (json.RawMessage, []ExternalizedField) {
+// the stored copy at /payload (D22). payload is compact when large; sum
+// is its SHA-256 from compactPayload.
+func (cs *contentStore) externalize(payload json.RawMessage, sum string) (json.RawMessage, []ExternalizedField) {
 	if len(payload) <= ExternalizeFieldBytes {
 		return payload, nil
 	}
-	return json.RawMessage("null"), []ExternalizedField{cs.put(payload, "/payload")}
+	return json.RawMessage("null"), []ExternalizedField{cs.put(payload, sum)}
+}
+
+// compactPayload is compactValue for the payload of an operation. A
+// payload too large to travel inline is hashed on another goroutine
+// while the walk validates it: sum is the SHA-256 its descriptors carry
+// (D22), on every connection it is externalized on, or "" when it
+// travels inline, was compacted (put then hashes what it stores) or is
+// too large to store.
+func compactPayload(raw []byte) (compact json.RawMessage, sum string, err error) {
+	if len(raw) <= ExternalizeFieldBytes || len(raw) > FrameBytes {
+		compact, err = compactValue(raw)
+		return compact, "", err
+	}
+	sums := make(chan string, 1)
+	go func() { sums <- hexSHA256(raw) }()
+	compact, err = compactValue(raw)
+	if sum = <-sums; len(compact) != len(raw) {
+		sum = ""
+	}
+	return compact, sum, err
+}
+
+// hexSHA256 is the lowercase hex SHA-256 of b.
+func hexSHA256(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }
 
 // randomID is prefix and 24 lowercase hex digits of 12 random bytes: the

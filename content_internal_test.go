@@ -55,7 +55,7 @@ func TestContentReadPagesD22(t *testing.T) {
 		{0, []int64{0}},
 	} {
 		data := bytes.Repeat([]byte("x"), c.size)
-		d := s.content.put(data, "/payload")
+		d := s.content.put(data, "")
 		var mu sync.Mutex // the pages are read concurrently
 		var got []int64
 		read := func(ctx context.Context, p ContentReadParams) (json.RawMessage, error) {
@@ -107,19 +107,19 @@ func TestContentStoreEvictsOldestFirstD22(t *testing.T) {
 	s := storeSidecar(0)
 	var refs []ExternalizedField
 	for range 64 {
-		refs = append(refs, s.content.put([]byte(`{}`), "/payload"))
+		refs = append(refs, s.content.put([]byte(`{}`), ""))
 	}
 	if expired(s, refs[0]) {
 		t.Fatal("the first of 64 objects was evicted")
 	}
-	refs = append(refs, s.content.put([]byte(`{}`), "/payload"))
+	refs = append(refs, s.content.put([]byte(`{}`), ""))
 	if !expired(s, refs[0]) || expired(s, refs[1]) || expired(s, refs[64]) {
 		t.Fatal("the 65th object must evict the first, and only it")
 	}
 
 	s = storeSidecar(1000)
-	a, b := s.content.put(make([]byte, 400), "/payload"), s.content.put(make([]byte, 400), "/payload")
-	c := s.content.put(make([]byte, 400), "/payload")
+	a, b := s.content.put(make([]byte, 400), ""), s.content.put(make([]byte, 400), "")
+	c := s.content.put(make([]byte, 400), "")
 	if !expired(s, a) || expired(s, b) || expired(s, c) {
 		t.Fatal("the byte cap must evict the oldest until the new object fits")
 	}
@@ -137,7 +137,7 @@ func TestContentStoreEvictsOldestFirstD22(t *testing.T) {
 func FuzzReadContent(f *testing.F) {
 	s := storeSidecar(0)
 	for _, size := range []int{0, 10, ContentRefChunkBytes, ContentRefChunkBytes + 1} {
-		d := s.content.put(bytes.Repeat([]byte("z"), size), "/payload")
+		d := s.content.put(bytes.Repeat([]byte("z"), size), "")
 		dj, _ := json.Marshal(d)
 		seed := string(dj)
 		for off := int64(0); ; {
@@ -219,7 +219,7 @@ func TestD22APageAheadThatFailsNeitherCorruptsNorReorders(t *testing.T) {
 	for i := range data {
 		data[i] = byte(i * 7 % 251)
 	}
-	d := s.content.put(data, "/payload")
+	d := s.content.put(data, "")
 	const k2 = 2 * ContentRefChunkBytes
 	tampered := bytes.Clone(data)
 	tampered[k2+10]++
@@ -262,6 +262,23 @@ func TestD22APageAheadThatFailsNeitherCorruptsNorReorders(t *testing.T) {
 			t.Fatalf("%s: %d bytes (%v), want the object's %d", c.name, len(got), err, len(data))
 		case c.want != "" && (!errors.Is(err, c.want) || got != nil):
 			t.Fatalf("%s: %d bytes (%v), want no bytes and %s", c.name, len(got), err, c.want)
+		}
+	}
+}
+
+// TestD22AnOperationsPayloadIsHashedAsItIsValidated: the SHA-256 a large
+// payload's descriptors carry comes from its validation, once for every
+// connection, and is the hash of the bytes stored, compacted or not.
+func TestD22AnOperationsPayloadIsHashedAsItIsValidated(t *testing.T) {
+	s := storeSidecar(0)
+	for _, doc := range []string{`{"text":"` + strings.Repeat("a", ExternalizeFieldBytes) + `"}`, `{ "text": "` + strings.Repeat("a", ExternalizeFieldBytes) + `" }`} {
+		compact, sum, err := compactPayload([]byte(doc))
+		if spaced := len(compact) != len(doc); err != nil || spaced != (sum == "") {
+			t.Fatalf("compactPayload gave sum %q (%v); want one for a compact payload only", sum, err)
+		}
+		_, ext := s.content.externalize(compact, sum)
+		if len(ext) != 1 || ext[0].SHA256 != hexSHA256(compact) {
+			t.Fatalf("externalized as %+v, want the SHA-256 of the %d compact bytes", ext, len(compact))
 		}
 	}
 }
