@@ -251,15 +251,7 @@ func readContent(ctx context.Context, d ExternalizedField, read readPage) ([]byt
 	defer cancel()
 	fetch := func(offset int64) chan pageRead {
 		ch := make(chan pageRead, 1)
-		reads.Go(func() {
-			var r pageRead
-			raw, err := read(ctx, ContentReadParams{ContentRef: d.ContentRef, Offset: offset})
-			if err == nil {
-				r.page, err = decodePage(raw)
-			}
-			r.err = err
-			ch <- r
-		})
+		reads.Go(func() { ch <- decodePage(read(ctx, ContentReadParams{ContentRef: d.ContentRef, Offset: offset})) })
 		return ch
 	}
 	// The hash runs on its own goroutine, a page behind the decoding.
@@ -361,18 +353,19 @@ type contentPage struct {
 	Encoding   ContentEncoding `json:"encoding"`
 }
 
-// decodePage strictly decodes a ContentReadResult (D3), its DataBase64
-// being the base64 text, unquoted. A dataBase64 that is no plain string
-// (escapes, or not a string at all) and any failure take Decode itself,
-// so a page is exactly as strict as Decode and fails with its error.
-func decodePage(raw json.RawMessage) (contentPage, error) {
-	var p contentPage
-	if Unmarshal(raw, &p) == nil && len(p.DataBase64) >= 2 && p.DataBase64[0] == '"' && !bytes.Contains(p.DataBase64, []byte(`\`)) {
-		p.DataBase64 = p.DataBase64[1 : len(p.DataBase64)-1]
-		return p, nil
+// decodePage strictly decodes the result a read returned, unless the
+// read failed, into a contentPage whose DataBase64 is the base64 text,
+// unquoted (D3). A dataBase64 that is no plain string (escapes, or not a
+// string at all) and any failure take Decode itself, so a page is
+// exactly as strict as Decode and fails with its error.
+func decodePage(raw json.RawMessage, err error) (r pageRead) {
+	p := &r.page
+	if r.err = err; err != nil || Unmarshal(raw, p) == nil && len(p.DataBase64) >= 2 && p.DataBase64[0] == '"' && !bytes.Contains(p.DataBase64, []byte(`\`)) {
+		p.DataBase64 = bytes.Trim(p.DataBase64, `"`)
+		return r
 	}
-	var r ContentReadResult
-	err := Decode(MethodContentRead, raw, &r)
-	p = contentPage{ContentRef: r.ContentRef, Offset: r.Offset, DataBase64: []byte(r.DataBase64), NextOffset: r.NextOffset, TotalBytes: r.TotalBytes, SHA256: r.SHA256, Encoding: r.Encoding}
-	return p, err
+	var res ContentReadResult
+	r.err = Decode(MethodContentRead, raw, &res)
+	r.page = contentPage{ContentRef: res.ContentRef, Offset: res.Offset, DataBase64: []byte(res.DataBase64), NextOffset: res.NextOffset, TotalBytes: res.TotalBytes, SHA256: res.SHA256, Encoding: res.Encoding}
+	return r
 }
