@@ -1,6 +1,7 @@
 package extension
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -67,12 +68,14 @@ type contentObject struct {
 	sum  string // lowercase hex SHA-256 of data
 }
 
-// put stores data, at most FrameBytes (the caller checks), evicting the
-// oldest objects until both bounds hold, and returns its descriptor at
-// pointer.
-func (cs *contentStore) put(data []byte, pointer string) ExternalizedField {
-	sum := sha256.Sum256(data)
-	d := ExternalizedField{JSONPointer: pointer, ContentRef: randomID("content_"), TotalBytes: int64(len(data)), SHA256: hex.EncodeToString(sum[:])}
+// put stores data, at most FrameBytes (the caller checks), whose
+// lowercase hex SHA-256 is sum ("": put hashes it), evicting the oldest
+// objects until both bounds hold, and returns its descriptor at /payload.
+func (cs *contentStore) put(data []byte, sum string) ExternalizedField {
+	if sum == "" {
+		sum = hexSHA256(data)
+	}
+	d := ExternalizedField{JSONPointer: "/payload", ContentRef: randomID("content_"), TotalBytes: int64(len(data)), SHA256: sum}
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	if cs.closed {
@@ -109,16 +112,15 @@ func (cs *contentStore) page(p ContentReadParams) ([]byte, ContentReadResult, er
 	return obj.data[p.Offset:end], res, nil
 }
 
-// read answers host/content/read as a result value; the host reads its
-// own store this way for an externalized replacement.
-func (cs *contentStore) read(ctx context.Context, p ContentReadParams) (ContentReadResult, error) {
-	chunk, res, err := cs.page(p)
-	res.DataBase64 = base64.StdEncoding.EncodeToString(chunk)
-	return res, err
+// read answers host/content/read as the frame's result: the host reads
+// its own store this way for an externalized replacement.
+func (cs *contentStore) read(_ context.Context, p ContentReadParams) (json.RawMessage, error) {
+	b, err := cs.answer(p)
+	return json.RawMessage(b), err
 }
 
-// answer is read's result encoded by hand, with the bytes encoded
-// straight into it: the same JSON encoding/json writes for it (every
+// answer is the ContentReadResult of page p encoded by hand, with the
+// bytes encoded straight into it: the same JSON encoding/json writes (every
 // string in it is plain: a host-minted ref, base64, hex, "utf8"), at a
 // third of its cost for 8 MiB of pages (exthost bench, content_8mib).
 func (cs *contentStore) answer(p ContentReadParams) (preEncoded, error) {
@@ -148,12 +150,39 @@ func (cs *contentStore) close() {
 
 // externalize returns payload as it is sent on this connection: inline
 // when it is at most ExternalizeFieldBytes, else null with the descriptor of
-// the stored copy at /payload (D22). payload is compact when large.
-func (cs *contentStore) externalize(payload json.RawMessage) (json.RawMessage, []ExternalizedField) {
+// the stored copy at /payload (D22). payload is compact when large; sum
+// is its SHA-256 from compactPayload.
+func (cs *contentStore) externalize(payload json.RawMessage, sum string) (json.RawMessage, []ExternalizedField) {
 	if len(payload) <= ExternalizeFieldBytes {
 		return payload, nil
 	}
-	return json.RawMessage("null"), []ExternalizedField{cs.put(payload, "/payload")}
+	return json.RawMessage("null"), []ExternalizedField{cs.put(payload, sum)}
+}
+
+// compactPayload is compactValue for the payload of an operation. A
+// payload too large to travel inline is hashed on another goroutine
+// while the walk validates it: sum is the SHA-256 its descriptors carry
+// (D22), on every connection it is externalized on, or "" when it
+// travels inline, was compacted (put then hashes what it stores) or is
+// too large to store.
+func compactPayload(raw []byte) (compact json.RawMessage, sum string, err error) {
+	if len(raw) <= ExternalizeFieldBytes || len(raw) > FrameBytes {
+		compact, err = compactValue(raw)
+		return compact, "", err
+	}
+	sums := make(chan string, 1)
+	go func() { sums <- hexSHA256(raw) }()
+	compact, err = compactValue(raw)
+	if sum = <-sums; len(compact) != len(raw) {
+		sum = ""
+	}
+	return compact, sum, err
+}
+
+// hexSHA256 is the lowercase hex SHA-256 of b.
+func hexSHA256(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }
 
 // randomID is prefix and 24 lowercase hex digits of 12 random bytes: the
@@ -164,9 +193,16 @@ func randomID(prefix string) string {
 	return prefix + hex.EncodeToString(b[:])
 }
 
-// readPage reads one page of a content object, as host/content/read
-// answers it.
-type readPage = func(ctx context.Context, p ContentReadParams) (ContentReadResult, error)
+// readPage reads one page of a content object: the result of its
+// host/content/read answer, undecoded.
+type readPage = func(ctx context.Context, p ContentReadParams) (json.RawMessage, error)
+
+// readAhead is how many pages readContent asks for beyond the one it
+// decodes, at the offsets a host paging ContentRefChunkBytes at a time
+// answers: the two sides work at once, and an 8 MiB read waits for no
+// round trip but the first (exthost bench, content_8mib). A peer paging
+// otherwise is read a page at a time.
+const readAhead = 3
 
 // Rehydrate resolves the externalizable member of an owner document
 // (PROTOCOL.md §6.2): inline is the member as it came (nil when absent),
@@ -174,9 +210,11 @@ type readPage = func(ctx context.Context, p ContentReadParams) (ContentReadResul
 // pointer ("/payload" or "/replacement"). Without descriptors it returns
 // inline. Otherwise inline must be absent or null and ext one descriptor
 // at pointer (else protocol_error), then the object is read through read
-// and verified by readContent. The errors carry the reason of §6.2:
-// protocol_error, frame_too_large or content_ref_expired.
-func Rehydrate(ctx context.Context, inline json.RawMessage, ext []ExternalizedField, pointer string, read func(context.Context, ContentReadParams) (ContentReadResult, error)) (json.RawMessage, error) {
+// and verified by readContent. read returns the result of one
+// host/content/read answer as it came, and is called concurrently: up to
+// 1+readAhead (4) reads are in flight at once. The errors carry the
+// reason of §6.2: protocol_error, frame_too_large or content_ref_expired.
+func Rehydrate(ctx context.Context, inline json.RawMessage, ext []ExternalizedField, pointer string, read func(context.Context, ContentReadParams) (json.RawMessage, error)) (json.RawMessage, error) {
 	switch {
 	case len(ext) == 0:
 		return inline, nil
@@ -196,6 +234,8 @@ func Rehydrate(ctx context.Context, inline json.RawMessage, ext []ExternalizedFi
 // the base64, the page size, progress, and at the end the byte count and
 // SHA-256 against d. Every other failure is protocol_error; the reader's
 // own errors (content_ref_expired for an unknown ref) pass as they are.
+// Pages are read ahead (readAhead) but decoded in order: a page ahead
+// that fails fails the read only when its turn comes.
 func readContent(ctx context.Context, d ExternalizedField, read readPage) ([]byte, error) {
 	if d.TotalBytes > FrameBytes {
 		return nil, errorf(ReasonFrameTooLarge, "content %s is %d bytes, over the %d-byte limit", d.ContentRef, d.TotalBytes, FrameBytes)
@@ -203,25 +243,15 @@ func readContent(ctx context.Context, d ExternalizedField, read readPage) ([]byt
 	bad := func(format string, args ...any) error {
 		return errorf(ReasonProtocolError, "content %s: "+format, append([]any{d.ContentRef}, args...)...)
 	}
-	// The next page is asked for as soon as its offset is known, before
-	// this one is decoded and hashed, so the two sides work at once: an
-	// 8 MiB read took a quarter less (exthost bench, content_8mib). The
-	// prefetch ends with this call: its context is cancelled and it is
+	// Every read ends with this call: its context is cancelled and it is
 	// waited for.
 	ctx, cancel := context.WithCancel(ctx)
-	var pending chan pageRead
-	defer func() {
-		cancel()
-		if pending != nil {
-			<-pending
-		}
-	}()
+	var reads sync.WaitGroup
+	defer reads.Wait()
+	defer cancel()
 	fetch := func(offset int64) chan pageRead {
 		ch := make(chan pageRead, 1)
-		go func() {
-			page, err := read(ctx, ContentReadParams{ContentRef: d.ContentRef, Offset: offset})
-			ch <- pageRead{page, err}
-		}()
+		reads.Go(func() { ch <- decodePage(read(ctx, ContentReadParams{ContentRef: d.ContentRef, Offset: offset})) })
 		return ch
 	}
 	// The hash runs on its own goroutine, a page behind the decoding.
@@ -241,11 +271,15 @@ func readContent(ctx context.Context, d ExternalizedField, read readPage) ([]byt
 		}
 	}()
 	data := make([]byte, 0, d.TotalBytes)
-	var text []byte // a page's base64, copied out of its string into one reused buffer
-	pending = fetch(0)
-	for offset := int64(0); pending != nil; {
-		r := <-pending
-		pending = nil
+	ahead, next := readAhead, int64(0) // next: the offset to ask for next
+	var pending []chan pageRead        // the pages asked for, in order
+	for offset := int64(0); ; {
+		for len(pending) == 0 || len(pending) <= ahead && next < d.TotalBytes {
+			pending = append(pending, fetch(next))
+			next += ContentRefChunkBytes
+		}
+		r := <-pending[0]
+		pending = pending[1:]
 		page := r.page
 		switch {
 		case r.err != nil:
@@ -261,13 +295,9 @@ func readContent(ctx context.Context, d ExternalizedField, read readPage) ([]byt
 		case page.NextOffset != 0 && page.NextOffset <= offset:
 			return nil, bad("nextOffset %d makes no progress from %d", page.NextOffset, offset)
 		}
-		if page.NextOffset != 0 {
-			pending = fetch(page.NextOffset)
-		}
 		before := len(data)
 		var err error
-		text = append(text[:0], page.DataBase64...)
-		if data, err = base64.StdEncoding.AppendDecode(data, text); err != nil {
+		if data, err = base64.StdEncoding.AppendDecode(data, page.DataBase64); err != nil {
 			return nil, bad("the page at %d is not standard base64: %v", offset, err)
 		}
 		switch n := len(data) - before; {
@@ -282,6 +312,14 @@ func readContent(ctx context.Context, d ExternalizedField, read readPage) ([]byt
 			return nil, bad("nextOffset %d is not the page's end, %d", page.NextOffset, offset+int64(n))
 		}
 		hashed <- data[before:] // never written again, even if data grows
+		if page.NextOffset == 0 {
+			break
+		}
+		if page.NextOffset != offset+ContentRefChunkBytes {
+			// A page shorter than the pages read ahead assumed: those are
+			// left to end unread, and the rest is read a page at a time.
+			ahead, pending, next = 0, nil, page.NextOffset
+		}
 		offset = page.NextOffset
 	}
 	close(hashed)
@@ -296,8 +334,38 @@ func readContent(ctx context.Context, d ExternalizedField, read readPage) ([]byt
 	return data, nil
 }
 
-// pageRead is one page read ahead by ReadContent.
+// pageRead is one page read by readContent, decoded by decodePage.
 type pageRead struct {
-	page ContentReadResult
+	page contentPage
 	err  error
+}
+
+// contentPage is a ContentReadResult whose dataBase64 stays in the frame
+// it came in: the strict walk checks it as it checks ContentReadResult,
+// member for member, and the base64 is decoded from there.
+type contentPage struct {
+	ContentRef string          `json:"contentRef" proto:"nonempty"`
+	Offset     int64           `json:"offset" proto:"min=0"`
+	DataBase64 json.RawMessage `json:"dataBase64" proto:"raw"`
+	NextOffset int64           `json:"nextOffset,omitempty" proto:"min=0"`
+	TotalBytes int64           `json:"totalBytes" proto:"min=0"`
+	SHA256     string          `json:"sha256" proto:"sha256"`
+	Encoding   ContentEncoding `json:"encoding"`
+}
+
+// decodePage strictly decodes the result a read returned, unless the
+// read failed, into a contentPage whose DataBase64 is the base64 text,
+// unquoted (D3). A dataBase64 that is no plain string (escapes, or not a
+// string at all) and any failure take Decode itself, so a page is
+// exactly as strict as Decode and fails with its error.
+func decodePage(raw json.RawMessage, err error) (r pageRead) {
+	p := &r.page
+	if r.err = err; err != nil || Unmarshal(raw, p) == nil && len(p.DataBase64) >= 2 && p.DataBase64[0] == '"' && !bytes.Contains(p.DataBase64, []byte(`\`)) {
+		p.DataBase64 = bytes.Trim(p.DataBase64, `"`)
+		return r
+	}
+	var res ContentReadResult
+	r.err = Decode(MethodContentRead, raw, &res)
+	r.page = contentPage{ContentRef: res.ContentRef, Offset: res.Offset, DataBase64: []byte(res.DataBase64), NextOffset: res.NextOffset, TotalBytes: res.TotalBytes, SHA256: res.SHA256, Encoding: res.Encoding}
+	return r
 }

@@ -103,6 +103,8 @@ type InterceptOutcome struct {
 	PermissionBy string
 	// Audit is set when an extension allow overrode the host's deny.
 	Audit *AuditRecord
+
+	sum string // the SHA-256 of Payload from compactPayload, or ""
 }
 
 // AuditRecord records an extension allow that overrode the host's deny at
@@ -184,12 +186,12 @@ func (rt *Runtime) InterceptProvider(ctx context.Context, ref string, p Point, p
 }
 
 func (rt *Runtime) intercept(ctx context.Context, p Point, payload any, ref string) (*InterceptOutcome, error) {
-	cur, err := rt.operation(p, payload)
+	cur, sum, err := rt.operation(p, payload)
 	if err != nil {
 		return nil, err
 	}
 	defer rt.end()
-	out := &InterceptOutcome{Payload: cur}
+	out := &InterceptOutcome{Payload: cur, sum: sum}
 	var host PermissionPayload
 	if p == PermissionDecision {
 		Unmarshal(cur, &host) // the host's own document, read strictly (D3); a bad one reads as no decision
@@ -266,40 +268,38 @@ func (rt *Runtime) speakers(p Point, payload json.RawMessage, ref string) (chain
 
 // operation checks the point and encodes the payload document of an
 // Intercept or Observe, which must be a JSON object, then begins the
-// operation; when it succeeds the caller ends it.
-func (rt *Runtime) operation(p Point, payload any) (json.RawMessage, error) {
+// operation; when it succeeds the caller ends it. sum is compactPayload's.
+func (rt *Runtime) operation(p Point, payload any) (raw json.RawMessage, sum string, err error) {
 	if !p.valid() {
-		return nil, fmt.Errorf("extension: %q is not a hook point", p)
+		return nil, "", fmt.Errorf("extension: %q is not a hook point", p)
 	}
-	var raw []byte
 	switch v := payload.(type) {
 	case json.RawMessage:
 		raw = v
 	case []byte:
 		raw = v
 	default:
-		var err error
 		if raw, err = json.Marshal(payload); err != nil {
-			return nil, fmt.Errorf("extension: encoding the payload: %w", err)
+			return nil, "", fmt.Errorf("extension: encoding the payload: %w", err)
 		}
 	}
 	// D22: the size that counts is the compact one, as it is sent or
 	// stored.
-	raw, err := compactValue(raw)
+	raw, sum, err = compactPayload(raw)
 	if err != nil || raw[0] != '{' {
-		return nil, errors.New("extension: a payload must be a JSON object")
+		return nil, "", errors.New("extension: a payload must be a JSON object")
 	}
 	if len(raw) > FrameBytes {
-		return nil, errorf(ReasonFrameTooLarge, "the %s payload is %d bytes compacted, over the %d-byte limit of a content object", p, len(raw), FrameBytes)
+		return nil, "", errorf(ReasonFrameTooLarge, "the %s payload is %d bytes compacted, over the %d-byte limit of a content object", p, len(raw), FrameBytes)
 	}
-	return raw, rt.begin()
+	return raw, sum, rt.begin()
 }
 
 // rule asks one sidecar and applies its verdict to out (D16, D17): a
 // block sets out.Blocked; ruled reports an allow or deny, which ends the
 // chain; err fails the operation.
 func (rt *Runtime) rule(ctx context.Context, s *sidecar, p Point, out *InterceptOutcome, hostDecision string, owner bool) (ruled bool, err error) {
-	res, err := rt.callIntercept(ctx, s, p, out.Payload)
+	res, err := rt.callIntercept(ctx, s, p, out.Payload, out.sum)
 	if err != nil {
 		if ctx.Err() != nil {
 			return false, ctx.Err() // the caller gave up; nobody is at fault
@@ -337,6 +337,7 @@ func (rt *Runtime) rule(ctx context.Context, s *sidecar, p Point, out *Intercept
 		// D16: the whole validated value replaces the payload, compacted
 		// (DecodePayload accepted it).
 		out.Payload, _ = compactValue(repl)
+		out.sum = "" // hashed when it is externalized
 		out.Replaced = append(out.Replaced, s.spec.ID)
 	case DecisionAllow, DecisionDeny:
 		if p != PermissionDecision {
@@ -371,7 +372,7 @@ func (rt *Runtime) failure(s *sidecar, p Point, category string, err error, owne
 // callIntercept sends one extension/intercept with the plugin's budget.
 // The host's timer is authoritative: at the deadline the call fails with
 // intercept_timeout and a late answer is discarded (D18).
-func (rt *Runtime) callIntercept(ctx context.Context, s *sidecar, p Point, payload json.RawMessage) (InterceptResult, error) {
+func (rt *Runtime) callIntercept(ctx context.Context, s *sidecar, p Point, payload json.RawMessage, sum string) (InterceptResult, error) {
 	budget := rt.cfg.interceptBudget(p, s.spec.Runtime.TimeoutMillis)
 	// The sidecar is told what it really has: the budget, or less when
 	// the caller's deadline comes first, in whole milliseconds rounded up
@@ -382,7 +383,7 @@ func (rt *Runtime) callIntercept(ctx context.Context, s *sidecar, p Point, paylo
 	}
 	millis := max(1, (wire+time.Millisecond-1)/time.Millisecond)
 	params := InterceptParams{Event: p, Seq: s.seq.Add(1), TimeoutMillis: int64(millis)}
-	params.Payload, params.Externalized = s.content.externalize(payload) // D22
+	params.Payload, params.Externalized = s.content.externalize(payload, sum) // D22
 	var res InterceptResult
 	bctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
@@ -404,7 +405,7 @@ func (rt *Runtime) callIntercept(ctx context.Context, s *sidecar, p Point, paylo
 // queue of events in flight, and an event that does not fit is dropped,
 // counted, and warned about once per plugin per generation.
 func (rt *Runtime) Observe(p Point, payload any) error {
-	raw, err := rt.operation(p, payload)
+	raw, sum, err := rt.operation(p, payload)
 	switch {
 	case err == nil:
 		defer rt.end()
@@ -431,7 +432,7 @@ func (rt *Runtime) Observe(p Point, payload any) error {
 		}
 		params := EventParams{Event: p, Payload: raw}
 		if s != nil {
-			params.Payload, params.Externalized = s.content.externalize(raw) // refs are per connection
+			params.Payload, params.Externalized = s.content.externalize(raw, sum) // refs are per connection
 		}
 		rt.bestEffort(id, s, MethodEvent, params, p)
 	}

@@ -187,9 +187,10 @@ func (s *server) rehydrate(ctx context.Context, payload json.RawMessage, ext []e
 	return extension.Rehydrate(ctx, payload, ext, "/payload", s.readPage)
 }
 
-// readPage asks the host for one page of a content object.
-func (s *server) readPage(ctx context.Context, p extension.ContentReadParams) (extension.ContentReadResult, error) {
-	return call[extension.ContentReadResult](ctx, s, extension.MethodContentRead, p)
+// readPage asks the host for one page of a content object; Rehydrate
+// decodes it from the answer's result and calls it concurrently.
+func (s *server) readPage(ctx context.Context, p extension.ContentReadParams) (json.RawMessage, error) {
+	return s.connection().Call(ctx, extension.MethodContentRead, p)
 }
 
 // serverKey is the context key of the server whose callback a context
