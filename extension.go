@@ -22,8 +22,8 @@
 // [Runtime.Declaration] and [Runtime.Warnings] report what happened.
 // Plugins are installed and listed with [Install], [LoadPackages],
 // [SetEnabled] and [Remove], and shown before they run with
-// [TrustPlugin] ([TrustSummary]); [Redactor] and [TerminalSafe] clean
-// what a sidecar says. The errors to branch on are a [Reason] (matched by
+// [TrustPlugin] ([TrustSummary]); [Redactor] (its [Redactor.RedactJSON]
+// for the frames a Tap sees) and [TerminalSafe] clean what a sidecar says. The errors to branch on are a [Reason] (matched by
 // errors.Is on any [*Error]), [*StartError], [*PluginError],
 // [*ManifestError], [ErrNoRuntime] and [ErrClosed].
 //
