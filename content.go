@@ -359,9 +359,12 @@ type contentPage struct {
 // string at all) and any failure take Decode itself, so a page is
 // exactly as strict as Decode and fails with its error.
 func decodePage(raw json.RawMessage, err error) (r pageRead) {
+	if r.err = err; err != nil {
+		return r
+	}
 	p := &r.page
-	if r.err = err; err != nil || Unmarshal(raw, p) == nil && len(p.DataBase64) >= 2 && p.DataBase64[0] == '"' && !bytes.Contains(p.DataBase64, []byte(`\`)) {
-		p.DataBase64 = bytes.Trim(p.DataBase64, `"`)
+	if Unmarshal(raw, p) == nil && len(p.DataBase64) >= 2 && p.DataBase64[0] == '"' && !bytes.Contains(p.DataBase64, []byte(`\`)) {
+		p.DataBase64 = p.DataBase64[1 : len(p.DataBase64)-1] // the string's text: no escape to decode
 		return r
 	}
 	var res ContentReadResult

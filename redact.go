@@ -403,7 +403,7 @@ func (p *redactProgram) anchorAt(s string, i int, a *redactAnchor) bool {
 // A password may hold an unescaped '/', '?' or '#' (user:pa/ss@host): after
 // user: anything but a port, the userinfo runs on to the first '@'.
 func redactURLUserinfo(st *redactScan, s string, p int) {
-	b := redactRunBack(s, p, 32, func(c byte) bool { return redactAlnum(c) || strings.IndexByte("+.-", c) >= 0 })
+	b := redactRunBack(s, p, 32, func(c byte) bool { return isAlnum(c) || strings.IndexByte("+.-", c) >= 0 })
 	if b == p {
 		return
 	}
@@ -465,7 +465,7 @@ func redactUserFlag(st *redactScan, s string, p int) {
 // or a shell separator, is read once for -p flags. Elsewhere -p means
 // other things (nc -p8080, gcc -pthread, ssh -p 22) and stays.
 func redactDBPasswordFlag(st *redactScan, s string, p int) {
-	if p > 0 && (redactAlnum(s[p-1]) || s[p-1] == '_' || s[p-1] == '-') {
+	if p > 0 && (isAlnum(s[p-1]) || s[p-1] == '_' || s[p-1] == '-') {
 		return // inside a longer word
 	}
 	w := redactRun(s, p, 16, func(c byte) bool { return 'a' <= c && c <= 'z' || c == '-' })
@@ -498,7 +498,7 @@ func redactTelegram(st *redactScan, s string, p int) {
 	if p-b < 8 || !(redactBoundary(s, b) || b >= 3 && s[b-3:b] == "bot") {
 		return
 	}
-	e := redactRun(s, p+1, len(s), func(c byte) bool { return redactAlnum(c) || c == '_' || c == '-' })
+	e := redactRun(s, p+1, len(s), func(c byte) bool { return isAlnum(c) || c == '_' || c == '-' })
 	st.work += e - b
 	if e-(p+1) == 35 {
 		st.add(b, e, "telegram-bot-token")
@@ -540,7 +540,7 @@ func redactPEMLabel(s string, i int) (int, bool) {
 	return j + 5, true
 }
 
-func redactB64(c byte) bool { return redactAlnum(c) || c == '+' || c == '/' || c == '=' }
+func redactB64(c byte) bool { return isAlnum(c) || c == '+' || c == '/' || c == '=' }
 
 // redactSpace reports whether c is a blank or a line break.
 func redactSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }

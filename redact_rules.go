@@ -82,7 +82,7 @@ func (t redactTokenRule) rule() redactRule {
 		w := s[p:min(len(s), p+window)]
 		st.work += len(w) // at most: the match is anchored at p
 		m := re.FindStringSubmatchIndex(w)
-		if m == nil || t.alnumEnd && m[1] < len(w) && redactAlnum(w[m[1]]) {
+		if m == nil || t.alnumEnd && m[1] < len(w) && isAlnum(w[m[1]]) {
 			return
 		}
 		start, end := m[0], m[1]
@@ -108,7 +108,8 @@ func (t redactTokenRule) rule() redactRule {
 	}}
 }
 
-func redactAlnum(c byte) bool {
+// isAlnum reports whether c is an ASCII letter or digit.
+func isAlnum(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
 }
 
@@ -116,7 +117,7 @@ func redactAlnum(c byte) bool {
 // or something other than a letter, digit, '_' or '-', or a JSON escape
 // (\n, \r, \t, \uXXXX) right before it.
 func redactBoundary(s string, p int) bool {
-	return p == 0 || !redactAlnum(s[p-1]) && s[p-1] != '_' && s[p-1] != '-' ||
+	return p == 0 || !isAlnum(s[p-1]) && s[p-1] != '_' && s[p-1] != '-' ||
 		redactEscape(s, p) || p >= 6 && s[p-6] == '\\' && s[p-5] == 'u' && strings.Trim(s[p-4:p], redactHexDigits) == ""
 }
 
@@ -136,7 +137,7 @@ func redactLetterDigit(tok string) bool {
 
 const redactLetters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
-func redactKeyChar(c byte) bool { return redactAlnum(c) || c == '_' || c == '-' || c == '.' }
+func redactKeyChar(c byte) bool { return isAlnum(c) || c == '_' || c == '-' || c == '.' }
 
 // redactKeyKind classifies a key: prev is an optional word before it ("api"
 // in "API key"). It returns the rule that removes the key's value
@@ -424,7 +425,7 @@ func redactPlaceholderLen(v string) int {
 			return n + 1
 		}
 	case strings.HasPrefix(v, "%("):
-		if j := strings.Index(line, ")"); j > 2 && j+1 < len(v) && redactAlnum(v[j+1]) {
+		if j := strings.Index(line, ")"); j > 2 && j+1 < len(v) && isAlnum(v[j+1]) {
 			return j + 2
 		}
 	case v[0] == '%':

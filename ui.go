@@ -663,11 +663,6 @@ func codeBlocks(s string) [][2]int {
 // quote or a list item.
 var containerLine = regexp.MustCompile(`^(>|[-+*]([ \t]|$)|[0-9]{1,9}[.)]([ \t]|$))`)
 
-// isAlnum reports whether b is an ASCII letter or digit.
-func isAlnum(b byte) bool {
-	return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9'
-}
-
 // htmlElements are the element names that make "<name" raw HTML even
 // with nothing after it: the ones that run, load or embed something.
 var htmlElements = []string{"script", "iframe", "img", "svg", "object", "embed", "style", "link", "meta", "base", "form", "frame", "frameset", "math", "video", "audio", "source", "input", "button", "textarea", "select", "template", "applet"}
