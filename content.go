@@ -193,10 +193,6 @@ func randomID(prefix string) string {
 	return prefix + hex.EncodeToString(b[:])
 }
 
-// readPage reads one page of a content object: the result of its
-// host/content/read answer, undecoded.
-type readPage = func(ctx context.Context, p ContentReadParams) (json.RawMessage, error)
-
 // readAhead is how many pages readContent asks for beyond the one it
 // decodes, at the offsets a host paging ContentRefChunkBytes at a time
 // answers: the two sides work at once, and an 8 MiB read waits for no
@@ -236,7 +232,7 @@ func Rehydrate(ctx context.Context, inline json.RawMessage, ext []ExternalizedFi
 // own errors (content_ref_expired for an unknown ref) pass as they are.
 // Pages are read ahead (readAhead) but decoded in order: a page ahead
 // that fails fails the read only when its turn comes.
-func readContent(ctx context.Context, d ExternalizedField, read readPage) ([]byte, error) {
+func readContent(ctx context.Context, d ExternalizedField, read func(context.Context, ContentReadParams) (json.RawMessage, error)) ([]byte, error) {
 	if d.TotalBytes > FrameBytes {
 		return nil, errorf(ReasonFrameTooLarge, "content %s is %d bytes, over the %d-byte limit", d.ContentRef, d.TotalBytes, FrameBytes)
 	}
@@ -254,22 +250,21 @@ func readContent(ctx context.Context, d ExternalizedField, read readPage) ([]byt
 		reads.Go(func() { ch <- decodePage(read(ctx, ContentReadParams{ContentRef: d.ContentRef, Offset: offset})) })
 		return ch
 	}
-	// The hash runs on its own goroutine, a page behind the decoding.
+	// The hash runs on its own goroutine, a page behind the decoding;
+	// digest ends it, at the end of the read or when it fails.
 	hashed, sum := make(chan []byte, 4), make(chan string, 1)
-	go func(in <-chan []byte) {
+	go func() {
 		h := sha256.New()
-		for b := range in {
+		for b := range hashed {
 			h.Write(b)
 		}
 		sum <- hex.EncodeToString(h.Sum(nil))
-	}(hashed)
-	hashing := true
-	defer func() {
-		if hashing {
-			close(hashed)
-			<-sum
-		}
 	}()
+	digest := sync.OnceValue(func() string {
+		close(hashed)
+		return <-sum
+	})
+	defer digest()
 	data := make([]byte, 0, d.TotalBytes)
 	ahead, next := readAhead, int64(0) // next: the offset to ask for next
 	var pending []chan pageRead        // the pages asked for, in order
@@ -322,13 +317,10 @@ func readContent(ctx context.Context, d ExternalizedField, read readPage) ([]byt
 		}
 		offset = page.NextOffset
 	}
-	close(hashed)
-	hashing = false
-	digest := <-sum
 	switch {
 	case int64(len(data)) != d.TotalBytes:
 		return nil, bad("read %d bytes; the descriptor says %d", len(data), d.TotalBytes)
-	case !strings.EqualFold(digest, d.SHA256):
+	case !strings.EqualFold(digest(), d.SHA256):
 		return nil, bad("the bytes read do not match its SHA-256")
 	}
 	return data, nil

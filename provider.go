@@ -791,11 +791,6 @@ func (st *Stream) Recv() (ProviderChunk, error) {
 	select {
 	case c := <-st.out:
 		return st.read(c), nil
-	default:
-	}
-	select {
-	case c := <-st.out:
-		return st.read(c), nil
 	case <-st.done:
 		select {
 		case c := <-st.out: // delivered before the end: still read in order
