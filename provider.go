@@ -314,28 +314,27 @@ func (s *sidecar) catalog(ctx context.Context) (*catalogFetch, error) {
 
 // fetchCatalog runs one extension/provider/catalog request for f.
 func (s *sidecar) fetchCatalog(f *catalogFetch) {
+	defer close(f.done)
 	var res ProviderCatalogResult
-	err := s.callWithin(context.Background(), s.cfg.CatalogTimeout, MethodProviderCatalog, ProviderCatalogParams{}, &res)
-	for _, d := range res.Providers {
-		// The catalog takes plugin/<id>/<provider>/<model> (PROTOCOL.md
-		// §5.1), and only a ref OpenStream would open (D9).
-		if _, ok := s.declared(d.Ref); err == nil && (!ok || !validPluginProviderRef(d.Ref) || TerminalSafe(d.Ref) != d.Ref) {
-			f.dropped = append(f.dropped, strconv.Quote(s.safe(d.Ref)))
-		} else if err == nil {
-			d.DisplayName, d.Model, d.PricingCurrency, d.DefaultEffort = s.safe(d.DisplayName), s.safe(d.Model), s.safe(d.PricingCurrency), s.safe(d.DefaultEffort)
-			for i := range d.Efforts {
-				d.Efforts[i] = s.safe(d.Efforts[i])
-			}
-			f.descs = append(f.descs, d)
-		}
-	}
-	f.err = err
-	if err != nil {
+	if f.err = s.callWithin(context.Background(), s.cfg.CatalogTimeout, MethodProviderCatalog, ProviderCatalogParams{}, &res); f.err != nil {
 		s.catMu.Lock()
 		s.cat = nil // asked again next time
 		s.catMu.Unlock()
+		return
 	}
-	close(f.done)
+	for _, d := range res.Providers {
+		// The catalog takes plugin/<id>/<provider>/<model> (PROTOCOL.md
+		// §5.1), and only a ref OpenStream would open (D9).
+		if _, ok := s.declared(d.Ref); !ok || !validPluginProviderRef(d.Ref) || TerminalSafe(d.Ref) != d.Ref {
+			f.dropped = append(f.dropped, strconv.Quote(s.safe(d.Ref)))
+			continue
+		}
+		d.DisplayName, d.Model, d.PricingCurrency, d.DefaultEffort = s.safe(d.DisplayName), s.safe(d.Model), s.safe(d.PricingCurrency), s.safe(d.DefaultEffort)
+		for i := range d.Efforts {
+			d.Efforts[i] = s.safe(d.Efforts[i])
+		}
+		f.descs = append(f.descs, d)
+	}
 }
 
 // callWithin is call bounded by timeout: a sidecar that does not answer
@@ -724,32 +723,28 @@ func (r *reassembler) conclude(st streamStep, err error) streamStep {
 // the error matches ReasonProviderInterrupted as well as ReasonStreamGap
 // under errors.Is.
 func (r *reassembler) gapError() *Error {
-	var runs [][2]int64 // the missing seqs, first and last of each run
-	add := func(from, to int64) {
-		if n := len(runs); n > 0 && runs[n-1][1] == from-1 {
-			runs[n-1][1] = to
-		} else {
-			runs = append(runs, [2]int64{from, to})
-		}
-	}
 	next := r.delivered + 1
-	top := min(r.known, next+r.window-1) // no chunk waits above the window
-	for s := next; s <= top; s++ {
-		if r.win == nil || !r.win[s%r.window].ok {
-			add(s, s)
+	top := min(r.known, next+r.window-1)
+	waits := func(seq int64) bool { return seq <= top && r.win != nil && r.win[seq%r.window].ok }
+	var runs []string
+	for from := next; from <= r.known; from++ {
+		if waits(from) {
+			continue
 		}
-	}
-	if r.known > top {
-		add(top+1, r.known)
-	}
-	text := make([]string, len(runs))
-	for i, run := range runs {
-		text[i] = strconv.FormatInt(run[0], 10)
-		if run[1] > run[0] {
-			text[i] += "-" + strconv.FormatInt(run[1], 10)
+		to := from // the last seq of the run of missing ones from from
+		for to < top && !waits(to+1) {
+			to++
 		}
+		if to >= top {
+			to = r.known // no chunk waits above the window
+		}
+		runs = append(runs, strconv.FormatInt(from, 10))
+		if to > from {
+			runs[len(runs)-1] += "-" + strconv.FormatInt(to, 10)
+		}
+		from = to
 	}
-	return causedError(ReasonProviderInterrupted, ReasonStreamGap, "missing chunks %s", strings.Join(text, ", "))
+	return causedError(ReasonProviderInterrupted, ReasonStreamGap, "missing chunks %s", strings.Join(runs, ", "))
 }
 
 // Stream is one open provider stream (PROTOCOL.md §5): [Stream.Recv]
