@@ -622,12 +622,10 @@ func (t *mdText) inline() (string, int) {
 func codeBlocks(s string) [][2]int {
 	var out [][2]int
 	fence, open, blank, containers := "", -1, true, false
-	for start, end := 0, 0; start < len(s); start = end {
-		end = len(s)
-		if nl := strings.IndexByte(s[start:], '\n'); nl >= 0 {
-			end = start + nl + 1
-		}
-		line := strings.TrimRight(s[start:end], "\n")
+	start := 0
+	for l := range strings.Lines(s) {
+		end := start + len(l)
+		line := strings.TrimSuffix(l, "\n")
 		content := strings.TrimLeft(line, " \t")
 		indent := 0
 		for _, c := range line[:len(line)-len(content)] {
@@ -652,6 +650,7 @@ func codeBlocks(s string) [][2]int {
 			open = start
 		}
 		blank = content == ""
+		start = end
 	}
 	if open >= 0 {
 		out = append(out, [2]int{open, len(s)})
