@@ -245,8 +245,8 @@ func readContent(ctx context.Context, d ExternalizedField, read func(context.Con
 	var reads sync.WaitGroup
 	defer reads.Wait()
 	defer cancel()
-	fetch := func(offset int64) chan pageRead {
-		ch := make(chan pageRead, 1)
+	fetch := func(offset int64) chan contentPage {
+		ch := make(chan contentPage, 1)
 		reads.Go(func() { ch <- decodePage(read(ctx, ContentReadParams{ContentRef: d.ContentRef, Offset: offset})) })
 		return ch
 	}
@@ -267,18 +267,17 @@ func readContent(ctx context.Context, d ExternalizedField, read func(context.Con
 	defer digest()
 	data := make([]byte, 0, d.TotalBytes)
 	ahead, next := readAhead, int64(0) // next: the offset to ask for next
-	var pending []chan pageRead        // the pages asked for, in order
+	var pending []chan contentPage     // the pages asked for, in order
 	for offset := int64(0); ; {
 		for len(pending) == 0 || len(pending) <= ahead && next < d.TotalBytes {
 			pending = append(pending, fetch(next))
 			next += ContentRefChunkBytes
 		}
-		r := <-pending[0]
+		page := <-pending[0]
 		pending = pending[1:]
-		page := r.page
 		switch {
-		case r.err != nil:
-			return nil, r.err
+		case page.err != nil:
+			return nil, page.err
 		case page.ContentRef != d.ContentRef || page.Offset != offset:
 			return nil, bad("the page for offset %d echoes %s at %d", offset, page.ContentRef, page.Offset)
 		case page.Encoding != EncodingUTF8:
@@ -326,15 +325,10 @@ func readContent(ctx context.Context, d ExternalizedField, read func(context.Con
 	return data, nil
 }
 
-// pageRead is one page read by readContent, decoded by decodePage.
-type pageRead struct {
-	page contentPage
-	err  error
-}
-
-// contentPage is a ContentReadResult whose dataBase64 stays in the frame
-// it came in: the strict walk checks it as it checks ContentReadResult,
-// member for member, and the base64 is decoded from there.
+// contentPage is one page read by readContent: a ContentReadResult whose
+// dataBase64 stays in the frame it came in (the strict walk checks it as
+// it checks ContentReadResult, member for member, and the base64 is
+// decoded from there), or the read's failure.
 type contentPage struct {
 	ContentRef string          `json:"contentRef" proto:"nonempty"`
 	Offset     int64           `json:"offset" proto:"min=0"`
@@ -343,6 +337,8 @@ type contentPage struct {
 	TotalBytes int64           `json:"totalBytes" proto:"min=0"`
 	SHA256     string          `json:"sha256" proto:"sha256"`
 	Encoding   ContentEncoding `json:"encoding"`
+
+	err error // the read or its decoding failed: the members are not set
 }
 
 // decodePage strictly decodes the result a read returned, unless the
@@ -350,17 +346,15 @@ type contentPage struct {
 // unquoted (D3). A dataBase64 that is no plain string (escapes, or not a
 // string at all) and any failure take Decode itself, so a page is
 // exactly as strict as Decode and fails with its error.
-func decodePage(raw json.RawMessage, err error) (r pageRead) {
-	if r.err = err; err != nil {
-		return r
+func decodePage(raw json.RawMessage, err error) (p contentPage) {
+	if err != nil {
+		return contentPage{err: err}
 	}
-	p := &r.page
-	if Unmarshal(raw, p) == nil && len(p.DataBase64) >= 2 && p.DataBase64[0] == '"' && !bytes.Contains(p.DataBase64, []byte(`\`)) {
+	if Unmarshal(raw, &p) == nil && len(p.DataBase64) >= 2 && p.DataBase64[0] == '"' && !bytes.Contains(p.DataBase64, []byte(`\`)) {
 		p.DataBase64 = p.DataBase64[1 : len(p.DataBase64)-1] // the string's text: no escape to decode
-		return r
+		return p
 	}
 	var res ContentReadResult
-	r.err = Decode(MethodContentRead, raw, &res)
-	r.page = contentPage{ContentRef: res.ContentRef, Offset: res.Offset, DataBase64: []byte(res.DataBase64), NextOffset: res.NextOffset, TotalBytes: res.TotalBytes, SHA256: res.SHA256, Encoding: res.Encoding}
-	return r
+	err = Decode(MethodContentRead, raw, &res)
+	return contentPage{ContentRef: res.ContentRef, Offset: res.Offset, DataBase64: []byte(res.DataBase64), NextOffset: res.NextOffset, TotalBytes: res.TotalBytes, SHA256: res.SHA256, Encoding: res.Encoding, err: err}
 }

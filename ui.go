@@ -372,19 +372,19 @@ func unescapeMarkdown(s string) (string, []int) {
 // lowercased text.
 func schemeIn(lower string) (string, int) {
 	for _, scheme := range []string{"javascript:", "vbscript:", "data:", "file:"} {
-		for i := strings.Index(lower, scheme); i >= 0; {
-			end := i + len(scheme)
+		for i, end := 0, 0; ; i = end {
+			k := strings.Index(lower[i:], scheme)
+			if k < 0 {
+				break
+			}
+			i += k
+			end = i + len(scheme)
 			// Not inside a word ("metadata:"); data: and file: are words
 			// of prose too ("data: 3"): URLs only when something follows.
 			prose := scheme == "data:" || scheme == "file:"
 			if (i == 0 || !isAlnum(lower[i-1]) && strings.IndexByte("+.-", lower[i-1]) < 0) && (!prose || end < len(lower) && !unicode.IsSpace(rune(lower[end]))) {
 				return "a " + scheme + " URL", i
 			}
-			next := strings.Index(lower[end:], scheme)
-			if next < 0 {
-				break
-			}
-			i = end + next
 		}
 	}
 	return "", 0
