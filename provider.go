@@ -509,7 +509,6 @@ type reassembler struct {
 	delivered int64      // seqs 1..delivered have been released; next expected is delivered+1
 	win       []waitSlot // the window, indexed by seq % window; nil until a chunk waits
 	waiting   int        // chunks waiting in win
-	high      int64      // the highest waiting seq, when waiting > 0
 	known     int64      // the highest seq known to exist: seen in a chunk, or the end's lastSeq
 	marks     []gapMark  // when the seqs above delivered became known, oldest first
 	ended     bool       // the first stream/end has come
@@ -565,7 +564,6 @@ func (r *reassembler) chunk(seq int64, c ProviderChunk, now time.Time) streamSte
 		}
 		*slot = waitSlot{chunk: c, ok: true}
 		r.waiting++
-		r.high = max(r.high, seq)
 	}
 	r.learn(seq, now)
 	r.endIfComplete(&st)
@@ -588,8 +586,10 @@ func (r *reassembler) end(p StreamEndParams, now time.Time) streamStep {
 			"a second stream/end (lastSeq %d) differs from the first (lastSeq %d)", p.LastSeq, r.last.LastSeq))
 	}
 	r.ended, r.last, r.endAt = true, p, now
-	if r.waiting > 0 && r.high > p.LastSeq { // rule 4: a waiting chunk past the end
-		return r.conclude(st, pastEnd(r.high, p.LastSeq))
+	// Rule 4: a waiting chunk past the end. Before the end, known is the
+	// highest seq a chunk came with; while chunks wait, it is one of them.
+	if r.waiting > 0 && r.known > p.LastSeq {
+		return r.conclude(st, pastEnd(r.known, p.LastSeq))
 	}
 	r.learn(p.LastSeq, now)
 	r.endIfComplete(&st)
