@@ -427,7 +427,7 @@ func (rt *Runtime) OpenStream(ctx context.Context, ref, effort string, req Provi
 	s.streamsMu.Lock()
 	s.streams[st.id] = st
 	s.streamsMu.Unlock()
-	// Then watched, under st.mu as finish reads it. No delivery can hold
+	// Then watched, under st.mu as conclude reads it. No delivery can hold
 	// st.mu yet: the sidecar does not know the id before the open; after
 	// it, st.mu is not taken here, as a delivery may hold it until the
 	// caller reads.
