@@ -919,13 +919,12 @@ func (rt *Runtime) Submit(ctx context.Context, session, plugin, surfaceID string
 func (sf Surface) Text() string {
 	var b strings.Builder
 	line := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
-	head := func(severity Severity, title string) {
+	// head writes the heading, then the lines of texts indented.
+	head := func(severity Severity, title string, texts ...string) {
 		if severity != "" {
 			title = strings.ToUpper(string(severity)) + ": " + title
 		}
 		line("[%s] %s", sf.Plugin, title)
-	}
-	body := func(texts ...string) {
 		for _, t := range texts {
 			for l := range strings.Lines(t) {
 				line("  %s", strings.TrimRight(l, "\n"))
@@ -945,8 +944,7 @@ func (sf Surface) Text() string {
 		head(s.Severity, text)
 	case sf.Card != nil:
 		c := sf.Card
-		head("", cmp.Or(c.Title, sf.SurfaceID))
-		body(c.Markdown, c.Text)
+		head("", cmp.Or(c.Title, sf.SurfaceID), c.Markdown, c.Text)
 		for _, f := range c.Fields {
 			line("  %s: %s", f.Key, f.Value)
 		}
@@ -958,8 +956,7 @@ func (sf Surface) Text() string {
 		}
 	case sf.Form != nil:
 		f := sf.Form
-		head("", cmp.Or(f.Title, sf.SurfaceID))
-		body(f.Message)
+		head("", cmp.Or(f.Title, sf.SurfaceID), f.Message)
 		for _, fl := range f.Fields {
 			text := fmt.Sprintf("  - %s (%s", cmp.Or(fl.Label, fl.Key), fl.Kind)
 			if fl.Required {
@@ -975,8 +972,7 @@ func (sf Surface) Text() string {
 			line("%s", text)
 		}
 	case sf.Notification != nil:
-		head(sf.Notification.Severity, sf.Notification.Title)
-		body(sf.Notification.Body)
+		head(sf.Notification.Severity, sf.Notification.Title, sf.Notification.Body)
 	}
 	return b.String()
 }
