@@ -152,12 +152,10 @@ func (d *demo) await(quiet time.Duration, ready func() bool, take func()) {
 			return
 		}
 		d.mu.Unlock()
-		t := time.NewTimer(wait)
 		select {
 		case <-grew:
-			t.Stop()
 			calm = time.Now()
-		case <-t.C:
+		case <-time.After(wait): // its timer is collected once unreferenced (Go 1.23)
 		}
 	}
 }
@@ -514,8 +512,7 @@ func chunkText(c extension.ProviderChunk) string {
 	case c.Usage != nil:
 		u := c.Usage
 		return fmt.Sprintf("usage: %d prompt + %d completion = %d tokens, finish %s", u.PromptTokens, u.CompletionTokens, u.TotalTokens, u.FinishReason)
-	}
-	if c.Type == extension.ChunkDone {
+	case c.Type == extension.ChunkDone:
 		return "done"
 	}
 	b, _ := json.Marshal(c)
