@@ -361,10 +361,7 @@ func (c *checker) handshake(s *session, judge bool) bool {
 	if !judge {
 		return problem == ""
 	}
-	answered := problem // a result that does not decode strictly was answered
-	if strings.HasPrefix(problem, strictProblem) {
-		answered = ""
-	}
+	answered := problemIf(!strings.HasPrefix(problem, strictProblem), problem) // a result that does not decode strictly was answered
 	// Each stage is judged once the one before it passed.
 	for _, st := range [...]struct{ name, rule, section, problem string }{
 		{"handshake/answered", "D10", "§3.5", answered},
@@ -426,24 +423,25 @@ func (c *checker) protocol() {
 	s.conn.Notify(c.ctx, MethodInitialized, InitializedParams{})
 
 	// Hand-written frames and the answers they must get. The probes' ids
-	// are clear of the Conn's own: 3 is the shutdown's.
+	// are clear of the Conn's own: 3 is the shutdown's. A frame's ID is
+	// its id, which the answer must echo; a frame without one has an id
+	// that cannot be read (or is not JSON), answered with id null.
 	probes := []struct {
 		name, rule, section, frame string
 		code                       int    // the error code it must be answered with
 		reason                     Reason // the reason in the error's data
-		echo                       bool   // the answer carries the frame's id (else null)
 	}{
-		{"envelope/string-id", "D4", "§2.3", `{"jsonrpc":"2.0","id":"7","method":"extension/provider/catalog","params":{}}`, codeInvalidRequest, ReasonProtocolError, false},
-		{"envelope/fractional-id", "D4", "§2.3", `{"jsonrpc":"2.0","id":7.5,"method":"extension/provider/catalog","params":{}}`, codeInvalidRequest, ReasonProtocolError, false},
-		{"envelope/wrong-jsonrpc", "D3", "§2.4", `{"jsonrpc":"1.0","id":%d,"method":"extension/provider/catalog","params":{}}`, codeInvalidRequest, ReasonProtocolError, true},
-		{"envelope/missing-jsonrpc", "D3", "§2.4", `{"id":%d,"method":"extension/provider/catalog","params":{}}`, codeInvalidRequest, ReasonProtocolError, true},
-		{"envelope/array-params", "D5", "§2.3", `{"jsonrpc":"2.0","id":%d,"method":"extension/provider/catalog","params":[]}`, codeInvalidRequest, ReasonProtocolError, true},
-		{"envelope/scalar-params", "D5", "§2.3", `{"jsonrpc":"2.0","id":%d,"method":"extension/provider/catalog","params":"{}"}`, codeInvalidRequest, ReasonProtocolError, true},
-		{"envelope/not-json", "D3", "§2.4", `{"jsonrpc":"2.0","id":%d,"method":`, codeParseError, ReasonProtocolError, false},
-		{"errors/unknown-method", "D7", "§8.1", `{"jsonrpc":"2.0","id":%d,"method":"extension/no-such-method","params":{}}`, codeMethodNotFound, ReasonUnknownMethod, true},
-		{"errors/notification-method-as-request", "D7", "§2.4", `{"jsonrpc":"2.0","id":%d,"method":"extension/initialized","params":{}}`, codeMethodNotFound, ReasonUnknownMethod, true},
-		{"params/refused-strictly", "D3", "§2.2", `{"jsonrpc":"2.0","id":%d,"method":"extension/intercept","params":{"event":"input.receive","seq":0,"payload":{},"timeoutMillis":1000}}`, codeInvalidParams, ReasonInvalidParams, true},
-		{"errors/unserved-method", "D7", "§2.6", `{"jsonrpc":"2.0","id":%d,"method":"extension/provider/catalog","params":{}}`, codeMethodNotFound, ReasonUnknownMethod, true},
+		{"envelope/string-id", "D4", "§2.3", `{"jsonrpc":"2.0","id":"7","method":"extension/provider/catalog","params":{}}`, codeInvalidRequest, ReasonProtocolError},
+		{"envelope/fractional-id", "D4", "§2.3", `{"jsonrpc":"2.0","id":7.5,"method":"extension/provider/catalog","params":{}}`, codeInvalidRequest, ReasonProtocolError},
+		{"envelope/wrong-jsonrpc", "D3", "§2.4", `{"jsonrpc":"1.0","id":ID,"method":"extension/provider/catalog","params":{}}`, codeInvalidRequest, ReasonProtocolError},
+		{"envelope/missing-jsonrpc", "D3", "§2.4", `{"id":ID,"method":"extension/provider/catalog","params":{}}`, codeInvalidRequest, ReasonProtocolError},
+		{"envelope/array-params", "D5", "§2.3", `{"jsonrpc":"2.0","id":ID,"method":"extension/provider/catalog","params":[]}`, codeInvalidRequest, ReasonProtocolError},
+		{"envelope/scalar-params", "D5", "§2.3", `{"jsonrpc":"2.0","id":ID,"method":"extension/provider/catalog","params":"{}"}`, codeInvalidRequest, ReasonProtocolError},
+		{"envelope/not-json", "D3", "§2.4", `{"jsonrpc":"2.0","id":7,"method":`, codeParseError, ReasonProtocolError},
+		{"errors/unknown-method", "D7", "§8.1", `{"jsonrpc":"2.0","id":ID,"method":"extension/no-such-method","params":{}}`, codeMethodNotFound, ReasonUnknownMethod},
+		{"errors/notification-method-as-request", "D7", "§2.4", `{"jsonrpc":"2.0","id":ID,"method":"extension/initialized","params":{}}`, codeMethodNotFound, ReasonUnknownMethod},
+		{"params/refused-strictly", "D3", "§2.2", `{"jsonrpc":"2.0","id":ID,"method":"extension/intercept","params":{"event":"input.receive","seq":0,"payload":{},"timeoutMillis":1000}}`, codeInvalidParams, ReasonInvalidParams},
+		{"errors/unserved-method", "D7", "§2.6", `{"jsonrpc":"2.0","id":ID,"method":"extension/provider/catalog","params":{}}`, codeMethodNotFound, ReasonUnknownMethod},
 	}
 	if len(c.decl.Providers) > 0 {
 		probes = probes[:len(probes)-1] // the last one needs a sidecar without providers
@@ -452,15 +450,11 @@ func (c *checker) protocol() {
 	survived := true
 	for i, pr := range probes {
 		id := msgID(101 + i)
-		frame := pr.frame
-		if strings.Contains(frame, "%d") {
-			frame = fmt.Sprintf(frame, id)
-		}
 		from := s.log.mark()
-		s.conn.sendRaw([]byte(frame))
+		s.conn.sendRaw([]byte(strings.ReplaceAll(pr.frame, "ID", strconv.Itoa(int(id)))))
 		answer, ok := s.log.wait(c.ctx, c.opts.Timeout, from, func(w seenFrame) bool { return w.in && w.kind() == kindResponse })
 		survived = survived && ok
-		c.recordErrorAnswer(pr.name, pr.rule, pr.section, answer, s.log.since(from), ok, pr.code, pr.reason, id, pr.echo)
+		c.recordErrorAnswer(pr.name, pr.rule, pr.section, answer, s.log.since(from), ok, pr.code, pr.reason, id, strings.Contains(pr.frame, "ID"))
 	}
 	c.record("envelope/connection-survives", "D2", "§2.4", nil, problemIf(!survived, "a malformed frame went unanswered: the connection did not survive it"))
 
@@ -885,19 +879,14 @@ func (c *checker) ui(ctx context.Context, rt *Runtime, s *sidecar, log *frameLog
 // requests have integer ids, and its answers the ids of the host's
 // requests (D4).
 func (c *checker) ids(log *frameLog) {
-	frames := log.since(0)
 	var mine []seenFrame
 	sent, answered := map[msgID]bool{}, map[msgID]bool{}
-	for _, w := range frames {
-		if !w.in && w.request("") {
-			sent[w.m.id] = true
-		}
-	}
 	badRequest, badAnswer := "", ""
-	for _, w := range frames {
+	for _, w := range log.since(0) { // the tap logs a request before any answer to it
 		id, ok := w.id()
 		switch {
 		case !w.in:
+			sent[id] = sent[id] || w.request("")
 		case w.kind() == kindRequest:
 			mine = append(mine, w)
 			switch {

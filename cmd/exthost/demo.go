@@ -58,7 +58,7 @@ type demo struct {
 
 	mu      sync.Mutex
 	news    []entry
-	grew    chan struct{}
+	grew    chan struct{}   // closed and replaced by add
 	pending map[string]bool // requests not answered yet, "in 7" or "out 7"
 	answer  map[string]json.RawMessage
 	forms   [][2]string  // forms shown or asked: plugin and surface id
@@ -102,9 +102,7 @@ func (d *demo) add(e entry) {
 		}
 	}
 	d.news = append(d.news, e)
-	if d.grew != nil {
-		close(d.grew)
-	}
+	close(d.grew)
 	d.grew = make(chan struct{})
 }
 
@@ -112,25 +110,24 @@ func (d *demo) add(e entry) {
 // far shorter, a page of content far longer.
 const frameWidth = 4096
 
-// tap records one frame: the sidecar's redacted, every frame escaped
-// (D25, D27), and its request or answer noted for settle.
-func (d *demo) tap() func(bool, []byte) {
-	return func(inbound bool, frame []byte) {
-		var w looseFrame
-		json.Unmarshal(frame, &w)
-		arrow, text := "host → sidecar", string(frame)
-		if inbound {
-			arrow, text = "sidecar → host", d.redactor.RedactJSON(text) // the sink redacts the line too
-		}
-		if len(text) > frameWidth {
-			text = fmt.Sprintf("%s… (%d more bytes)", text[:frameWidth], len(text)-frameWidth)
-		}
-		if _, err := strconv.ParseInt(string(w.ID), 10, 64); inbound && w.Method == "" && w.ID != nil && err != nil {
-			// The host drops it (PROTOCOL.md §2.4); its caller only sees a timeout.
-			d.add(entry{text: fmt.Sprintf("   the sidecar answered with id %s: request ids are integers (PROTOCOL.md D4), so the host drops that answer", string(w.ID))})
-		}
-		d.add(entry{text: "      " + arrow + " " + text, frame: true, inbound: inbound, w: w})
+// tap is the Conn's tap: it records one frame, the sidecar's redacted,
+// every frame escaped (D25, D27), and its request or answer noted for
+// settle.
+func (d *demo) tap(inbound bool, frame []byte) {
+	var w looseFrame
+	json.Unmarshal(frame, &w)
+	arrow, text := "host → sidecar", string(frame)
+	if inbound {
+		arrow, text = "sidecar → host", d.redactor.RedactJSON(text) // the sink redacts the line too
 	}
+	if len(text) > frameWidth {
+		text = fmt.Sprintf("%s… (%d more bytes)", text[:frameWidth], len(text)-frameWidth)
+	}
+	if _, err := strconv.ParseInt(string(w.ID), 10, 64); inbound && w.Method == "" && w.ID != nil && err != nil {
+		// The host drops it (PROTOCOL.md §2.4); its caller only sees a timeout.
+		d.add(entry{text: fmt.Sprintf("   the sidecar answered with id %s: request ids are integers (PROTOCOL.md D4), so the host drops that answer", string(w.ID))})
+	}
+	d.add(entry{text: "      " + arrow + " " + text, frame: true, inbound: inbound, w: w})
 }
 
 // await waits, at most stepBound, until ready (called with d.mu held)
@@ -155,12 +152,10 @@ func (d *demo) await(quiet time.Duration, ready func() bool, take func()) {
 			return
 		}
 		d.mu.Unlock()
-		t := time.NewTimer(wait)
 		select {
 		case <-grew:
-			t.Stop()
 			calm = time.Now()
-		case <-t.C:
+		case <-time.After(wait): // its timer is collected once unreferenced (Go 1.23)
 		}
 	}
 }
@@ -216,17 +211,15 @@ func (d *demo) Ask(ctx context.Context, p extension.Prompt) (map[string]json.Raw
 	if values == nil {
 		values = map[string]json.RawMessage{}
 		for _, f := range p.Form.Fields {
+			values[f.Key] = json.RawMessage(`"Ada"`)
+			first, _ := json.Marshal(append(f.Options, "Ada")[0]) // of a select: the first option
 			switch f.Kind {
 			case extension.PromptConfirm:
 				values[f.Key] = json.RawMessage("true")
-			case extension.PromptMultiselect, extension.PromptSelect:
-				first, _ := json.Marshal(append(f.Options, "Ada")[0])
-				if f.Kind == extension.PromptMultiselect {
-					first = append(append([]byte("["), first...), ']')
-				}
+			case extension.PromptSelect:
 				values[f.Key] = first
-			default:
-				values[f.Key] = json.RawMessage(`"Ada"`)
+			case extension.PromptMultiselect:
+				values[f.Key] = json.RawMessage("[" + string(first) + "]")
 			}
 		}
 		if len(p.Form.Fields) == 0 {
@@ -290,7 +283,7 @@ func (d *demo) run(args []string, home, scriptFile string) error {
 			}
 		}
 	}
-	d.pending = map[string]bool{}
+	d.pending, d.grew = map[string]bool{}, make(chan struct{})
 	h := &extension.Host{
 		Home:     home,
 		Session:  extension.SessionContext{SessionID: "demo-session", WorkspaceRoot: work, Generation: 1},
@@ -305,7 +298,7 @@ func (d *demo) run(args []string, home, scriptFile string) error {
 			d.add(entry{text: "      stderr " + plugin + ": " + line})
 		},
 	}
-	h.Conn.Tap = d.tap()
+	h.Conn.Tap = d.tap
 	h.Conn.Logf = func(format string, args ...any) {
 		d.add(entry{text: "      log: " + fmt.Sprintf(format, args...), frame: true}) // wire-level: with -wire
 	}
@@ -519,8 +512,7 @@ func chunkText(c extension.ProviderChunk) string {
 	case c.Usage != nil:
 		u := c.Usage
 		return fmt.Sprintf("usage: %d prompt + %d completion = %d tokens, finish %s", u.PromptTokens, u.CompletionTokens, u.TotalTokens, u.FinishReason)
-	}
-	if c.Type == extension.ChunkDone {
+	case c.Type == extension.ChunkDone:
 		return "done"
 	}
 	b, _ := json.Marshal(c)

@@ -174,10 +174,7 @@ func tool(ctx context.Context, c *sdk.Call) (sdk.Verdict, error) {
 			return sdk.Verdict{}, fmt.Errorf("read: arguments %q are not a JSON object", call.Arguments)
 		}
 		args["sandbox"] = true
-		b, err := json.Marshal(args)
-		if err != nil {
-			return sdk.Verdict{}, err
-		}
+		b, _ := json.Marshal(args) // what json.Unmarshal made always encodes
 		call.Arguments = string(b)
 		return sdk.Replace(call), nil
 	}
