@@ -482,14 +482,23 @@ func encodeRequest(id *msgID, method string, params any) ([]byte, error) {
 }
 
 // preEncoded is a result a handler of this package has encoded itself:
-// valid, compact JSON, spliced into the response as it is.
+// preHead bytes of room, then valid, compact JSON. The response's head is
+// written into the room and its end appended, so a content page (D22) is
+// never copied into its frame.
 type preEncoded []byte
+
+// preHead is the room before a preEncoded result: the longest head,
+// {"jsonrpc":"2.0","id":-9223372036854775808,"result":, fits in it.
+const preHead = 64
 
 // encodeResult encodes a successful response. A nil result is sent as {}.
 func encodeResult(id msgID, result any) ([]byte, error) {
 	if raw, ok := result.(preEncoded); ok {
-		b := strconv.AppendInt(append(make([]byte, 0, len(raw)+48), `{"jsonrpc":"2.0","id":`...), int64(id), 10)
-		return append(append(append(b, `,"result":`...), raw...), "}\n"...), nil
+		var room [preHead]byte
+		head := append(strconv.AppendInt(append(room[:0], `{"jsonrpc":"2.0","id":`...), int64(id), 10), `,"result":`...)
+		b := raw[preHead-len(head):]
+		copy(b, head)
+		return append(b, "}\n"...), nil
 	}
 	return encodeFrame(responseFrame{JSONRPC: "2.0", ID: &id, Result: orEmptyObject(result)})
 }

@@ -864,3 +864,22 @@ func TestEncodeRequestSplicesEncodedParams(t *testing.T) {
 		t.Errorf("a method outside the registry: %s, %v; want it encoded as usual", got, err)
 	}
 }
+
+// TestEncodeResultWritesAPreEncodedResultsHeadIntoItsRoom: a result this
+// package encoded itself (a content page, D22) becomes its response frame
+// in place, the head written into the room before it: byte for byte what
+// encoding the frame gives, for every id up to the longest.
+func TestEncodeResultWritesAPreEncodedResultsHeadIntoItsRoom(t *testing.T) {
+	const result = `{"contentRef":"c","offset":0}`
+	for _, id := range []msgID{1, 42, math.MaxInt64, math.MinInt64} {
+		raw := append(make(preEncoded, preHead, preHead+len(result)+2), result...)
+		got, err := encodeResult(id, raw)
+		want, _ := encodeFrame(responseFrame{JSONRPC: "2.0", ID: &id, Result: json.RawMessage(result)})
+		if err != nil || string(got) != string(want) {
+			t.Errorf("id %d: %s, %v; want %s", id, got, err, want)
+		}
+		if &got[len(got)-len(result)-2] != &raw[preHead] {
+			t.Errorf("id %d: the result was copied into a new frame", id)
+		}
+	}
+}

@@ -469,7 +469,7 @@ func (b *bench) streamThroughput() ([]result, error) {
 // 8 MiB payload, which the host externalizes and the sidecar's SDK pages,
 // verifies and answers, against content_pipe, the same 8 MiB encoded, a
 // page at a time, into base64 lines of 256 KiB written to a child that
-// decodes them into one payload and answers its hash: max(3, n/400) of
+// decodes them into one payload and answers its hash: max(5, n/100) of
 // each, alternating.
 func (b *bench) content8MiB() ([]result, error) {
 	const name = "content_8mib"
@@ -504,7 +504,7 @@ func (b *bench) content8MiB() ([]result, error) {
 		}
 		return err
 	}}
-	return interleave(max(3, b.n/400), 1, false, base, ours)
+	return interleave(max(5, b.n/100), 1, false, base, ours)
 }
 
 // startup measures startup_1 and startup_4, the ready time of one and of
