@@ -313,13 +313,16 @@ func envProgram(args []string) (program string, rest []string, ok bool) {
 }
 
 // insideDir reports whether path is dir or lies below it, comparing
-// absolute paths with symlinks resolved where they exist.
+// absolute paths with symlinks resolved as far as they exist.
 func insideDir(path, dir string) bool {
 	path, dir = resolvedPath(path), resolvedPath(dir)
 	rel, err := filepath.Rel(dir, path)
 	return err == nil && filepath.IsLocal(rel)
 }
 
+// resolvedPath returns p absolute, with its symlinks resolved; a part of
+// it that does not exist is joined to its nearest existing parent,
+// resolved, so a link on the way counts even before the path is created.
 func resolvedPath(p string) string {
 	if abs, err := filepath.Abs(p); err == nil {
 		p = abs
@@ -327,5 +330,8 @@ func resolvedPath(p string) string {
 	if real, err := filepath.EvalSymlinks(p); err == nil {
 		return real
 	}
-	return filepath.Clean(p)
+	if parent := filepath.Dir(p); parent != p {
+		return filepath.Join(resolvedPath(parent), filepath.Base(p))
+	}
+	return p
 }
