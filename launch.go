@@ -154,14 +154,7 @@ func launchGate(home string, e *PackageEntry, workspaceRoot string) (*launchSpec
 // describes the launch of plugin id: the last step of the launch gate,
 // which [TrustPlugin] shares. A command it refuses is a [*StartError].
 func newLaunchSpec(id, root, version string, linked bool, m *Manifest) (*launchSpec, error) {
-	command, err := resolveCommand(root, m.Runtime.Command)
-	if err == nil {
-		if shell, ok := shellBehindEnv(command, m.Runtime.Args); ok {
-			// D8, stricter than upstream (PROTOCOL.md §11): env runs the
-			// program its arguments name, so a shell behind it is one too.
-			err = fmt.Errorf("%w (%q runs %q): runtimes are exec-form only; point runtime.command at the sidecar executable itself", errShellCommand, m.Runtime.Command, shell)
-		}
-	}
+	command, err := resolveCommand(root, m.Runtime.Command, m.Runtime.Args)
 	if err != nil {
 		return nil, &StartError{Plugin: id, Stage: "launch", Required: m.Runtime.Required, Err: err}
 	}
@@ -189,8 +182,9 @@ const rootVariable = "${REASONIX_PLUGIN_ROOT}"
 // ${REASONIX_PLUGIN_ROOT} by joining the root with the rest (a prefix, not
 // a general expansion); reject shells, bare names and relative paths. There
 // is no PATH lookup. When the path exists, the file it resolves to after
-// symlinks must not be a shell either (bin/run -> /bin/sh).
-func resolveCommand(root, command string) (string, error) {
+// symlinks must not be a shell either (bin/run -> /bin/sh), and neither
+// may env run one with args.
+func resolveCommand(root, command string, args []string) (string, error) {
 	c := strings.TrimSpace(command)
 	if rest, ok := strings.CutPrefix(c, rootVariable); ok {
 		c = filepath.Join(root, rest)
@@ -207,6 +201,11 @@ func resolveCommand(root, command string) (string, error) {
 	}
 	if real, err := filepath.EvalSymlinks(c); err == nil && isShell(real) {
 		return "", fmt.Errorf("%w (%q is a link to %q): runtimes are exec-form only; point runtime.command at the sidecar executable itself", errShellCommand, command, real)
+	}
+	if shell, ok := shellBehindEnv(c, args); ok {
+		// D8, stricter than upstream (PROTOCOL.md §11): env runs the
+		// program its arguments name, so a shell behind it is one too.
+		return "", fmt.Errorf("%w (%q runs %q): runtimes are exec-form only; point runtime.command at the sidecar executable itself", errShellCommand, command, shell)
 	}
 	return c, nil
 }
