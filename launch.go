@@ -262,54 +262,48 @@ func isEnv(command string) bool {
 func envProgram(args []string) (program string, rest []string, ok bool) {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
-		next := func() (string, bool) { // an option's value, the next argument
-			i++
-			if i < len(args) {
-				return args[i], true
-			}
-			return "", false
-		}
-		split := func(v string, ok bool) (string, []string, bool) { // -S: v holds more arguments
-			if !ok {
-				return "", nil, false
-			}
-			return envProgram(append(strings.Fields(v), args[i+1:]...))
-		}
+		// The option that takes a value, u, C or S, if a is one: its value
+		// is given with it or is the next argument.
+		var opt, value string
+		given := false // the value is given with the option, maybe empty
 		switch {
 		case a == "--":
 			if i+1 < len(args) {
 				return args[i+1], args[i+2:], true
 			}
 			return "", nil, false
-		case a == "--unset" || a == "--chdir":
-			next()
-		case a == "--split-string":
-			return split(next())
-		case strings.HasPrefix(a, "--split-string="):
-			return split(a[len("--split-string="):], true)
-		case strings.HasPrefix(a, "--"): // --ignore-environment, --unset=NAME, --chdir=DIR...
-		case strings.HasPrefix(a, "-"):
-			for j := 1; j < len(a); j++ { // a cluster of short options
-				switch a[j] {
-				case 'u', 'C': // the rest of the cluster, or the next argument, is its value
-					if j == len(a)-1 {
-						next()
-					}
-					j = len(a)
-				case 'S':
-					if j < len(a)-1 {
-						return split(a[j+1:], true)
-					}
-					return split(next())
-				}
+		case strings.HasPrefix(a, "--"): // --ignore-environment, --unset=NAME, --chdir DIR...
+			name, v, eq := strings.Cut(a[2:], "=")
+			opt, value, given = envLongOptions[name], v, eq
+		case strings.HasPrefix(a, "-"): // a cluster of short options
+			if j := strings.IndexAny(a, "uCS"); j > 0 {
+				opt, value = a[j:j+1], a[j+1:]
+				given = value != ""
 			}
 		case strings.Contains(a, "="): // NAME=VALUE
 		default:
 			return a, args[i+1:], true
 		}
+		if opt == "" {
+			continue
+		}
+		if !given {
+			i++
+			if i == len(args) {
+				return "", nil, false
+			}
+			value = args[i]
+		}
+		if opt == "S" {
+			return envProgram(append(strings.Fields(value), args[i+1:]...))
+		}
 	}
 	return "", nil, false
 }
+
+// envLongOptions are env's long options that take a value, by the short
+// option they spell out.
+var envLongOptions = map[string]string{"unset": "u", "chdir": "C", "split-string": "S"}
 
 // insideDir reports whether path is dir or lies below it, comparing
 // absolute paths with symlinks resolved as far as they exist.
