@@ -154,14 +154,7 @@ func launchGate(home string, e *PackageEntry, workspaceRoot string) (*launchSpec
 // describes the launch of plugin id: the last step of the launch gate,
 // which [TrustPlugin] shares. A command it refuses is a [*StartError].
 func newLaunchSpec(id, root, version string, linked bool, m *Manifest) (*launchSpec, error) {
-	command, err := resolveCommand(root, m.Runtime.Command)
-	if err == nil {
-		if shell, ok := shellBehindEnv(command, m.Runtime.Args); ok {
-			// D8, stricter than upstream (PROTOCOL.md §11): env runs the
-			// program its arguments name, so a shell behind it is one too.
-			err = fmt.Errorf("%w (%q runs %q): runtimes are exec-form only; point runtime.command at the sidecar executable itself", errShellCommand, m.Runtime.Command, shell)
-		}
-	}
+	command, err := resolveCommand(root, m.Runtime.Command, m.Runtime.Args)
 	if err != nil {
 		return nil, &StartError{Plugin: id, Stage: "launch", Required: m.Runtime.Required, Err: err}
 	}
@@ -189,8 +182,9 @@ const rootVariable = "${REASONIX_PLUGIN_ROOT}"
 // ${REASONIX_PLUGIN_ROOT} by joining the root with the rest (a prefix, not
 // a general expansion); reject shells, bare names and relative paths. There
 // is no PATH lookup. When the path exists, the file it resolves to after
-// symlinks must not be a shell either (bin/run -> /bin/sh).
-func resolveCommand(root, command string) (string, error) {
+// symlinks must not be a shell either (bin/run -> /bin/sh), and neither
+// may env run one with args.
+func resolveCommand(root, command string, args []string) (string, error) {
 	c := strings.TrimSpace(command)
 	if rest, ok := strings.CutPrefix(c, rootVariable); ok {
 		c = filepath.Join(root, rest)
@@ -207,6 +201,11 @@ func resolveCommand(root, command string) (string, error) {
 	}
 	if real, err := filepath.EvalSymlinks(c); err == nil && isShell(real) {
 		return "", fmt.Errorf("%w (%q is a link to %q): runtimes are exec-form only; point runtime.command at the sidecar executable itself", errShellCommand, command, real)
+	}
+	if shell, ok := shellBehindEnv(c, args); ok {
+		// D8, stricter than upstream (PROTOCOL.md §11): env runs the
+		// program its arguments name, so a shell behind it is one too.
+		return "", fmt.Errorf("%w (%q runs %q): runtimes are exec-form only; point runtime.command at the sidecar executable itself", errShellCommand, command, shell)
 	}
 	return c, nil
 }
@@ -263,63 +262,60 @@ func isEnv(command string) bool {
 func envProgram(args []string) (program string, rest []string, ok bool) {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
-		next := func() (string, bool) { // an option's value, the next argument
-			i++
-			if i < len(args) {
-				return args[i], true
-			}
-			return "", false
-		}
-		split := func(v string, ok bool) (string, []string, bool) { // -S: v holds more arguments
-			if !ok {
-				return "", nil, false
-			}
-			return envProgram(append(strings.Fields(v), args[i+1:]...))
-		}
+		// The option that takes a value, u, C or S, if a is one: its value
+		// is given with it or is the next argument.
+		var opt, value string
+		given := false // the value is given with the option, maybe empty
 		switch {
 		case a == "--":
 			if i+1 < len(args) {
 				return args[i+1], args[i+2:], true
 			}
 			return "", nil, false
-		case a == "--unset" || a == "--chdir":
-			next()
-		case a == "--split-string":
-			return split(next())
-		case strings.HasPrefix(a, "--split-string="):
-			return split(a[len("--split-string="):], true)
-		case strings.HasPrefix(a, "--"): // --ignore-environment, --unset=NAME, --chdir=DIR...
-		case strings.HasPrefix(a, "-"):
-			for j := 1; j < len(a); j++ { // a cluster of short options
-				switch a[j] {
-				case 'u', 'C': // the rest of the cluster, or the next argument, is its value
-					if j == len(a)-1 {
-						next()
-					}
-					j = len(a)
-				case 'S':
-					if j < len(a)-1 {
-						return split(a[j+1:], true)
-					}
-					return split(next())
-				}
+		case strings.HasPrefix(a, "--"): // --ignore-environment, --unset=NAME, --chdir DIR...
+			name, v, eq := strings.Cut(a[2:], "=")
+			opt, value, given = envLongOptions[name], v, eq
+		case strings.HasPrefix(a, "-"): // a cluster of short options
+			if j := strings.IndexAny(a, "uCS"); j > 0 {
+				opt, value = a[j:j+1], a[j+1:]
+				given = value != ""
 			}
 		case strings.Contains(a, "="): // NAME=VALUE
 		default:
 			return a, args[i+1:], true
 		}
+		if opt == "" {
+			continue
+		}
+		if !given {
+			i++
+			if i == len(args) {
+				return "", nil, false
+			}
+			value = args[i]
+		}
+		if opt == "S" {
+			return envProgram(append(strings.Fields(value), args[i+1:]...))
+		}
 	}
 	return "", nil, false
 }
 
+// envLongOptions are env's long options that take a value, by the short
+// option they spell out.
+var envLongOptions = map[string]string{"unset": "u", "chdir": "C", "split-string": "S"}
+
 // insideDir reports whether path is dir or lies below it, comparing
-// absolute paths with symlinks resolved where they exist.
+// absolute paths with symlinks resolved as far as they exist.
 func insideDir(path, dir string) bool {
 	path, dir = resolvedPath(path), resolvedPath(dir)
 	rel, err := filepath.Rel(dir, path)
 	return err == nil && filepath.IsLocal(rel)
 }
 
+// resolvedPath returns p absolute, with its symlinks resolved; a part of
+// it that does not exist is joined to its nearest existing parent,
+// resolved, so a link on the way counts even before the path is created.
 func resolvedPath(p string) string {
 	if abs, err := filepath.Abs(p); err == nil {
 		p = abs
@@ -327,5 +323,8 @@ func resolvedPath(p string) string {
 	if real, err := filepath.EvalSymlinks(p); err == nil {
 		return real
 	}
-	return filepath.Clean(p)
+	if parent := filepath.Dir(p); parent != p {
+		return filepath.Join(resolvedPath(parent), filepath.Base(p))
+	}
+	return p
 }

@@ -857,23 +857,19 @@ func (t TrustSummary) Text() string {
 	row("intercepts", trustList(enumStrings(t.Intercepts...)))
 	row("slots", quotedList(t.Slots))
 	row("capabilities", trustList(t.Capabilities))
-	has := func(c string) bool { return slices.Contains(t.Capabilities, c) }
-	switch {
-	case !has("providers"):
-		row("providers", "none")
-	case len(t.Providers) == 0:
-		row("providers", fmt.Sprintf("any model under %q (none listed)", "plugin/"+t.Plugin+"/"))
-	default:
-		row("providers", quotedList(t.Providers))
+	// A provider or UI row: none without the capability, else the listed
+	// items or, when none are listed, what the capability alone allows.
+	granted := func(capability string, items []string, unlisted, effect string) string {
+		switch {
+		case !slices.Contains(t.Capabilities, capability):
+			return "none"
+		case len(items) == 0:
+			return unlisted + effect
+		}
+		return quotedList(items) + effect
 	}
-	switch {
-	case !has("ui"):
-		row("ui actions", "none")
-	case len(t.UIActions) == 0:
-		row("ui actions", "any (none listed); may publish UI and ask you questions")
-	default:
-		row("ui actions", quotedList(t.UIActions)+"; may publish UI and ask you questions")
-	}
+	row("providers", granted("providers", t.Providers, fmt.Sprintf("any model under %q (none listed)", "plugin/"+t.Plugin+"/"), ""))
+	row("ui actions", granted("ui", t.UIActions, "any (none listed)", "; may publish UI and ask you questions"))
 	if t.Portability != "" {
 		row("portability", t.Portability)
 	}

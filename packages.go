@@ -539,30 +539,14 @@ func Install(home, pluginDir string, opts InstallOptions) (*PackageEntry, error)
 // It refuses when the plugins directory lies inside src, also when home
 // reaches it through a symlink, since the copy would then copy itself.
 func copyInto(home, src, name string) error {
-	src, err := filepath.EvalSymlinks(src)
-	if err != nil {
-		return err
-	}
-	plugins, err := filepath.Abs(filepath.Join(home, "plugins"))
-	if err != nil {
-		return err
-	}
-	errInside := fmt.Errorf("the home directory %s is inside the plugin directory %s; install with Link or from elsewhere", home, src)
-	// Check before creating anything, as far as the path exists (home as
-	// given and, when it exists, with its links resolved), and again once
-	// it does.
-	realHome, err := filepath.EvalSymlinks(home)
-	if insideDir(plugins, src) || err == nil && insideDir(filepath.Join(realHome, "plugins"), src) {
-		return errInside
+	plugins := filepath.Join(home, "plugins")
+	// insideDir resolves the links of as much of the path as exists, so
+	// this holds before anything is created.
+	if insideDir(plugins, src) {
+		return fmt.Errorf("the home directory %s is inside the plugin directory %s; install with Link or from elsewhere", home, src)
 	}
 	if err := os.MkdirAll(plugins, 0o755); err != nil {
 		return err
-	}
-	if plugins, err = filepath.EvalSymlinks(plugins); err != nil {
-		return err
-	}
-	if insideDir(plugins, src) {
-		return errInside
 	}
 	tmp, err := os.MkdirTemp(plugins, "."+name+".*.install")
 	if err != nil {
