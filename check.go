@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -644,6 +645,7 @@ func (c *checker) hosted() {
 	c.providers(ctx, rt, s, log)
 	c.ui(ctx, rt, s, log, fe)
 	c.ids(log)
+	c.framing(log)
 	c.try(ctx, log, "shutdown/through-the-host", "D11", "§3.6", func(context.Context) error { return rt.Close() })
 }
 
@@ -676,16 +678,24 @@ func (c *checker) intercept(ctx context.Context, rt *Runtime, s *sidecar, log *f
 	case err == nil || errors.Is(err, errSlotOwnerBlocked):
 	case errors.Is(err, ReasonInterceptTimeout):
 		rule, problem = "D18", err.Error()
+	case failsStrictly(frames, MethodIntercept, &InterceptResult{}):
+		rule, problem = "D3", err.Error() // the verdict itself does not decode strictly
+	case errors.Is(err, errExternalized):
+		rule, problem = "D22", err.Error() // its replacement by reference did not read back
 	default:
 		problem = err.Error()
-		if slices.ContainsFunc(frames, func(w seenFrame) bool {
-			return w.in && w.kind() == kindResponse && w.fe == nil && w.m.result != nil && Decode(MethodIntercept, w.m.result, &InterceptResult{}) != nil
-		}) {
-			rule = "D3" // the verdict itself does not decode strictly
-		}
 	}
 	c.record(name, rule, "§4.4", frames, problem)
 	return frames
+}
+
+// failsStrictly reports whether an answer of the sidecar among frames, to
+// a request for method, has a result that does not decode strictly into
+// v (D3).
+func failsStrictly(frames []seenFrame, method string, v any) bool {
+	return slices.ContainsFunc(frames, func(w seenFrame) bool {
+		return w.in && w.kind() == kindResponse && w.fe == nil && w.m.result != nil && Decode(method, w.m.result, v) != nil
+	})
 }
 
 // content sends a payload over 64 KiB, which travels by reference (D22),
@@ -720,7 +730,7 @@ func (c *checker) providers(ctx context.Context, rt *Runtime, s *sidecar, log *f
 		}
 		return
 	}
-	c.try(ctx, log, "provider/catalog", "D21", "§5.1", func(ctx context.Context) error {
+	frames, err := c.attempt(ctx, log, func(ctx context.Context) error {
 		var res ProviderCatalogResult
 		err := s.call(ctx, MethodProviderCatalog, ProviderCatalogParams{}, &res)
 		for _, d := range res.Providers {
@@ -730,11 +740,16 @@ func (c *checker) providers(ctx context.Context, rt *Runtime, s *sidecar, log *f
 		}
 		return err
 	})
+	catalogRule := "D21"
+	if failsStrictly(frames, MethodProviderCatalog, &ProviderCatalogResult{}) {
+		catalogRule = "D3"
+	}
+	c.record("provider/catalog", catalogRule, "§5.1", frames, errText(err))
 
 	ref := s.result.Providers[0].Ref
 	req := ProviderRequest{Messages: []ProviderMessage{{Role: RoleUser, Content: "hello"}}, Tools: []ProviderToolSchema{}, MaxTokens: 64}
 	var st *Stream
-	frames, err := c.attempt(ctx, log, func(ctx context.Context) (err error) {
+	frames, err = c.attempt(ctx, log, func(ctx context.Context) (err error) {
 		if st, err = rt.OpenStream(ctx, ref, "", req); err != nil {
 			return err
 		}
@@ -742,6 +757,7 @@ func (c *checker) providers(ctx context.Context, rt *Runtime, s *sidecar, log *f
 			_, err = st.Recv()
 		}
 		if errors.Is(err, io.EOF) || errors.Is(err, ReasonProviderFailed) {
+			roundTrip(ctx, s)
 			return nil // an end the sidecar chose; streamProblem judges it
 		}
 		return err
@@ -777,6 +793,9 @@ func (c *checker) providers(ctx context.Context, rt *Runtime, s *sidecar, log *f
 		return w.in && w.fe == nil && w.m.method == MethodStreamEnd && bytes.Contains(w.m.params, id)
 	}
 	_, ended := log.wait(ctx, c.opts.Timeout, from, isEnd)
+	if ended {
+		roundTrip(ctx, s)
+	}
 	frames = log.since(from)
 	cancelAt := slices.IndexFunc(frames, func(w seenFrame) bool { return !w.in && w.request(MethodStreamCancel) })
 	endAt := slices.IndexFunc(frames, isEnd)
@@ -800,6 +819,14 @@ func (c *checker) providers(ctx context.Context, rt *Runtime, s *sidecar, log *f
 		problem = streamProblem(frames, st.ID())
 	}
 	c.record("provider/cancel", "D21", "§5.5", frames, problem)
+}
+
+// roundTrip asks the sidecar for its catalog once more. Once it has
+// answered, everything it wrote before the answer (a chunk after a
+// stream's end) has been read and logged: a stream is judged whole, not
+// as far as it had come when its end arrived (D21).
+func roundTrip(ctx context.Context, s *sidecar) {
+	s.call(ctx, MethodProviderCatalog, ProviderCatalogParams{}, &ProviderCatalogResult{})
 }
 
 // streamProblem checks the chunk and end frames of stream id: seqs from 1
@@ -870,9 +897,25 @@ func (c *checker) ui(ctx context.Context, rt *Runtime, s *sidecar, log *frameLog
 	}, MethodUIPublish, MethodUIRequest)
 	if len(seen) == 0 {
 		c.skip("ui/structured-only", "D23", "§7.5", "the sidecar published nothing and asked nothing")
+		c.skip("ui/current-generation", "D24", "§7.1", "the sidecar published nothing and asked nothing")
 		return
 	}
 	c.record("ui/structured-only", "D23", "§7.5", seen, problem)
+	bound, stale := rt.cfg.Session, ""
+	for _, w := range seen {
+		var p UIPublishParams
+		var q UIRequestParams
+		switch {
+		case w.in && w.m.method == MethodUIPublish && Decode(w.m.method, w.m.params, &p) == nil:
+			q.SessionID, q.Generation = p.SessionID, p.Generation
+		case !w.in || w.m.method != MethodUIRequest || Decode(w.m.method, w.m.params, &q) != nil:
+			continue // an answer, or a request refused as it is: ui/structured-only judges it
+		}
+		if q.SessionID != bound.SessionID || q.Generation != bound.Generation {
+			stale = fmt.Sprintf("a %s names session %q, generation %d; the host gave session %q, generation %d in extension/initialize, and never shows what another one publishes or asks", w.m.method, c.safe(q.SessionID), q.Generation, bound.SessionID, bound.Generation)
+		}
+	}
+	c.record("ui/current-generation", "D24", "§7.1", seen, stale)
 }
 
 // ids judges the ids of what the sidecar sent in the generation: its own
@@ -880,8 +923,9 @@ func (c *checker) ui(ctx context.Context, rt *Runtime, s *sidecar, log *frameLog
 // requests (D4).
 func (c *checker) ids(log *frameLog) {
 	var mine []seenFrame
-	sent, answered := map[msgID]bool{}, map[msgID]bool{}
+	sent, answered, used := map[msgID]bool{}, map[msgID]bool{}, map[msgID]bool{}
 	badRequest, badAnswer := "", ""
+	lowest := msgID(math.MaxInt64)
 	for _, w := range log.since(0) { // the tap logs a request before any answer to it
 		id, ok := w.id()
 		switch {
@@ -895,7 +939,10 @@ func (c *checker) ids(log *frameLog) {
 				badRequest = "a request's id is not an integer that fits in int64; ids are integers numbered from 1"
 			case w.fe == nil && w.m.id < 1:
 				badRequest = fmt.Sprintf("a %s request has id %d; ids are integers numbered from 1", w.m.method, w.m.id)
+			case used[id]:
+				badRequest = fmt.Sprintf("two requests have id %d; each side numbers its own requests from 1, adding 1 per request", id)
 			}
+			used[id], lowest = true, min(lowest, id)
 		case w.kind() == kindResponse:
 			switch {
 			case badAnswer != "":
@@ -909,12 +956,30 @@ func (c *checker) ids(log *frameLog) {
 			answered[id] = true
 		}
 	}
+	if badRequest == "" && len(used) > 0 && lowest != 1 {
+		// Written in any order, ids used up by requests that failed before
+		// they were written excepted, the lowest is the first one.
+		badRequest = fmt.Sprintf("the lowest id of the sidecar's %d requests is %d; each side numbers its own requests from 1, adding 1 per request", len(used), lowest)
+	}
 	if c.requests.Load() == 0 {
 		c.skip("ids/own-requests-are-integers", "D4", "§2.3", "the sidecar sent no request of its own")
 	} else {
 		c.record("ids/own-requests-are-integers", "D4", "§2.3", mine, badRequest)
 	}
 	c.record("ids/answers-match-requests", "D4", "§2.3", nil, badAnswer)
+}
+
+// framing judges every line the sidecar wrote in the generation: each is
+// one JSON object (D2). A debug print on stdout is a line the host cannot
+// read, which it answers -32700 and otherwise ignores.
+func (c *checker) framing(log *frameLog) {
+	for _, w := range log.since(0) {
+		if w.in && w.fe != nil && w.fe.kind == 0 {
+			c.record("framing/every-line-a-frame", "D2", "§2.1", []seenFrame{w}, "the sidecar wrote a line that is not one JSON object ("+w.fe.err.Message+"): stdout carries protocol frames only; write logs to stderr")
+			return
+		}
+	}
+	c.record("framing/every-line-a-frame", "D2", "§2.1", nil, "")
 }
 
 // sidecarRequests returns the sidecar's requests for methods among

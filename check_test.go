@@ -5,10 +5,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -143,6 +147,15 @@ func TestCheckNamesTheRuleAFaultBreaks(t *testing.T) {
 		{"stream-gap", "provider/stream", "D21"},
 		{"bad-content-read", "content/large-payload-read-back", "D22"},
 		{"unstructured-ui", "ui/structured-only", "D23"},
+		{"debug-print", "framing/every-line-a-frame", "D2"},
+		{"ids-from-7", "ids/own-requests-are-integers", "D4"},
+		{"stale-generation", "ui/current-generation", "D24"},
+		{"catalog-not-strict", "provider/catalog", "D3"},
+		{"bad-replacement-digest", "content/verdict-on-a-large-payload", "D22"},
+		// A chunk after the end, in the end's write and in one of its own
+		// right after it: judged whole, the stream is caught every time.
+		{"chunk-after-end-same", "provider/stream", "D21"},
+		{"chunk-after-end-split", "provider/stream", "D21"},
 		// The raw fixtures of the earlier issues, which answer nothing
 		// after the handshake.
 		{"fixture:early-request", "barrier/nothing-before-initialized", "D6"},
@@ -171,6 +184,22 @@ func TestCheckNamesTheRuleAFaultBreaks(t *testing.T) {
 	}
 }
 
+// TestCheckPassesAnUnknownEnvelopeMemberD3: "ID" beside "id" is merely an
+// unknown member of the envelope, which a receiver tolerates (D3); the
+// checker reads every frame as the host does, so the sidecar that writes
+// one passes, its id read from "id".
+func TestCheckPassesAnUnknownEnvelopeMemberD3(t *testing.T) {
+	checkLeaks(t)
+	report, err := extension.Check(context.Background(), referencePluginDir(t, "envelope-ID"), extension.CheckOptions{Timeout: 2 * time.Second})
+	if err != nil || report.Failed != 0 || report.Passed < 30 {
+		t.Fatalf("check: %v; %d passed, %d failed\n%s", err, report.Passed, report.Failed, reportText(report))
+	}
+	plain, err := extension.Check(context.Background(), referencePluginDir(t, ""), extension.CheckOptions{Timeout: 2 * time.Second})
+	if err != nil || plain.Passed != report.Passed || plain.Skipped != report.Skipped {
+		t.Fatalf("with \"ID\" %d passed and %d skipped, without %d and %d (%v): no scenario may be dropped\n%s", report.Passed, report.Skipped, plain.Passed, plain.Skipped, err, reportText(report))
+	}
+}
+
 // fixtureProxy runs $PROXY_TARGET (the reference plugin) behind a filter
 // that injects the fault $PROXY_FAULT into the frames between it and the
 // host, then exits with its status.
@@ -183,10 +212,26 @@ func fixtureProxy() {
 	if err := child.Start(); err != nil {
 		os.Exit(3)
 	}
-	go func() { // host → sidecar
+	var large atomic.Pointer[externalized] // the intercept whose payload came by reference
+	go func() {                            // host → sidecar
 		in := bufio.NewReaderSize(os.Stdin, 1<<20)
 		for {
 			line, err := in.ReadBytes('\n')
+			if fault == "ids-from-7" && !bytes.Contains(line, []byte(`"method"`)) {
+				line = shiftID(line, -6) // an answer to a renumbered request
+			}
+			if fault == "bad-replacement-digest" && bytes.Contains(line, []byte(`"externalized":[`)) {
+				var f struct {
+					ID     int64 `json:"id"`
+					Params struct {
+						Externalized []externalized `json:"externalized"`
+					} `json:"params"`
+				}
+				if json.Unmarshal(line, &f) == nil && len(f.Params.Externalized) == 1 {
+					f.Params.Externalized[0].ID = f.ID
+					large.Store(&f.Params.Externalized[0])
+				}
+			}
 			if len(line) > 0 && !(fault == "ignore-shutdown" && bytes.Contains(line, []byte(`"method":"extension/shutdown"`))) {
 				toChild.Write(line)
 			}
@@ -200,8 +245,21 @@ func fixtureProxy() {
 	requests := 0
 	for {
 		line, err := out.ReadBytes('\n')
+		if x := large.Load(); x != nil && bytes.HasPrefix(line, []byte(`{"jsonrpc":"2.0","id":`+strconv.FormatInt(x.ID, 10)+`,"result":`)) {
+			// The answer to the large payload's intercept replaces it by
+			// reference to the host's own copy, with a wrong digest.
+			line = []byte(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":{"decision":"replace","externalized":[{"jsonPointer":"/replacement","contentRef":%q,"totalBytes":%d,"sha256":"%s"}]}}`+"\n", x.ID, x.ContentRef, x.TotalBytes, strings.Repeat("0", 64)))
+		}
 		if len(line) > 0 {
-			os.Stdout.Write(proxyFault(fault, line, &requests))
+			out := proxyFault(fault, line, &requests)
+			if fault != "chunk-after-end-split" {
+				os.Stdout.Write(out)
+			}
+			for _, part := range bytes.SplitAfter(out, []byte("\n")) {
+				if fault == "chunk-after-end-split" && len(part) > 0 {
+					os.Stdout.Write(part) // a write a line
+				}
+			}
 		}
 		if err != nil {
 			break
@@ -241,8 +299,52 @@ func proxyFault(fault string, line []byte, requests *int) []byte {
 		return replace(`"offset":`, `"offset":9999999`)
 	case fault == "unstructured-ui" && has(`"method":"host/ui/publish"`):
 		return replace(`"label":"`, `"label":"<b>bold</b> `)
+	case fault == "envelope-ID":
+		return replace(`{"jsonrpc":"2.0",`, `{"jsonrpc":"2.0","ID":"trace",`)
+	case fault == "debug-print" && has(`"result":{"decision"`):
+		return append([]byte("debug: deciding\n"), line...)
+	case fault == "ids-from-7" && has(`"method":"host/`):
+		return shiftID(line, 6)
+	case fault == "stale-generation" && has(`"method":"host/ui/publish"`):
+		return replace(`"generation":1`, `"generation":99`)
+	case fault == "catalog-not-strict" && has(`"result":{"providers":`):
+		return replace(`"result":{`, `"result":{"smuggled":true,`)
+	case strings.HasPrefix(fault, "chunk-after-end") && has(`"method":"extension/provider/stream/end"`):
+		var end struct {
+			Params extension.StreamEndParams `json:"params"`
+		}
+		json.Unmarshal(line, &end)
+		late, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": extension.MethodStreamChunk,
+			"params": extension.StreamChunkParams{StreamID: end.Params.StreamID, Seq: end.Params.LastSeq + 1, Chunk: extension.ProviderChunk{Type: extension.ChunkText, Text: "late"}}})
+		return append(append(line, late...), '\n')
 	}
 	return line
+}
+
+// externalized is what the proxy keeps of an intercept whose payload
+// came by reference.
+type externalized struct {
+	ID         int64  `json:"-"`
+	ContentRef string `json:"contentRef"`
+	TotalBytes int64  `json:"totalBytes"`
+}
+
+// shiftID adds delta to the integer id of a frame.
+func shiftID(line []byte, delta int64) []byte {
+	i := bytes.Index(line, []byte(`"id":`))
+	if i < 0 {
+		return line
+	}
+	i += len(`"id":`)
+	j := i
+	for j < len(line) && '0' <= line[j] && line[j] <= '9' {
+		j++
+	}
+	id, err := strconv.ParseInt(string(line[i:j]), 10, 64)
+	if err != nil {
+		return line
+	}
+	return slices.Concat(line[:i], []byte(strconv.FormatInt(id+delta, 10)), line[j:])
 }
 
 // TestCheckPassesAPythonSidecarWithoutTheSDK runs the check on

@@ -121,6 +121,10 @@ type AuditRecord struct {
 // owner answered block: from the owner, block fails the operation (D17).
 var errSlotOwnerBlocked = errors.New("the slot owner blocked the operation")
 
+// errExternalized is the cause of a violation whose replacement came by
+// reference and did not read back as its descriptor says (D22).
+var errExternalized = errors.New("externalized replacement")
+
 // buildChains orders each point's interceptors (D15): the sidecars that
 // subscribed to it in their handshake, by priority, then plugin ID
 // byte-wise, then the record's order, which the stable sort keeps from
@@ -323,7 +327,7 @@ func (rt *Runtime) rule(ctx context.Context, s *sidecar, p Point, out *Intercept
 		// connection's store, read and verified as a sidecar reads one.
 		repl, err := Rehydrate(ctx, res.Replacement, res.Externalized, "/replacement", s.content.read)
 		if err != nil {
-			return false, rt.failure(s, p, "violation", fmt.Errorf("extension %s at %s: externalized replacement: %w", s.spec.ID, p, s.redactErr(err)), owner)
+			return false, rt.failure(s, p, "violation", fmt.Errorf("extension %s at %s: %w: %w", s.spec.ID, p, errExternalized, s.redactErr(err)), owner)
 		}
 		v, err := DecodePayload(p, repl)
 		if err != nil {
