@@ -352,6 +352,24 @@ func (s *session) stop(grace time.Duration) (killedWhat, error) {
 	return killed, s.proc.waitErr
 }
 
+// death says how the session's process ended, once the connection has
+// ended with it, for a call of method it left unanswered: its exit status
+// or signal and the end of its stderr; "" while it runs.
+func (s *session) death(method string) string {
+	if !waitClosed(s.conn.Done(), 0) || !waitClosed(s.proc.exited, s.c.host.ExitDrain) {
+		return ""
+	}
+	waitClosed(s.proc.drained, s.c.host.ExitDrain) // the last of its stderr
+	death := fmt.Sprintf("the sidecar exited (%v) without answering %s", cmp.Or(s.proc.waitErr, errors.New("exit status 0")), method)
+	if i := slices.IndexFunc(s.c.spec.Args, func(a string) bool { return strings.Contains(a, rootVariable) }); i >= 0 {
+		death += fmt.Sprintf(" (args[%d] holds the literal %s: args are passed verbatim, §3.1)", i, rootVariable)
+	}
+	if tail := s.proc.tail.redacted(); tail != "" {
+		death += "; its stderr ends: " + tail
+	}
+	return death
+}
+
 // handshake runs extension/initialize on a session; with judge set it
 // records the handshake scenarios. It reports whether the sidecar
 // answered a valid declaration.
@@ -359,6 +377,9 @@ func (c *checker) handshake(s *session, judge bool) bool {
 	answer, frames, ok := s.call(MethodInitialize, c.host.initializeParams(c.spec.Runtime))
 	var res InitializeResult
 	problem := c.answerProblem(answer, ok, MethodInitialize, &res)
+	if !ok {
+		problem = cmp.Or(s.death(MethodInitialize), problem) // the first cause first
+	}
 	if !judge {
 		return problem == ""
 	}

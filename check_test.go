@@ -359,3 +359,47 @@ func TestCheckPassesAPythonSidecarWithoutTheSDK(t *testing.T) {
 		t.Fatalf("check: %v; %d passed, %d failed\n%s", err, report.Passed, report.Failed, reportText(report))
 	}
 }
+
+// TestCheckNamesADeadSidecarsDeathFirst: a sidecar that cannot answer
+// because it is dead gets its death as the first failure, not a timeout:
+// its exit status and the end of its stderr, an interpreter line that
+// names nothing (a CRLF script), and the literal placeholder in args that
+// made it exit (§3.1, §3.5).
+func TestCheckNamesADeadSidecarsDeathFirst(t *testing.T) {
+	for _, tc := range []struct {
+		name, script, args string
+		want               []string
+	}{
+		{"exit", "#!/bin/sh\necho 'boom: config missing' >&2\nexit 3\n", `[]`, []string{"exited (exit status 3)", "its stderr ends: boom: config missing"}},
+		{"crlf", "#!/bin/sh\r\nexit 0\r\n", `[]`, []string{`its #! line names "/bin/sh\r"`, "CRLF line ends"}},
+		{"placeholder", "#!/bin/sh\ncat \"$1\" >/dev/null || exit 2\n", `["${REASONIX_PLUGIN_ROOT}/main.py"]`, []string{"exited (exit status 2)", "args[0] holds the literal ${REASONIX_PLUGIN_ROOT}", "main.py"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			checkLeaks(t)
+			dir := filepath.Join(t.TempDir(), tc.name)
+			os.MkdirAll(dir, 0o755)
+			manifest := `{"apiVersion":"reasonix.io/plugin/v1","name":"` + tc.name + `","version":"1","runtime":{"command":"${REASONIX_PLUGIN_ROOT}/sidecar.sh","args":` + tc.args + `,"intercepts":["tool.before"]}}`
+			if err := os.WriteFile(filepath.Join(dir, extension.ManifestFile), []byte(manifest), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "sidecar.sh"), []byte(tc.script), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			report, err := extension.Check(context.Background(), dir, extension.CheckOptions{Timeout: time.Second})
+			if err == nil {
+				t.Fatalf("a dead sidecar passed\n%s", reportText(report))
+			}
+			for _, r := range report.Results {
+				if r.OK || r.Skipped {
+					continue
+				}
+				for _, w := range tc.want {
+					if r.Name != "handshake/answered" || !strings.Contains(r.Detail, w) {
+						t.Fatalf("the first failure is %s: %s; want handshake/answered saying %q", r.Name, r.Detail, w)
+					}
+				}
+				return
+			}
+		})
+	}
+}

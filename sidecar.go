@@ -1,6 +1,7 @@
 package extension
 
 import (
+	"bufio"
 	"bytes"
 	"cmp"
 	"context"
@@ -8,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"os"
 	"os/exec"
@@ -515,7 +517,7 @@ func startProcess(spec *launchSpec, env []string, tail *tail) (*process, string,
 	setProcessGroup(cmd)
 	if err := cmd.Start(); err != nil {
 		closeAll()
-		return nil, "spawn", err
+		return nil, "spawn", interpreterError(spec.Command, err)
 	}
 	inR.Close()
 	outW.Close()
@@ -528,6 +530,26 @@ func startProcess(spec *launchSpec, env []string, tail *tail) (*process, string,
 	go p.reap()
 	go p.drain()
 	return p, "", nil
+}
+
+// interpreterError explains a failed exec of a script that is there: a
+// #! line naming a program that does not exist fails the exec with "no
+// such file or directory", which is what a CRLF line end does to it.
+func interpreterError(command string, err error) error {
+	f, ferr := os.Open(command)
+	if !errors.Is(err, fs.ErrNotExist) || ferr != nil {
+		return err
+	}
+	defer f.Close()
+	line, _ := bufio.NewReader(io.LimitReader(f, 256)).ReadString('\n')
+	interpreter, ok := strings.CutPrefix(strings.TrimSuffix(line, "\n"), "#!")
+	switch {
+	case !ok:
+		return err
+	case strings.HasSuffix(interpreter, "\r"):
+		return fmt.Errorf("%w: its #! line names %q, which does not exist: the script has CRLF line ends; save it with LF ones", err, interpreter)
+	}
+	return fmt.Errorf("%w: its #! line names %q, which does not exist", err, interpreter)
 }
 
 func (p *process) reap() {
