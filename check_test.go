@@ -403,3 +403,21 @@ func TestCheckNamesADeadSidecarsDeathFirst(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckPassesNothingItDidNotObserve: a sidecar that answers its
+// handshake and nothing after gets no ok but the handshake's own; every
+// other scenario fails or says what the sidecar would have to do for it to
+// be judged.
+func TestCheckPassesNothingItDidNotObserve(t *testing.T) {
+	checkLeaks(t)
+	report, err := extension.Check(context.Background(), fixturePluginDir(t, "silent"), extension.CheckOptions{Timeout: 300 * time.Millisecond})
+	if err == nil {
+		t.Fatalf("a silent sidecar passed\n%s", reportText(report))
+	}
+	own := []string{"install/launch-gate", "handshake/answered", "handshake/strict-result", "handshake/declaration"}
+	for _, r := range report.Results {
+		if r.OK && !slices.Contains(own, r.Name) {
+			t.Errorf("%s passed, though the sidecar answered nothing it could judge\n%s", r.Name, reportText(report))
+		}
+	}
+}

@@ -43,6 +43,7 @@ var fixtures = map[string]func(){
 	"garbage":            func() { fixtureEarly(`this is not json`) },
 	"stall-initialize":   fixtureStallInitialize,
 	"ignore-shutdown":    fixtureIgnoreShutdown,
+	"silent":             fixtureSilent,
 	"grandchild":         fixtureGrandchild,
 	"hold-stdout":        fixtureHoldStdout,
 	"stop-reading":       fixtureStopReading,
@@ -325,6 +326,16 @@ func fixtureIgnoreShutdown() {
 	m := readFrame(in)
 	fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":%s}`+"\n", m["id"], okResult)
 	in.WriteTo(devNull{}) // read until EOF, answering nothing
+	hang()
+}
+
+// fixtureSilent completes the handshake, subscribed to tool.before, then
+// answers nothing and never exits by itself.
+func fixtureSilent() {
+	in := bufio.NewReader(os.Stdin)
+	m := readFrame(in)
+	fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"1","name":"silent","version":"1","subscriptions":["tool.before"],"stateSchemaVersion":0}}`+"\n", m["id"])
+	in.WriteTo(devNull{})
 	hang()
 }
 
