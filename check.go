@@ -70,7 +70,10 @@ type CheckReport struct {
 // as an upstream one follows them, not by where this module is stricter
 // (PROTOCOL.md §11). It returns the report and an error joining every
 // failed scenario; the error is nil when none failed. Nothing it started
-// is left running.
+// is left running. When ctx ends first, the scenarios in progress end with
+// it, those after them are not run, the sidecars are stopped as usual (a
+// hosted one is asked to shut down, within Timeout, then killed) and the
+// error says the check stopped.
 func Check(ctx context.Context, pluginDir string, opts CheckOptions) (*CheckReport, error) {
 	opts.Timeout = orDefault(opts.Timeout, 5*time.Second)
 	work, err := os.MkdirTemp("", "reasonix-check-")
@@ -92,9 +95,16 @@ func Check(ctx context.Context, pluginDir string, opts CheckOptions) (*CheckRepo
 		FastInterceptTimeout: opts.Timeout, InterceptTimeout: opts.Timeout,
 		Session: SessionContext{SessionID: "check-session", WorkspaceRoot: work, Generation: 1}}.withDefaults()
 	if c.setUp(pluginDir) {
-		c.protocol()
-		c.oversized()
-		c.hosted()
+		for _, phase := range []func(){c.protocol, c.oversized, c.hosted} {
+			if ctx.Err() == nil {
+				phase()
+			}
+		}
+	}
+	if ctx.Err() != nil {
+		// What ran is reported; each wait ended with ctx, the sidecars
+		// were stopped all the same.
+		c.failed = append(c.failed, fmt.Errorf("the check stopped before its end: %w", context.Cause(ctx)))
 	}
 	return &c.report, errors.Join(c.failed...)
 }
@@ -569,8 +579,14 @@ func (c *checker) oversized() {
 	from := s.log.mark()
 	s.conn.sendRaw(line) // its writing fails once the sidecar stops reading
 	problem := ""
-	if bound := 3 * c.opts.Timeout; !waitClosed(s.proc.exited, bound) {
-		problem = fmt.Sprintf("the sidecar was still running %v after an inbound line of 8 MiB + 1 KiB", bound)
+	ctx, cancel := context.WithTimeout(c.ctx, 3*c.opts.Timeout)
+	defer cancel()
+	select {
+	case <-s.proc.exited:
+	case <-ctx.Done():
+	}
+	if !waitClosed(s.proc.exited, 0) {
+		problem = fmt.Sprintf("the sidecar was still running %v after an inbound line of 8 MiB + 1 KiB", 3*c.opts.Timeout)
 	} else if s.proc.waitErr == nil {
 		problem = "the sidecar exited with status 0; a fatal connection failure exits non-zero (§3.6)"
 	}

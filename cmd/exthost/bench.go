@@ -113,7 +113,10 @@ func benchCommand(fs *flag.FlagSet) func(*env) int {
 			fmt.Fprintf(e.stderr, "exthost bench: -n %d: give a positive number of rounds\n", *n)
 			return 2
 		}
-		results, err := runBench(*n, e.args)
+		results, err := runBench(e.ctx, *n, e.args)
+		if e.ctx.Err() != nil {
+			err = errInterrupted // the figure it was measuring failed with it
+		}
 		if err == nil && *asJSON {
 			enc := json.NewEncoder(e.stdout)
 			enc.SetIndent("", "  ")
@@ -130,6 +133,7 @@ func benchCommand(fs *flag.FlagSet) func(*env) int {
 // bench is one run: what setup installed, in a temporary directory
 // removed at the end.
 type bench struct {
+	ctx  context.Context // SIGINT or SIGTERM ends it
 	n    int
 	work string             // the temporary directory
 	env  []string           // every child's environment: ours, plus our GOMAXPROCS
@@ -148,13 +152,14 @@ type sidecars struct {
 
 // runBench measures every figure against the plugin in args (default:
 // the reference plugin) and returns the results in the order they print.
-func runBench(n int, args []string) ([]result, error) {
+func runBench(ctx context.Context, n int, args []string) ([]result, error) {
 	work, err := os.MkdirTemp("", "exthost-bench-")
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(work)
 	b := &bench{
+		ctx:  ctx,
 		n:    n,
 		work: work,
 		// The baselines' peers and the sidecars run with the host's
@@ -210,7 +215,7 @@ func (b *bench) setup(plugin string) error {
 	if err = install(home, dir, err); err != nil {
 		return fmt.Errorf("installing the bench's sidecar: %w", err)
 	}
-	b.own, err = sidecars{host: b.host(home), ids: []string{sidecarPeer}}.start("the bench's sidecar")
+	b.own, err = sidecars{host: b.host(home), ids: []string{sidecarPeer}}.start(b.ctx, "the bench's sidecar")
 	return err
 }
 
@@ -300,8 +305,8 @@ const copiesHint = "the 4-sidecar figures run copies of the plugin, bench-1..ben
 // an optional plugin that fails to start is only a warning to the host,
 // but a figure without it would measure nothing. Errors name the figure,
 // and end with s.hint when there is one.
-func (s sidecars) start(figure string) (*extension.Runtime, error) {
-	rt, err := s.host.Start(context.Background())
+func (s sidecars) start(ctx context.Context, figure string) (*extension.Runtime, error) {
+	rt, err := s.host.Start(ctx)
 	for i := 0; err == nil && i < len(s.ids); i++ {
 		if _, ok := rt.Declaration(s.ids[i]); ok {
 			continue
@@ -329,7 +334,7 @@ func (s sidecars) start(figure string) (*extension.Runtime, error) {
 // peers.
 func (b *bench) intercepts(figure, baseline string, s sidecars) func() ([]result, error) {
 	return func() ([]result, error) {
-		rt, err := s.start(figure)
+		rt, err := s.start(b.ctx, figure)
 		if err != nil {
 			return nil, err
 		}
@@ -346,7 +351,7 @@ func (b *bench) intercepts(figure, baseline string, s sidecars) func() ([]result
 			return nil, fmt.Errorf("%s: %w", baseline, err)
 		}
 		defer stopAll(peers)
-		ctx := context.Background()
+		ctx := b.ctx
 		intercept := func() error {
 			_, err := rt.Intercept(ctx, extension.ToolBefore, benchTool)
 			return err
@@ -366,7 +371,7 @@ func (b *bench) observeThroughput() ([]result, error) {
 	const name = "observe_throughput"
 	rt := b.own
 	count := func() (int64, error) {
-		out, err := rt.Intercept(context.Background(), extension.ToolBefore, extension.ToolPayload{Name: "count"})
+		out, err := rt.Intercept(b.ctx, extension.ToolBefore, extension.ToolPayload{Name: "count"})
 		if err != nil {
 			return 0, fmt.Errorf("%s: reading the count: %w", name, err)
 		}
@@ -427,7 +432,7 @@ func (b *bench) streamThroughput() ([]result, error) {
 	count := strconv.Itoa(chunks)
 	req := extension.ProviderRequest{Messages: []extension.ProviderMessage{{Role: extension.RoleUser, Content: count}}}
 	ours := op{name: name, baseline: "stream_pipe", run: func() error {
-		st, err := b.own.OpenStream(context.Background(), "plugin/"+sidecarPeer+"/bench/text", "", req)
+		st, err := b.own.OpenStream(b.ctx, "plugin/"+sidecarPeer+"/bench/text", "", req)
 		if err != nil {
 			return err
 		}
@@ -482,7 +487,7 @@ func (b *bench) content8MiB() ([]result, error) {
 	defer stopAll([]*peer{child})
 	sum := sha256.Sum256(payload)
 	ours := op{name: name, baseline: "content_pipe", run: func() error {
-		out, err := b.own.Intercept(context.Background(), extension.InputReceive, json.RawMessage(payload))
+		out, err := b.own.Intercept(b.ctx, extension.InputReceive, json.RawMessage(payload))
 		if err == nil && (out.Blocked || len(out.Replaced) > 0) {
 			err = fmt.Errorf("the sidecar answered %+v, not continue", out)
 		}
@@ -514,7 +519,7 @@ func (b *bench) startup() ([]result, error) {
 	generation := func(figure string, s sidecars, baseline string) op {
 		var rt *extension.Runtime
 		return op{name: figure, baseline: baseline, run: func() (err error) {
-			rt, err = s.start(figure)
+			rt, err = s.start(b.ctx, figure)
 			return err
 		}, stop: func() error { return rt.Close() }} // untimed: the figure is the ready time
 	}

@@ -161,7 +161,7 @@ func TestBenchNamesTheFigureWhenCopiesCannotStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := &bench{work: work}
-	rt, err := sidecars{host: b.host(home), ids: ids, hint: copiesHint}.start("intercept_chain4")
+	rt, err := sidecars{host: b.host(home), ids: ids, hint: copiesHint}.start(context.Background(), "intercept_chain4")
 	if err == nil {
 		rt.Close()
 		t.Fatal("the copies started, want an error")

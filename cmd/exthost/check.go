@@ -4,11 +4,13 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/reasonix-ext/extension"
 )
@@ -20,6 +22,7 @@ func checkCommand(fs *flag.FlagSet) func(*env) int {
 	asJSON := fs.Bool("json", false, `print the report as one JSON object {"plugin","passed","failed","skipped","results":[...]} (one line per plugin with -home)`)
 	home := fs.String("home", "", "check every enabled runtime plugin installed in this Reasonix home instead of PLUGIN_DIR")
 	timeout := fs.Duration("timeout", 0, "how long to wait for each answer, stream end or shutdown of the sidecar (0: the checker's default, 5s)")
+	deadline := fs.Duration("deadline", 2*time.Minute, "bound on the check of each plugin; the sidecar it is talking to then gets at most -timeout more to shut down before it is killed")
 	return func(e *env) int {
 		if *home != "" && len(e.args) > 0 {
 			e.usage()
@@ -42,9 +45,14 @@ func checkCommand(fs *flag.FlagSet) func(*env) int {
 					fmt.Fprintf(f, "checking %s…\n", extension.TerminalSafe(cmp.Or(t.name, t.dir)))
 				}
 			}
-			report, err := extension.Check(context.Background(), t.dir, extension.CheckOptions{Name: t.name, Timeout: *timeout})
+			ctx, cancel := context.WithTimeout(e.ctx, *deadline)
+			report, err := extension.Check(ctx, t.dir, extension.CheckOptions{Name: t.name, Timeout: *timeout})
+			cancel()
 			if report == nil {
 				return e.exit(err)
+			}
+			if errors.Is(err, context.DeadlineExceeded) {
+				defer fmt.Fprintf(e.stderr, "exthost check: %s: stopped at the -deadline of %v; the scenarios after it did not run\n", extension.TerminalSafe(report.Plugin), *deadline)
 			}
 			// D9: the extension lists keep a plugin off upstream hosts.
 			// stdout carries only the report's JSON with -json.
@@ -61,6 +69,9 @@ func checkCommand(fs *flag.FlagSet) func(*env) int {
 			}
 			if err != nil {
 				status = 1
+			}
+			if e.ctx.Err() != nil {
+				return e.exit(errInterrupted)
 			}
 		}
 		return status

@@ -36,7 +36,7 @@ func demoCommand(fs *flag.FlagSet) func(*env) int {
 			e.usage()
 			return 2
 		}
-		d := &demo{out: e.stdout, wire: *wire, quiet: 50 * time.Millisecond}
+		d := &demo{ctx: e.ctx, out: e.stdout, wire: *wire, quiet: 50 * time.Millisecond}
 		return e.exit(d.run(e.args, *home, *script))
 	}
 }
@@ -46,6 +46,7 @@ func demoCommand(fs *flag.FlagSet) func(*env) int {
 // printed under that step once it has settled, so the transcript keeps
 // the order things crossed the pipe.
 type demo struct {
+	ctx   context.Context // SIGINT or SIGTERM ends the turn; nil means never
 	out   io.Writer
 	wire  bool
 	quiet time.Duration // a step has settled after this long without news: what a sidecar does on its own after an answer (a publish, a stderr line) comes within it
@@ -302,7 +303,7 @@ func (d *demo) run(args []string, home, scriptFile string) error {
 	h.Conn.Logf = func(format string, args ...any) {
 		d.add(entry{text: "      log: " + fmt.Sprintf(format, args...), frame: true}) // wire-level: with -wire
 	}
-	ctx := context.Background()
+	ctx := cmp.Or(d.ctx, context.Background())
 	fmt.Fprintf(d.out, "── start: handshake\n")
 	rt, err := h.Start(ctx)
 	if err != nil {
@@ -334,6 +335,9 @@ func (d *demo) run(args []string, home, scriptFile string) error {
 		d.fail("no plugin started: %v", rt.Warnings())
 	}
 	for i, step := range turn {
+		if ctx.Err() != nil {
+			break // interrupted: the runtime is closed below
+		}
 		fmt.Fprintf(d.out, "── %s\n", cmp.Or(step.Title, fmt.Sprintf("step %d: %s", i+1, strings.Join(step.kinds(), " "))))
 		d.step(ctx, step)
 		d.settle()
@@ -345,6 +349,9 @@ func (d *demo) run(args []string, home, scriptFile string) error {
 		d.say("   every sidecar stopped cleanly in %v", time.Since(start).Round(time.Millisecond))
 	}
 	d.settle()
+	if ctx.Err() != nil {
+		return errInterrupted // the shutdown it cut short says nothing more
+	}
 	if err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}

@@ -19,20 +19,26 @@
 //	help     print this usage, or a command's with "exthost help <command>"
 //
 // Exit status is 0 on success, 1 when a command fails and 2 for a usage
-// error (no command, an unknown command or a bad flag).
+// error (no command, an unknown command or a bad flag). SIGINT or SIGTERM
+// makes check, demo and bench stop their sidecars and remove their
+// temporary files, then exit 130 or 143.
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"maps"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 
 	"github.com/reasonix-ext/extension"
 	"github.com/reasonix-ext/extension/internal/fullsidecar"
@@ -51,6 +57,7 @@ type command struct {
 // flags, the standard streams, and its usage, for a wrong number of
 // arguments.
 type env struct {
+	ctx            context.Context // ended by SIGINT or SIGTERM
 	name           string
 	args           []string
 	usage          func()
@@ -76,12 +83,43 @@ func commands() []command {
 }
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	ctx, caught := interruptible()
+	code := runContext(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	if sig := caught(); sig != 0 {
+		code = 128 + sig // 130 for SIGINT, 143 for SIGTERM
+	}
+	os.Exit(code)
+}
+
+// errInterrupted ends check, demo and bench after SIGINT or SIGTERM.
+var errInterrupted = errors.New("interrupted: the sidecars are stopped and the temporary files removed")
+
+// interruptible returns a context that the first SIGINT or SIGTERM
+// cancels, and the number of that signal (0 while none came): check, demo
+// and bench then stop their sidecars, remove their temporary files and
+// return. A second signal ends exthost at once.
+func interruptible() (context.Context, func() int) {
+	ctx, cancel := context.WithCancel(context.Background())
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+	var caught atomic.Int32
+	go func() {
+		sig := <-signals
+		signal.Stop(signals)
+		caught.Store(int32(sig.(syscall.Signal)))
+		cancel()
+	}()
+	return ctx, func() int { return int(caught.Load()) }
 }
 
 // run is exthost with its arguments (without the program name) and streams;
 // it returns the exit status.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return runContext(context.Background(), args, stdin, stdout, stderr)
+}
+
+// runContext is run until ctx ends: check, demo and bench stop then.
+func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		usage(stderr)
 		return 2
@@ -124,7 +162,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
-	return action(&env{name: c.name, args: fs.Args(), usage: fs.Usage, stdin: stdin, stdout: stdout, stderr: stderr})
+	return action(&env{ctx: ctx, name: c.name, args: fs.Args(), usage: fs.Usage, stdin: stdin, stdout: stdout, stderr: stderr})
 }
 
 // exit returns the exit status of a command that ended with err: 0 when
