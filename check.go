@@ -468,6 +468,10 @@ func (c *checker) protocol() {
 		code                       int    // the error code it must be answered with
 		reason                     Reason // the reason in the error's data
 	}{
+		// First a well-formed one: its answer shows that whatever the
+		// sidecar wrote before it (an answer to extension/initialized)
+		// has been read, and is not taken for a later probe's.
+		{"errors/unknown-method", "D7", "§8.1", `{"jsonrpc":"2.0","id":ID,"method":"extension/no-such-method","params":{}}`, codeMethodNotFound, ReasonUnknownMethod},
 		{"envelope/string-id", "D4", "§2.3", `{"jsonrpc":"2.0","id":"7","method":"extension/provider/catalog","params":{}}`, codeInvalidRequest, ReasonProtocolError},
 		{"envelope/fractional-id", "D4", "§2.3", `{"jsonrpc":"2.0","id":7.5,"method":"extension/provider/catalog","params":{}}`, codeInvalidRequest, ReasonProtocolError},
 		{"envelope/wrong-jsonrpc", "D3", "§2.4", `{"jsonrpc":"1.0","id":ID,"method":"extension/provider/catalog","params":{}}`, codeInvalidRequest, ReasonProtocolError},
@@ -475,7 +479,6 @@ func (c *checker) protocol() {
 		{"envelope/array-params", "D5", "§2.3", `{"jsonrpc":"2.0","id":ID,"method":"extension/provider/catalog","params":[]}`, codeInvalidRequest, ReasonProtocolError},
 		{"envelope/scalar-params", "D5", "§2.3", `{"jsonrpc":"2.0","id":ID,"method":"extension/provider/catalog","params":"{}"}`, codeInvalidRequest, ReasonProtocolError},
 		{"envelope/not-json", "D3", "§2.4", `{"jsonrpc":"2.0","id":7,"method":`, codeParseError, ReasonProtocolError},
-		{"errors/unknown-method", "D7", "§8.1", `{"jsonrpc":"2.0","id":ID,"method":"extension/no-such-method","params":{}}`, codeMethodNotFound, ReasonUnknownMethod},
 		{"errors/notification-method-as-request", "D7", "§2.4", `{"jsonrpc":"2.0","id":ID,"method":"extension/initialized","params":{}}`, codeMethodNotFound, ReasonUnknownMethod},
 		{"params/refused-strictly", "D3", "§2.2", `{"jsonrpc":"2.0","id":ID,"method":"extension/intercept","params":{"event":"input.receive","seq":0,"payload":{},"timeoutMillis":1000}}`, codeInvalidParams, ReasonInvalidParams},
 		{"errors/unserved-method", "D7", "§2.6", `{"jsonrpc":"2.0","id":ID,"method":"extension/provider/catalog","params":{}}`, codeMethodNotFound, ReasonUnknownMethod},
@@ -489,7 +492,10 @@ func (c *checker) protocol() {
 		id := msgID(101 + i)
 		from := s.log.mark()
 		s.conn.sendRaw([]byte(strings.ReplaceAll(pr.frame, "ID", strconv.Itoa(int(id)))))
-		answer, ok := s.log.wait(c.ctx, c.opts.Timeout, from, func(w seenFrame) bool { return w.in && w.kind() == kindResponse })
+		answer, ok := s.log.wait(c.ctx, c.opts.Timeout, from, func(w seenFrame) bool {
+			got, hasID := w.id()
+			return w.in && w.kind() == kindResponse && (!hasID || got == id || got < 101 || got > id) // not a late answer to an earlier probe
+		})
 		survived = survived && ok
 		c.recordErrorAnswer(pr.name, pr.rule, pr.section, answer, s.log.since(from), ok, pr.code, pr.reason, id, strings.Contains(pr.frame, "ID"))
 	}

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -200,6 +201,20 @@ func TestCheckPassesAnUnknownEnvelopeMemberD3(t *testing.T) {
 	}
 }
 
+// TestCheckTakesNoStrayAnswerForAProbesD4: an answer the sidecar wrote to
+// extension/initialized, a notification, is not taken for the answer of
+// the probe sent after it: each probe's answer is the one that follows a
+// round trip, matched by its id (§2.4).
+func TestCheckTakesNoStrayAnswerForAProbesD4(t *testing.T) {
+	checkLeaks(t)
+	report, _ := extension.Check(context.Background(), referencePluginDir(t, "answers-initialized"), extension.CheckOptions{Timeout: 2 * time.Second})
+	for _, r := range report.Results {
+		if strings.HasPrefix(r.Name, "envelope/") && !r.OK {
+			t.Errorf("%s failed, blamed for the stray answer: %s", r.Name, r.Detail)
+		}
+	}
+}
+
 // fixtureProxy runs $PROXY_TARGET (the reference plugin) behind a filter
 // that injects the fault $PROXY_FAULT into the frames between it and the
 // host, then exits with its status.
@@ -213,6 +228,7 @@ func fixtureProxy() {
 		os.Exit(3)
 	}
 	var large atomic.Pointer[externalized] // the intercept whose payload came by reference
+	var stdout sync.Mutex                  // held by the writes to stdout, from either direction
 	go func() {                            // host → sidecar
 		in := bufio.NewReaderSize(os.Stdin, 1<<20)
 		for {
@@ -235,6 +251,11 @@ func fixtureProxy() {
 			if len(line) > 0 && !(fault == "ignore-shutdown" && bytes.Contains(line, []byte(`"method":"extension/shutdown"`))) {
 				toChild.Write(line)
 			}
+			if fault == "answers-initialized" && bytes.Contains(line, []byte(`"method":"extension/initialized"`)) {
+				stdout.Lock()
+				os.Stdout.Write([]byte(`{"jsonrpc":"2.0","id":null,"result":{}}` + "\n")) // an answer to a notification
+				stdout.Unlock()
+			}
 			if err != nil {
 				toChild.Close()
 				return
@@ -251,6 +272,7 @@ func fixtureProxy() {
 			line = []byte(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":{"decision":"replace","externalized":[{"jsonPointer":"/replacement","contentRef":%q,"totalBytes":%d,"sha256":"%s"}]}}`+"\n", x.ID, x.ContentRef, x.TotalBytes, strings.Repeat("0", 64)))
 		}
 		if len(line) > 0 {
+			stdout.Lock()
 			out := proxyFault(fault, line, &requests)
 			if fault != "chunk-after-end-split" {
 				os.Stdout.Write(out)
@@ -260,6 +282,7 @@ func fixtureProxy() {
 					os.Stdout.Write(part) // a write a line
 				}
 			}
+			stdout.Unlock()
 		}
 		if err != nil {
 			break
