@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -201,6 +202,23 @@ func TestCheckPassesAnUnknownEnvelopeMemberD3(t *testing.T) {
 	}
 }
 
+// TestCheckPassesWhatUpstreamSendsD7: where this module is stricter than
+// upstream (PROTOCOL.md §11), a sidecar behaving as upstream's SDK does
+// still passes: its -32600 and -32700 answers carry no data.
+func TestCheckPassesWhatUpstreamSendsD7(t *testing.T) {
+	checkLeaks(t)
+	report, err := extension.Check(context.Background(), referencePluginDir(t, "upstream-errors"), extension.CheckOptions{Timeout: 2 * time.Second})
+	if err != nil || report.Failed != 0 {
+		t.Fatalf("check: %v\n%s", err, reportText(report))
+	}
+	for _, r := range report.Results {
+		if r.Name == "envelope/string-id" && r.OK && strings.Contains(r.Detail, `"code":-32600`) && !strings.Contains(r.Detail, `"data"`) {
+			return
+		}
+	}
+	t.Fatalf("envelope/string-id did not pass on an answer without data\n%s", reportText(report))
+}
+
 // TestCheckTakesNoStrayAnswerForAProbesD4: an answer the sidecar wrote to
 // extension/initialized, a notification, is not taken for the answer of
 // the probe sent after it: each probe's answer is the one that follows a
@@ -322,6 +340,8 @@ func proxyFault(fault string, line []byte, requests *int) []byte {
 		return replace(`"offset":`, `"offset":9999999`)
 	case fault == "unstructured-ui" && has(`"method":"host/ui/publish"`):
 		return replace(`"label":"`, `"label":"<b>bold</b> `)
+	case fault == "upstream-errors" && (has(`"code":-32600`) || has(`"code":-32700`)):
+		return regexp.MustCompile(`,"data":\{[^}]*\}`).ReplaceAll(line, nil) // as upstream's SDK answers them (§11)
 	case fault == "envelope-ID":
 		return replace(`{"jsonrpc":"2.0",`, `{"jsonrpc":"2.0","ID":"trace",`)
 	case fault == "debug-print" && has(`"result":{"decision"`):
