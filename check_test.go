@@ -79,7 +79,7 @@ func fixturePluginDir(t *testing.T, fixture string) string {
 // TestCheckPassesTheReferencePlugin runs the conformance check on the
 // reference plugin, built on the SDK: every scenario that applies passes,
 // at least 30 of them, each naming a ruling that PROTOCOL.md defines
-// (D1-D28) and the section it checks.
+// (D1-D31) and the section it checks.
 func TestCheckPassesTheReferencePlugin(t *testing.T) {
 	checkLeaks(t)
 	report, err := extension.Check(context.Background(), referencePluginDir(t, ""), extension.CheckOptions{})

@@ -4,7 +4,7 @@
 // separate process spoken to on its stdin and stdout.
 //
 // The specification is PROTOCOL.md at the root of this module; its rulings
-// D1-D28 are cited by ID beside the code that enforces them and in the
+// D1-D31 are cited by ID beside the code that enforces them and in the
 // names of the tests that prove them, and its sections as "PROTOCOL.md
 // §3.4". This package doc states each rule in one sentence.
 //
