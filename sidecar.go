@@ -158,7 +158,7 @@ func (s *sidecar) HandleNotification(ctx context.Context, method string, params 
 	case err != nil:
 		s.conn.opts.Logf("extension %s: dropped a malformed %s: %v", s.spec.ID, method, err)
 	case st == nil:
-		s.conn.opts.Logf("extension %s: dropped %s for stream %q, which is not open", s.spec.ID, method, s.safe(id))
+		s.conn.opts.Logf("extension %s: ignored %s for stream %q, which is closed or was never opened (a stream the host has cancelled may still end this way)", s.spec.ID, method, s.safe(id))
 	case method == MethodStreamChunk:
 		st.chunk(chunk.Seq, weigh(s.safeChunk(chunk.Chunk), len(params)))
 	default:

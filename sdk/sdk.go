@@ -28,7 +28,8 @@
 // A sidecar that serves models declares them in [Options.Providers] and
 // serves them with a [Provider], whose Stream yields chunks built with
 // [Text], [ToolCall], [Usage], [Done] and the other helpers; the SDK
-// numbers them and ends the stream (see ExampleProvider). Payloads the
+// numbers them and ends the stream (the package's Provider example, in
+// its documentation on pkg.go.dev or in example_test.go). Payloads the
 // host sent by reference (over 64 KiB) are read and verified before a
 // callback sees them.
 //

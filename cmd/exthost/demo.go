@@ -538,7 +538,7 @@ func (d *demo) submit(ctx context.Context, s scriptStep) {
 	}
 	d.mu.Unlock()
 	if form[1] == "" {
-		d.say("   skipped: no form %s was shown or asked\n", strings.Trim(s.Submit, "*"))
+		d.say("   skipped: no form%s was shown or asked\n", strings.TrimRight(" "+strings.Trim(s.Submit, "*"), " "))
 		return
 	}
 	accepted, err := d.rt.Submit(ctx, "demo-session", form[0], form[1], s.Values)

@@ -16,6 +16,7 @@
 //	remove   remove an installed plugin, and its copy under the home
 //	redact   copy standard input to standard output with credentials removed
 //	bench    measure the host's hot paths, each beside a same-run baseline
+//	version  print the module's version, the protocol it speaks and its schema's hash
 //	help     print this usage, or a command's with "exthost help <command>"
 //
 // Exit status is 0 on success, 1 when a command fails and 2 for a usage
@@ -34,6 +35,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -78,6 +80,7 @@ func commands() []command {
 		{name: "remove", args: "NAME", summary: "remove an installed plugin, and its copy under the home", flags: changeCommand(extension.Remove, "removed plugin %s from %s")},
 		{name: "redact", summary: "copy standard input to standard output with credentials removed", flags: redactCommand},
 		{name: "bench", args: "[PLUGIN_DIR]", summary: "measure the host's hot paths, each beside a same-run baseline", flags: benchCommand},
+		{name: "version", summary: "print the module's version, the protocol it speaks and its schema's hash", flags: versionCommand},
 		{name: "help", args: "[COMMAND]", summary: "print this usage, or a command's with \"exthost help <command>\"", flags: helpCommand},
 	}
 }
@@ -136,13 +139,17 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return 2
 	}
 	fs := flag.NewFlagSet("exthost "+c.name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	out := stderr // a usage error's
+	if slices.ContainsFunc(args[1:], func(a string) bool { return slices.Contains([]string{"-h", "-help", "--help"}, a) }) {
+		out = stdout // asked for
+	}
+	fs.SetOutput(out)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: %s\n\n%s\n", strings.TrimSpace("exthost "+c.name+" [flags] "+c.args), c.summary)
+		fmt.Fprintf(out, "usage: %s\n\n%s\n", strings.TrimSpace("exthost "+c.name+" [flags] "+c.args), c.summary)
 		flags := 0
 		fs.VisitAll(func(*flag.Flag) { flags++ })
 		if flags > 0 {
-			fmt.Fprintf(stderr, "\nflags:\n")
+			fmt.Fprintf(out, "\nflags:\n")
 			fs.PrintDefaults()
 		}
 	}
@@ -202,13 +209,27 @@ func usage(w io.Writer) {
 func helpCommand(fs *flag.FlagSet) func(*env) int {
 	return func(e *env) int {
 		if len(e.args) == 0 {
-			usage(e.stderr)
+			usage(e.stdout)
 			return 0
 		}
 		if _, ok := lookup(e.args[0], "exthost help", e.stderr); !ok {
 			return 2
 		}
 		return run([]string{e.args[0], "-h"}, e.stdin, e.stdout, e.stderr)
+	}
+}
+
+// versionCommand prints what an implementer compares against: the module's
+// version ("(devel)" when built from a checkout), the protocol id and
+// version, and the hash of the schema the binary was built from.
+func versionCommand(fs *flag.FlagSet) func(*env) int {
+	return func(e *env) int {
+		version := "(unknown)"
+		if info, ok := debug.ReadBuildInfo(); ok {
+			version = info.Main.Version
+		}
+		fmt.Fprintf(e.stdout, "exthost %s\nprotocol %s version %s\nschema %s\n", version, extension.ProtocolID, extension.ProtocolVersion, extension.GeneratedSchemaHash)
+		return 0
 	}
 }
 

@@ -103,23 +103,37 @@ func TestRunUsage(t *testing.T) {
 			if code != tt.wantCode {
 				t.Errorf("exit status %d, want %d", code, tt.wantCode)
 			}
-			if !strings.Contains(stderr, tt.wantErr) {
-				t.Errorf("stderr = %q, want it to contain %q", stderr, tt.wantErr)
+			// Help asked for goes to stdout; a usage error's to stderr.
+			text, other := stderr, stdout
+			if code == 0 {
+				text, other = stdout, stderr
 			}
-			if stdout != "" {
-				t.Errorf("stdout = %q, want nothing (usage goes to stderr)", stdout)
+			if !strings.Contains(text, tt.wantErr) || other != "" {
+				t.Errorf("stdout = %q, stderr = %q; want %q on the one and nothing on the other", stdout, stderr, tt.wantErr)
 			}
 		})
+	}
+}
+
+// TestVersionNamesTheProtocolAndTheSchema: exthost version prints the
+// module's version, the protocol id and version, and the schema hash an
+// implementer compares theirs with (D1).
+func TestVersionNamesTheProtocolAndTheSchema(t *testing.T) {
+	code, stdout, stderr := runExthost("", "version")
+	for _, want := range []string{"exthost ", "protocol " + extension.ProtocolID + " version " + extension.ProtocolVersion, "schema " + extension.GeneratedSchemaHash} {
+		if code != 0 || stderr != "" || !strings.Contains(stdout, want) {
+			t.Errorf("exit %d, stdout %q, stderr %q; want %q", code, stdout, stderr, want)
+		}
 	}
 }
 
 // TestHelpHidesTheHiddenModes: the modes exthost runs itself in are no
 // command of its users.
 func TestHelpHidesTheHiddenModes(t *testing.T) {
-	_, _, stderr := runExthost("", "help")
+	_, stdout, _ := runExthost("", "help")
 	for _, hidden := range append(slices.Collect(maps.Keys(modes)), runArg) {
-		if strings.Contains(stderr, hidden) {
-			t.Errorf("help names %q:\n%s", hidden, stderr)
+		if strings.Contains(stdout, hidden) {
+			t.Errorf("help names %q:\n%s", hidden, stdout)
 		}
 	}
 }

@@ -33,8 +33,8 @@ func TestTrustRefusesWhatTheLaunchGateWould(t *testing.T) {
 
 func TestTrustUsageNamesThePluginDir(t *testing.T) {
 	var out, errb bytes.Buffer
-	if code := run([]string{"help", "trust"}, nil, &out, &errb); code != 0 || !strings.Contains(errb.String(), "usage: exthost trust [flags] PLUGIN_DIR") {
-		t.Fatalf("exit %d, stderr %q; want the usage naming PLUGIN_DIR", code, errb.String())
+	if code := run([]string{"help", "trust"}, nil, &out, &errb); code != 0 || !strings.Contains(out.String(), "usage: exthost trust [flags] PLUGIN_DIR") {
+		t.Fatalf("exit %d, stdout %q; want the usage naming PLUGIN_DIR", code, out.String())
 	}
 }
 
