@@ -154,22 +154,37 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		}
 	}
 	action := c.flags(fs)
-	if err := fs.Parse(args[1:]); err != nil {
-		if err == flag.ErrHelp {
-			return 0
+	// Flags may come after the argument too (exthost demo DIR -wire): each
+	// parse stops at an argument, which is kept, and the rest is parsed
+	// again; after "--" everything is an argument.
+	var positional []string
+	for rest := args[1:]; len(rest) > 0; {
+		if err := fs.Parse(rest); err != nil {
+			if err == flag.ErrHelp {
+				return 0
+			}
+			return 2
 		}
-		return 2
+		after := fs.Args()
+		if len(after) < len(rest) && rest[len(rest)-len(after)-1] == "--" {
+			positional = append(positional, after...)
+			break
+		}
+		if len(after) == 0 {
+			break
+		}
+		positional, rest = append(positional, after[0]), after[1:]
 	}
 	// The arguments are what c.args names: none, one ("X") or at most one
 	// ("[X]").
-	if n, most := fs.NArg(), min(len(c.args), 1); n > most || n < most && c.args[0] != '[' {
+	if n, most := len(positional), min(len(c.args), 1); n > most || n < most && c.args[0] != '[' {
 		if n > most {
-			fmt.Fprintf(stderr, "exthost %s: unexpected arguments %q\n", c.name, fs.Args()[most:])
+			fmt.Fprintf(stderr, "exthost %s: unexpected arguments %q\n", c.name, positional[most:])
 		}
 		fs.Usage()
 		return 2
 	}
-	return action(&env{ctx: ctx, name: c.name, args: fs.Args(), usage: fs.Usage, stdin: stdin, stdout: stdout, stderr: stderr})
+	return action(&env{ctx: ctx, name: c.name, args: positional, usage: fs.Usage, stdin: stdin, stdout: stdout, stderr: stderr})
 }
 
 // exit returns the exit status of a command that ended with err: 0 when

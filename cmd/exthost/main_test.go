@@ -115,6 +115,27 @@ func TestRunUsage(t *testing.T) {
 	}
 }
 
+// TestFlagsMayFollowTheArgument: exthost trust DIR -name X is exthost
+// trust -name X DIR; after "--" a word that looks like a flag is an
+// argument.
+func TestFlagsMayFollowTheArgument(t *testing.T) {
+	dir, err := referencePlugin(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, after, stderr := runExthost("", "trust", dir, "-name", "renamed")
+	_, before, _ := runExthost("", "trust", "-name", "renamed", dir)
+	if code != 0 || after != before || !strings.Contains(after, `"renamed"`) {
+		t.Errorf("trust DIR -name renamed: exit %d, %q (stderr %q); want what trust -name renamed DIR prints, %q", code, after, stderr, before)
+	}
+	if code, _, stderr := runExthost("", "trust", "--", "-name"); code != 1 || !strings.Contains(stderr, "-name") {
+		t.Errorf("trust -- -name: exit %d, stderr %q; want -name taken as the directory, which does not exist", code, stderr)
+	}
+	if code, _, stderr := runExthost("", "trust", dir, "-no-such-flag"); code != 2 || !strings.Contains(stderr, "flag provided but not defined") {
+		t.Errorf("a bad flag after the argument: exit %d, stderr %q; want the usage error", code, stderr)
+	}
+}
+
 // TestVersionNamesTheProtocolAndTheSchema: exthost version prints the
 // module's version, the protocol id and version, and the schema hash an
 // implementer compares theirs with (D1).
