@@ -293,7 +293,15 @@ func walkAt(n *vnode, doc []byte, dst any, field string) error {
 	if err == nil {
 		return nil
 	}
-	me := manifestError(err.(*ValidationError))
+	ve := err.(*ValidationError)
+	me := manifestError(ve)
+	if ve.rule == ruleSyntax && field == "" {
+		// A file's syntax error says where, as an editor counts.
+		before := doc[:min(ve.offset, len(doc))]
+		line := bytes.Count(before, []byte("\n")) + 1
+		column := utf8.RuneCount(before[bytes.LastIndexByte(before, '\n')+1:]) + 1
+		me.Msg += fmt.Sprintf(" (line %d, column %d)", line, column)
+	}
 	if field != "" && me.Field != "" && me.Field[0] != '[' {
 		field += "."
 	}

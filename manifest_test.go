@@ -401,6 +401,7 @@ func TestParseManifestRejectsMalformedDocuments(t *testing.T) {
 		{"empty", ``, "", "one JSON object"},
 		{"array", `[]`, "", "one JSON object"},
 		{"garbage", `{"name":`, "", "not valid JSON"},
+		{"trailing comma, with its line and column", "{\n  \"name\": \"p\",\n}", "", "not valid JSON: expected a string (line 3, column 1)"},
 		{"trailing data", `{"name":"p"} {}`, "", "trailing data"},
 		{"invalid UTF-8", "{\"name\":\"\xff\"}", "", "invalid UTF-8"},
 		{"v1 without name", `{"apiVersion":"reasonix.io/plugin/v1"}`, "name", "missing or blank"},

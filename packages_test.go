@@ -229,6 +229,7 @@ func TestLoadPackagesD3CorruptFileIsTypedError(t *testing.T) {
 		{"empty file", ``, "", "one JSON object"},
 		{"garbage", `not json`, "", "one JSON object"},
 		{"truncated", `{"version":1,"plugins":[` + entry, "", "not valid JSON"},
+		{"a line and column for a syntax error, counted in characters", "{\"version\":1,\n\"plugins\":[\"é\",]}", "", "(line 2, column 16)"},
 		{"trailing data", `{"version":1,"plugins":[]}]`, "", "trailing data"},
 		{"case-variant root member", `{"Version":1,"plugins":[]}`, "Version", `did you mean "version"?`},
 		{"case-variant plugins", `{"version":1,"Plugins":[]}`, "Plugins", `did you mean "plugins"?`},

@@ -18,6 +18,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/reasonix-ext/extension"
 )
@@ -610,6 +611,11 @@ func loadScript(path string) ([]scriptStep, error) {
 	err = dec.Decode(&steps)
 	if err == nil && dec.Decode(&struct{}{}) != io.EOF {
 		err = errors.New("data after the array")
+	}
+	var syntax *json.SyntaxError
+	if errors.As(err, &syntax) {
+		before := data[:syntax.Offset]
+		err = fmt.Errorf("%w (line %d, column %d)", err, bytes.Count(before, []byte("\n"))+1, utf8.RuneCount(before[bytes.LastIndexByte(before, '\n')+1:]))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v (a script is a JSON array of steps; see exthost help demo)", path, err)
