@@ -64,9 +64,17 @@ func checkCommand(fs *flag.FlagSet) func(*env) int {
 			} else {
 				printReport(e.stdout, report)
 			}
-			if s, _ := extension.TrustPlugin(t.dir, t.name); s.Portability != "" {
+			s, _ := extension.TrustPlugin(t.dir, t.name)
+			if s.Portability != "" {
 				fmt.Fprintln(notes, s.Portability)
 			}
+			// What trust warns about, which a failed start may stem from.
+			for line := range strings.Lines(s.Text()) {
+				if rest, ok := strings.CutPrefix(line, "  warning:"); ok {
+					fmt.Fprint(notes, "warning: "+strings.TrimLeft(rest, " "))
+				}
+			}
+			fmt.Fprint(notes, commandWarning(t.dir, t.name))
 			if err != nil {
 				status = 1
 			}

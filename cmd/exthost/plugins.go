@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"text/tabwriter"
 
@@ -98,7 +99,28 @@ func previewInstall(out io.Writer, home, dir, name string, link bool) error {
 		t.Root = dest
 	}
 	fmt.Fprintf(out, "%s\n", t.Text())
+	fmt.Fprint(out, commandWarning(dir, name))
 	return nil
+}
+
+// commandWarning says why the sidecar of the plugin in dir cannot start as
+// it is, when its runtime.command is missing or not executable there (an
+// unbuilt binary, a script without its x bit); "" otherwise.
+func commandWarning(dir, name string) string {
+	t, err := extension.TrustPlugin(dir, name)
+	if err != nil {
+		return ""
+	}
+	problem := ""
+	switch info, err := os.Stat(t.Command); {
+	case err != nil:
+		problem = "does not exist: the sidecar cannot start until it does (build it, or fix runtime.command)"
+	case info.IsDir() || runtime.GOOS != "windows" && info.Mode()&0o111 == 0:
+		problem = "is not an executable file: the sidecar cannot start (make it executable, or fix runtime.command)"
+	default:
+		return ""
+	}
+	return extension.TerminalSafe(fmt.Sprintf("warning: the command %q %s\n", t.Command, problem))
 }
 
 // installedLine says what was installed where: the name, the version, and

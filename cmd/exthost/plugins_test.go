@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -370,4 +371,36 @@ func TestListShowsEscapesFromTheHomeAndTheManifestEscapedD27(t *testing.T) {
 		t.Errorf("enable nope: exit %d, stderr %q; want 1 with the home escaped", code, errs)
 	}
 	noRawEscape(t, out, errs)
+}
+
+// TestTrustInstallAndCheckWarnAboutACommandThatCannotRun: a command not
+// built yet, or without its executable bit, is named before anything is
+// written, by trust, install and check alike (§3.1); check also repeats
+// trust's warning about the literal placeholder in args.
+func TestTrustInstallAndCheckWarnAboutACommandThatCannotRun(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "unbuilt")
+	manifest := `{"apiVersion":"reasonix.io/plugin/v1","name":"unbuilt","version":"1","runtime":{"command":"${REASONIX_PLUGIN_ROOT}/bin/unbuilt","args":["${REASONIX_PLUGIN_ROOT}/x"],"intercepts":["tool.before"]}}`
+	if err := errors.Join(os.MkdirAll(filepath.Join(dir, "bin"), 0o755), os.WriteFile(filepath.Join(dir, extension.ManifestFile), []byte(manifest), 0o644)); err != nil {
+		t.Fatal(err)
+	}
+	missing := "warning: the command " + strconv.Quote(filepath.Join(dir, "bin", "unbuilt")) + " does not exist"
+	for _, args := range [][]string{{"trust", dir}, {"install", "-home", t.TempDir(), dir}, {"check", "-timeout", "300ms", dir}} {
+		_, stdout, stderr := runExthost("", args...)
+		if !strings.Contains(stdout+stderr, missing) {
+			t.Errorf("exthost %s says nothing of the missing command:\n%s%s", args[0], stdout, stderr)
+		}
+	}
+	_, stdout, stderr := runExthost("", "check", "-timeout", "300ms", dir)
+	if !strings.Contains(stdout, "warning: args[0] holds the literal ${REASONIX_PLUGIN_ROOT}") {
+		t.Errorf("check does not repeat the args warning:\n%s%s", stdout, stderr)
+	}
+	if runtime.GOOS == "windows" {
+		return
+	}
+	if err := os.WriteFile(filepath.Join(dir, "bin", "unbuilt"), []byte("#!/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, stdout, _ := runExthost("", "trust", dir); !strings.Contains(stdout, "is not an executable file") {
+		t.Errorf("trust says nothing of a command without its x bit:\n%s", stdout)
+	}
 }
