@@ -96,6 +96,11 @@ type InterceptOutcome struct {
 	Reason    string
 	// Replaced lists the plugins whose replacement was applied, in order.
 	Replaced []string
+	// Skipped lists the optional plugins whose ruling was skipped because
+	// they failed here (a timeout, a crash, an illegal answer, D19), in
+	// order. Each is warned about once a generation; this says it every
+	// time.
+	Skipped []string
 	// Permission is the first extension ruling at permission.decision,
 	// allow or deny, by PermissionBy; "" when every interceptor continued
 	// and the host's decision stands.
@@ -308,10 +313,10 @@ func (rt *Runtime) rule(ctx context.Context, s *sidecar, p Point, out *Intercept
 		if ctx.Err() != nil {
 			return false, ctx.Err() // the caller gave up; nobody is at fault
 		}
-		return false, rt.failure(s, p, "error", err, owner)
+		return false, rt.failure(out, s, p, "error", err, owner)
 	}
 	violation := func(format string, args ...any) error {
-		return rt.failure(s, p, "violation", errorf(ReasonProtocolError, "extension %s at %s: "+format, append([]any{s.spec.ID, p}, args...)...), owner)
+		return rt.failure(out, s, p, "violation", errorf(ReasonProtocolError, "extension %s at %s: "+format, append([]any{s.spec.ID, p}, args...)...), owner)
 	}
 	switch res.Decision {
 	case DecisionContinue:
@@ -327,7 +332,7 @@ func (rt *Runtime) rule(ctx context.Context, s *sidecar, p Point, out *Intercept
 		// connection's store, read and verified as a sidecar reads one.
 		repl, err := Rehydrate(ctx, res.Replacement, res.Externalized, "/replacement", s.content.read)
 		if err != nil {
-			return false, rt.failure(s, p, "violation", fmt.Errorf("extension %s at %s: %w: %w", s.spec.ID, p, errExternalized, s.redactErr(err)), owner)
+			return false, rt.failure(out, s, p, "violation", fmt.Errorf("extension %s at %s: %w: %w", s.spec.ID, p, errExternalized, s.redactErr(err)), owner)
 		}
 		v, err := DecodePayload(p, repl)
 		if err != nil {
@@ -363,13 +368,14 @@ func (rt *Runtime) rule(ctx context.Context, s *sidecar, p Point, out *Intercept
 // it owns any slot) the operation fails; an optional plugin is warned
 // about once per plugin and category ("error" for a call that failed,
 // "violation" for an illegal answer) and skipped.
-func (rt *Runtime) failure(s *sidecar, p Point, category string, err error, owner bool) error {
+func (rt *Runtime) failure(out *InterceptOutcome, s *sidecar, p Point, category string, err error, owner bool) error {
 	// A plugin owns a slot exactly when its manifest claims one: the start
 	// records every claim in rt.slots or fails.
 	if owner || s.spec.Runtime.Required || len(s.spec.Runtime.Replaces) > 0 {
 		return &PluginError{Plugin: s.spec.ID, Op: string(p), Err: err}
 	}
 	rt.warnOnce(category, s.spec.ID, string(p), func() error { return fmt.Errorf("skipping optional extension %s at %s: %w", s.spec.ID, p, err) })
+	out.Skipped = append(out.Skipped, s.spec.ID)
 	return nil
 }
 

@@ -339,8 +339,8 @@ func TestOptionalTimeoutWarnsOnceAndIsSkippedD19(t *testing.T) {
 		verdictPlugin("zz-fast", "append", false, nil, nil))
 	for _, p := range []extension.Point{extension.InputReceive, extension.InputReceive, extension.SystemPromptBuild} {
 		out, err := rt.Intercept(bg, p, json.RawMessage(hostPayloads[p]))
-		if err != nil || !reflect.DeepEqual(out.Replaced, []string{"zz-fast"}) {
-			t.Fatalf("%s: %+v, %v; want slow skipped and zz-fast applied", p, out, err)
+		if err != nil || !reflect.DeepEqual(out.Replaced, []string{"zz-fast"}) || !reflect.DeepEqual(out.Skipped, []string{"slow"}) {
+			t.Fatalf("%s: %+v, %v; want slow skipped, every time, and zz-fast applied", p, out, err)
 		}
 	}
 	if len(warnings) != 1 || warnings[0].Plugin != "slow" || !errors.Is(warnings[0].Err, extension.ReasonInterceptTimeout) {

@@ -32,12 +32,13 @@ func demoCommand(fs *flag.FlagSet) func(*env) int {
 		`{"answer": {...}} (the values the next prompt is answered with), {"submit": SURFACE or "*", "values": {...}},`+"\n"+
 		`{"resources": [PATH...]}; each may have a "title"`)
 	home := fs.String("home", "", "run the plugins installed in this Reasonix home instead of PLUGIN_DIR")
+	timeout := fs.Duration("timeout", 0, "how long to wait for a stream's end and for each sidecar's shutdown (0: 30s and 5s)")
 	return func(e *env) int {
 		if *home != "" && len(e.args) > 0 {
 			e.usage()
 			return 2
 		}
-		d := &demo{ctx: e.ctx, out: e.stdout, wire: *wire, quiet: 50 * time.Millisecond}
+		d := &demo{ctx: e.ctx, out: e.stdout, wire: *wire, quiet: 50 * time.Millisecond, timeout: *timeout}
 		return e.exit(d.run(e.args, *home, *script))
 	}
 }
@@ -47,12 +48,13 @@ func demoCommand(fs *flag.FlagSet) func(*env) int {
 // printed under that step once it has settled, so the transcript keeps
 // the order things crossed the pipe.
 type demo struct {
-	ctx   context.Context // SIGINT or SIGTERM ends the turn; nil means never
-	out   io.Writer
-	wire  bool
-	quiet time.Duration // a step has settled after this long without news: what a sidecar does on its own after an answer (a publish, a stderr line) comes within it
-	rt    *extension.Runtime
-	ids   []string // the running plugins
+	ctx     context.Context // SIGINT or SIGTERM ends the turn; nil means never
+	out     io.Writer
+	wire    bool
+	timeout time.Duration // -timeout: a stream's and a shutdown's bound; 0 for their defaults
+	quiet   time.Duration // a step has settled after this long without news: what a sidecar does on its own after an answer (a publish, a stderr line) comes within it
+	rt      *extension.Runtime
+	ids     []string // the running plugins
 	// redactor redacts all the demo prints of a step, which it escapes
 	// after (D25, D27): the host's secret environment and the values the
 	// installed manifests give their sidecars among the secrets.
@@ -287,9 +289,10 @@ func (d *demo) run(args []string, home, scriptFile string) error {
 	}
 	d.pending, d.grew = map[string]bool{}, make(chan struct{})
 	h := &extension.Host{
-		Home:     home,
-		Session:  extension.SessionContext{SessionID: "demo-session", WorkspaceRoot: work, Generation: 1},
-		Frontend: d,
+		Home:            home,
+		ShutdownTimeout: d.timeout, // zero: the host's default
+		Session:         extension.SessionContext{SessionID: "demo-session", WorkspaceRoot: work, Generation: 1},
+		Frontend:        d,
 		// An optional plugin skipped after a failure or a violation is a
 		// step without a legal answer.
 		OnWarning: func(w *extension.PluginError) {
@@ -333,7 +336,11 @@ func (d *demo) run(args []string, home, scriptFile string) error {
 	}
 	d.settle()
 	if len(d.ids) == 0 {
-		d.fail("no plugin started: %v", rt.Warnings())
+		// Nothing to run the turn against: one line, as check -home says it.
+		if len(entries) == 0 {
+			return fmt.Errorf("no plugin started: %s has no plugin installed", home)
+		}
+		return errors.New("no plugin started (the warnings above say why)")
 	}
 	for i, step := range turn {
 		if ctx.Err() != nil {
@@ -438,6 +445,10 @@ func (d *demo) recipients(p extension.Point, payload json.RawMessage) []string {
 // outcome.
 func (d *demo) intercept(ctx context.Context, p extension.Point, payload json.RawMessage, chain []string) {
 	out, err := d.rt.Intercept(ctx, p, payload)
+	if len(out.Skipped) > 0 {
+		d.say("   skipped %s: failed here (a timeout or an illegal answer); the rest of the chain ruled\n", strings.Join(out.Skipped, ", "))
+		chain = slices.DeleteFunc(slices.Clone(chain), func(id string) bool { return slices.Contains(out.Skipped, id) })
+	}
 	switch {
 	case err != nil:
 		d.fail("%v", err)
@@ -453,6 +464,8 @@ func (d *demo) intercept(ctx context.Context, p extension.Point, payload json.Ra
 		d.say("   replaced by %s: %s\n", strings.Join(out.Replaced, ", "), shown)
 	case p == extension.PermissionDecision:
 		d.say("   no extension ruled (chain: %s); the host's decision stands\n", strings.Join(chain, " → "))
+	case len(chain) == 0:
+		d.say("   no extension ruled: the operation goes on as the host had it\n")
 	default:
 		d.say("   continue (chain: %s)\n", strings.Join(chain, " → "))
 	}
@@ -479,7 +492,7 @@ func (d *demo) stream(ctx context.Context, s scriptStep) {
 	if s.Request != nil {
 		req = *s.Request
 	}
-	sctx, cancel := context.WithTimeout(ctx, streamBound)
+	sctx, cancel := context.WithTimeout(ctx, cmp.Or(d.timeout, streamBound))
 	defer cancel()
 	st, err := d.rt.OpenStream(sctx, ref, s.Effort, req)
 	if err != nil {

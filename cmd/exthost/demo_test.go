@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -394,5 +395,52 @@ func TestDemoNamesAnAnswerWithAStringID(t *testing.T) {
 	step, _, _ = strings.Cut(step, "── ")
 	if code != 1 || !strings.Contains(step, `the sidecar answered with id "2": request ids are integers`) || !strings.Contains(step, "intercept_timeout") {
 		t.Fatalf("exit %d; want 1 and the string id named under the step, which failed with the timeout:\n%s%s", code, stdout, stderr)
+	}
+}
+
+// scriptPlugin writes a plugin whose sidecar is the shell script body,
+// with the manifest's runtime members given.
+func scriptPlugin(t *testing.T, name, body, runtime string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), name)
+	manifest := `{"apiVersion":"reasonix.io/plugin/v1","name":"` + name + `","version":"1","runtime":{"command":"${REASONIX_PLUGIN_ROOT}/sidecar.sh",` + runtime + `}}`
+	if err := errors.Join(os.MkdirAll(dir, 0o755), os.WriteFile(filepath.Join(dir, "sidecar.sh"), []byte("#!/bin/sh\n"+body), 0o755),
+		os.WriteFile(filepath.Join(dir, extension.ManifestFile), []byte(manifest), 0o644)); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestDemoStopsWithOneLineWhenNothingStarts: a plugin that crashes at its
+// start, or a home with nothing installed, ends the demo at once with one
+// line saying so; no step runs against nothing.
+func TestDemoStopsWithOneLineWhenNothingStarts(t *testing.T) {
+	crash := scriptPlugin(t, "crash", "echo 'boom' >&2\nexit 3\n", `"intercepts":["tool.before"]`)
+	for name, args := range map[string][]string{
+		"crash":      {"demo", crash},
+		"empty home": {"demo", "-home", t.TempDir()},
+	} {
+		code, stdout, stderr := runExthost("", args...)
+		if code != 1 || strings.Count(stderr, "no plugin started") != 1 || strings.Contains(stdout, "── session.start") || strings.Contains(stdout, "stopped cleanly") {
+			t.Errorf("%s: exit %d; want 1, one line saying no plugin started, and no step\nstdout:\n%s\nstderr:\n%s", name, code, stdout, stderr)
+		}
+	}
+}
+
+// TestDemoSaysATimedOutPluginWasSkippedAtEveryStepD19: an optional plugin
+// that stops answering is warned about once (D19), and every later step
+// it fails says it was skipped, not that it continued.
+func TestDemoSaysATimedOutPluginWasSkippedAtEveryStepD19(t *testing.T) {
+	answer := `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"1","name":"mute","version":"1","subscriptions":["input.receive"],"stateSchemaVersion":0}}`
+	dir := scriptPlugin(t, "mute", "read line\necho '"+answer+"'\ncat > /dev/null\n", `"intercepts":["input.receive"],"timeoutMillis":200`)
+	code, stdout, stderr := runExthost("", "demo", "-timeout", "500ms", dir)
+	steps := strings.Split(stdout, "── input.receive")
+	if code != 1 || len(steps) < 3 || strings.Contains(stdout, "continue (chain: mute)") || !strings.Contains(stderr, "within 500ms") {
+		t.Fatalf("exit %d; want 1, input.receive steps none of which says mute continued, and a shutdown bounded by -timeout\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	for i, step := range steps[1:] {
+		if !strings.Contains(step, "skipped mute: failed here") {
+			t.Errorf("input.receive step %d does not say mute was skipped:\n%s", i+1, step)
+		}
 	}
 }
