@@ -644,6 +644,12 @@ func loadScript(path string) ([]scriptStep, error) {
 			problem = fmt.Sprintf("%q is not a hook point (%v)", cmp.Or(s.Intercept, s.Event), extension.Points())
 		case (s.Intercept != "" || s.Event != "") && (len(s.Payload) == 0 || bytes.TrimSpace(s.Payload)[0] != '{'):
 			problem = "an intercept or event needs a \"payload\" object"
+		case s.Intercept != "" || s.Event != "":
+			// The point's payload type, as the host would refuse it: a
+			// plugin is never blamed for a payload the script got wrong.
+			if _, err := extension.DecodePayload(cmp.Or(s.Intercept, s.Event), s.Payload); err != nil {
+				problem = "has a payload the host refuses: " + err.Error()
+			}
 		}
 		if problem != "" {
 			return nil, fmt.Errorf("%s: step %d %s", path, i+1, problem)

@@ -354,6 +354,7 @@ func TestDemoScriptErrorsNameTheStep(t *testing.T) {
 		{`[{"intercpt": "tool.before"}]`, `unknown field "intercpt"`},
 		{`{"steps": []}`, "a script is a JSON array of steps"},
 		{`[] []`, "data after the array"},
+		{`[{"intercept": "tool.before", "payload": {"nam": "rm"}}]`, `step 1 has a payload the host refuses: ToolPayload at /nam: unknown member "nam"`},
 		{"[\n  {\"resources\": [\"a\"],},\n]", "invalid character '}' looking for beginning of object key string (line 2, column 23)"},
 		{`[{"action": "*", "payload": {}}]`, `step 1 has "payload", which action steps do not take`},
 		{`[{"stream": "*", "cancelAfter": -1}]`, `step 1 has "cancelAfter"`},
