@@ -390,7 +390,12 @@ func (rt *Runtime) Warnings() []*PluginError {
 // at once, all under one StartupTimeout deadline. Slot claims are checked
 // first, so a collision starts nothing (D17). A required plugin's failure
 // stops every started sidecar and fails Start; an optional one's becomes a
-// warning.
+// warning, and Start succeeds, even when no plugin started at all. What did
+// not start, and why, is in the runtime's Warnings, with or without
+// OnWarning: each a *PluginError whose Op is "start" and whose Err wraps
+// the launch gate's refusal or, for a sidecar that failed to start, a
+// *StartError (stage, elapsed time, stderr tail). A plugin started when
+// Declaration knows it.
 func (h *Host) Start(ctx context.Context) (*Runtime, error) {
 	return h.start(ctx, h.Session.Generation)
 }

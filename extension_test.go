@@ -253,6 +253,11 @@ func TestOptionalFailuresWarnInRecordOrderD10(t *testing.T) {
 	var got []string
 	for _, w := range rt.Warnings() {
 		got = append(got, w.Plugin)
+		// What Start's doc promises a host that wired no callback.
+		var se *extension.StartError
+		if _, started := rt.Declaration(w.Plugin); w.Op != "start" || !errors.As(w, &se) || se.Plugin != w.Plugin || started {
+			t.Errorf("warning %v: want Op start, a *StartError for %s, and no declaration", w, w.Plugin)
+		}
 	}
 	// The record's order is name order (D10, PROTOCOL.md §3.2), whatever
 	// the order of installing and of failing.
