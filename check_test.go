@@ -196,9 +196,18 @@ func TestCheckPassesAnUnknownEnvelopeMemberD3(t *testing.T) {
 	if err != nil || report.Failed != 0 || report.Passed < 30 {
 		t.Fatalf("check: %v; %d passed, %d failed\n%s", err, report.Passed, report.Failed, reportText(report))
 	}
+	// Every scenario the plain sidecar gets is there, judged or skipped
+	// (which of the two may vary with timing: a stream may end before its
+	// cancel comes).
 	plain, err := extension.Check(context.Background(), referencePluginDir(t, ""), extension.CheckOptions{Timeout: 2 * time.Second})
-	if err != nil || plain.Passed != report.Passed || plain.Skipped != report.Skipped {
-		t.Fatalf("with \"ID\" %d passed and %d skipped, without %d and %d (%v): no scenario may be dropped\n%s", report.Passed, report.Skipped, plain.Passed, plain.Skipped, err, reportText(report))
+	names := func(r *extension.CheckReport) (n []string) {
+		for _, res := range r.Results {
+			n = append(n, res.Name)
+		}
+		return n
+	}
+	if err != nil || !slices.Equal(names(plain), names(report)) {
+		t.Fatalf("with \"ID\" the scenarios are %q, without %q (%v): none may be dropped\n%s", names(report), names(plain), err, reportText(report))
 	}
 }
 
