@@ -39,7 +39,11 @@ func demoCommand(fs *flag.FlagSet) func(*env) int {
 			return 2
 		}
 		d := &demo{ctx: e.ctx, out: e.stdout, wire: *wire, quiet: 50 * time.Millisecond, timeout: *timeout}
-		return e.exit(d.run(e.args, *home, *script))
+		err := d.run(e.args, *home, *script)
+		if e.ctx.Err() != nil {
+			err = errInterrupted // whatever it cut short: the start, a step, the shutdown
+		}
+		return e.exit(err)
 	}
 }
 
@@ -131,6 +135,10 @@ func (d *demo) tap(inbound bool, frame []byte) {
 		// The host drops it (PROTOCOL.md §2.4); its caller only sees a timeout.
 		d.add(entry{text: fmt.Sprintf("   the sidecar answered with id %s: request ids are integers (PROTOCOL.md D4), so the host drops that answer", string(w.ID))})
 	}
+	if inbound && w.Method == extension.MethodContentRead {
+		// Shown without -wire too: how a large payload reaches a sidecar.
+		d.add(entry{text: "   content ref read: the sidecar asks the host for a page of the payload, " + string(w.Params) + "; it checks the whole against the descriptor's totalBytes and sha256 before its callback sees it (D22)"})
+	}
 	d.add(entry{text: "      " + arrow + " " + text, frame: true, inbound: inbound, w: w})
 }
 
@@ -201,7 +209,7 @@ func (d *demo) Show(s extension.Surface) {
 		d.forms = append(d.forms, [2]string{s.Plugin, s.SurfaceID})
 		d.mu.Unlock()
 	}
-	d.add(entry{text: "   ui: " + strings.ReplaceAll(strings.TrimSpace(s.Text()), "\n", "\n       ")})
+	d.add(entry{text: "   ui " + string(s.Kind) + ": " + strings.ReplaceAll(strings.TrimSpace(s.Text()), "\n", "\n       ")})
 }
 
 // Ask answers a prompt as the script said, or as a user typing "Ada"
@@ -357,9 +365,6 @@ func (d *demo) run(args []string, home, scriptFile string) error {
 		d.say("   every sidecar stopped cleanly in %v", time.Since(start).Round(time.Millisecond))
 	}
 	d.settle()
-	if ctx.Err() != nil {
-		return errInterrupted // the shutdown it cut short says nothing more
-	}
 	if err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}
@@ -509,7 +514,7 @@ func (d *demo) stream(ctx context.Context, s scriptStep) {
 		c, err := st.Recv()
 		switch {
 		case errors.Is(err, io.EOF):
-			d.say("   end\n")
+			d.say("   end of the stream (stream/end: the sidecar sent no more chunks)\n")
 			return
 		case errors.Is(err, extension.ReasonStreamCancelled) && s.CancelAfter > 0:
 			d.say("   cancelled by the demo after %d chunk(s): %v\n", n, err)
@@ -534,7 +539,7 @@ func chunkText(c extension.ProviderChunk) string {
 		u := c.Usage
 		return fmt.Sprintf("usage: %d prompt + %d completion = %d tokens, finish %s", u.PromptTokens, u.CompletionTokens, u.TotalTokens, u.FinishReason)
 	case c.Type == extension.ChunkDone:
-		return "done"
+		return "done (the model's answer is complete)"
 	}
 	b, _ := json.Marshal(c)
 	return string(c.Type) + " " + string(b)

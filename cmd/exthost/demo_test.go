@@ -30,7 +30,7 @@ func TestDemoRunsTheReferencePlugin(t *testing.T) {
 	outcome := outcomes(transcript)
 	for step, want := range map[string]string{
 		"start: handshake":                                             "fullsidecar 1.0.0 subscribes to input.receive, tool.before, system_prompt.build, session.start; owns system_prompt; serves plugin/fullsidecar/fake/echo; offers /fullsidecar:demo",
-		"session.start (observed)":                                     "ui: [fullsidecar] fullsidecar",
+		"session.start (observed)":                                     "ui card: [fullsidecar] fullsidecar",
 		`input.receive "/fs hello world"`:                              `replaced by fullsidecar: {"text":"hello world [rewritten by fullsidecar]"}`,
 		`input.receive "what changed since yesterday?"`:                "continue (chain: fullsidecar)",
 		"system_prompt.build":                                          `replaced by fullsidecar: {"prompt":"You are Reasonix running under the fullsidecar demo strategy.`,
@@ -56,9 +56,11 @@ func TestDemoRunsTheReferencePlugin(t *testing.T) {
 	for _, want := range []string{
 		`FULL TRUST: plugin "fullsidecar", version "1.0.0"`,
 		`args:           "_run", "fullsidecar"`, // the reference plugin is exthost itself, in its hidden mode
-		`ui: [fullsidecar] INFO: fullsidecar online`,
+		`ui status: [fullsidecar] INFO: fullsidecar online`,
 		`prompt fullsidecar-demo-form from fullsidecar (input) "fullsidecar demo", answered by the demo: {"loud":true,"name":"Ada"}`,
-		`ui: [fullsidecar] HELLO, ADA!`,
+		`ui notification: [fullsidecar] HELLO, ADA!`,
+		`content ref read: the sidecar asks the host for a page of the payload, {"contentRef":"content_`, // shown without -wire too
+		"done (the model's answer is complete)", "end of the stream (stream/end",
 		"text \"fake-hello \"", "tool_call lookup {\"query\":\"reasonix\"}", "usage: 5 prompt + 7 completion = 12 tokens, finish stop",
 	} {
 		if !strings.Contains(transcript, want) {
@@ -329,7 +331,7 @@ func TestDemoScriptRunsAnAuthorsOwnTurn(t *testing.T) {
 	outcome := outcomes(out.String())
 	for step, want := range map[string]string{
 		"my tool.before":                              "blocked by fullsidecar: fullsidecar blocks the tool dangerous_exec",
-		"step 2: event session.start":                 "ui: [fullsidecar] fullsidecar",
+		"step 2: event session.start":                 "ui card: [fullsidecar] fullsidecar",
 		"step 3: stream plugin/fullsidecar/fake/echo": "end",
 		"step 4: answer":                              `the next prompt will be answered {"loud":false,"name":"Lin"}`,
 		"step 5: action /fullsidecar:demo":            "/fullsidecar:demo: accepted true Hello, Lin!",
