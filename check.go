@@ -489,12 +489,12 @@ func (c *checker) protocol() {
 	}
 	survived := true
 	for i, pr := range probes {
-		id := msgID(101 + i)
+		id := firstProbeID + msgID(i)
 		from := s.log.mark()
 		s.conn.sendRaw([]byte(strings.ReplaceAll(pr.frame, "ID", strconv.Itoa(int(id)))))
 		answer, ok := s.log.wait(c.ctx, c.opts.Timeout, from, func(w seenFrame) bool {
 			got, hasID := w.id()
-			return w.in && w.kind() == kindResponse && (!hasID || got == id || got < 101 || got > id) // not a late answer to an earlier probe
+			return w.in && w.kind() == kindResponse && (!hasID || got == id || got < firstProbeID || got > id) // not a late answer to an earlier probe
 		})
 		survived = survived && ok
 		c.recordErrorAnswer(pr.name, pr.rule, pr.section, answer, s.log.since(from), ok, pr.code, pr.reason, id, strings.Contains(pr.frame, "ID"))
@@ -536,6 +536,10 @@ func (c *checker) protocol() {
 	}
 	c.record("events/no-reply", "D20", "§2.6", s.log.since(from), problemIf(answered, "the sidecar answered a notification"))
 }
+
+// firstProbeID is the id of the first hand-written probe, the next ones
+// following it: clear of the ids the session's Conn numbers itself.
+const firstProbeID msgID = 101
 
 // recordErrorAnswer records a scenario whose frame must be answered with an
 // error of code and reason, carrying id when echo is set, and id null
@@ -589,11 +593,12 @@ func (c *checker) oversized() {
 	defer cancel()
 	select {
 	case <-s.proc.exited:
-	case <-ctx.Done():
+	case <-ctx.Done(): // the bound, or the check stopped
+		if !waitClosed(s.proc.exited, 0) { // an exit at the bound still counts
+			problem = fmt.Sprintf("the sidecar was still running %v after an inbound line of 8 MiB + 1 KiB", 3*c.opts.Timeout)
+		}
 	}
-	if !waitClosed(s.proc.exited, 0) {
-		problem = fmt.Sprintf("the sidecar was still running %v after an inbound line of 8 MiB + 1 KiB", 3*c.opts.Timeout)
-	} else if s.proc.waitErr == nil {
+	if problem == "" && s.proc.waitErr == nil {
 		problem = "the sidecar exited with status 0; a fatal connection failure exits non-zero (§3.6)"
 	}
 	c.record(name, rule, section, s.log.since(from), problem)
@@ -1029,28 +1034,21 @@ func (c *checker) ids(log *frameLog) {
 // one JSON object (D2). A debug print on stdout is a line the host cannot
 // read, which it answers -32700 and otherwise ignores.
 func (c *checker) framing(log *frameLog) {
+	written := 0
 	for _, w := range log.since(0) {
-		if w.in && w.fe != nil && w.fe.kind == 0 {
+		switch {
+		case w.in && w.fe != nil && w.fe.kind == 0:
 			c.record("framing/every-line-a-frame", "D2", "§2.1", []seenFrame{w}, "the sidecar wrote a line that is not one JSON object ("+w.fe.err.Message+"): stdout carries protocol frames only; write logs to stderr")
 			return
+		case w.in:
+			written++
 		}
 	}
-	if c.countIn(log) <= 1 {
+	if written <= 1 {
 		c.skip("framing/every-line-a-frame", "D2", "§2.1", "the sidecar wrote nothing after its initialize answer")
 		return
 	}
 	c.record("framing/every-line-a-frame", "D2", "§2.1", nil, "")
-}
-
-// countIn counts the frames the sidecar wrote.
-func (c *checker) countIn(log *frameLog) int {
-	n := 0
-	for _, w := range log.since(0) {
-		if w.in {
-			n++
-		}
-	}
-	return n
 }
 
 // sidecarRequests returns the sidecar's requests for methods among

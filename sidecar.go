@@ -536,9 +536,12 @@ func startProcess(spec *launchSpec, env []string, tail *tail) (*process, string,
 // #! line naming a program that does not exist fails the exec with "no
 // such file or directory", which is what a CRLF line end does to it.
 func interpreterError(command string, err error) error {
-	f, ferr := os.Open(command)
-	if !errors.Is(err, fs.ErrNotExist) || ferr != nil {
+	if !errors.Is(err, fs.ErrNotExist) {
 		return err
+	}
+	f, ferr := os.Open(command)
+	if ferr != nil {
+		return err // the command itself is missing
 	}
 	defer f.Close()
 	line, _ := bufio.NewReader(io.LimitReader(f, 256)).ReadString('\n')

@@ -51,9 +51,6 @@ func checkCommand(fs *flag.FlagSet) func(*env) int {
 			if report == nil {
 				return e.exit(err)
 			}
-			if errors.Is(err, context.DeadlineExceeded) {
-				defer fmt.Fprintf(e.stderr, "exthost check: %s: stopped at the -deadline of %v; the scenarios after it did not run\n", extension.TerminalSafe(report.Plugin), *deadline)
-			}
 			// D9: the extension lists keep a plugin off upstream hosts.
 			// stdout carries only the report's JSON with -json.
 			notes := e.stdout
@@ -74,7 +71,10 @@ func checkCommand(fs *flag.FlagSet) func(*env) int {
 					fmt.Fprint(notes, "warning: "+strings.TrimLeft(rest, " "))
 				}
 			}
-			fmt.Fprint(notes, commandWarning(t.dir, t.name))
+			fmt.Fprint(notes, commandWarning(s))
+			if errors.Is(err, context.DeadlineExceeded) {
+				fmt.Fprintf(e.stderr, "exthost check: %s: stopped at the -deadline of %v; the scenarios after it did not run\n", extension.TerminalSafe(report.Plugin), *deadline)
+			}
 			if err != nil {
 				status = 1
 			}

@@ -255,7 +255,7 @@ func trustCommand(fs *flag.FlagSet) func(*env) int {
 	return func(e *env) int {
 		t, err := extension.TrustPlugin(e.args[0], *id)
 		if err == nil {
-			fmt.Fprint(e.stdout, t.Text(), commandWarning(e.args[0], *id))
+			fmt.Fprint(e.stdout, t.Text(), commandWarning(t))
 		}
 		return e.exit(err)
 	}

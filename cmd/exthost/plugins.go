@@ -87,7 +87,8 @@ func previewInstall(out io.Writer, home, dir, name string, link bool) error {
 	if err != nil {
 		return err
 	}
-	t.Linked = link // a linked install runs in place from dir, which the block then says
+	warning := commandWarning(t) // where the command is now, before a copy moves it
+	t.Linked = link              // a linked install runs in place from dir, which the block then says
 	if !link {
 		dest, err := filepath.Abs(filepath.Join(home, "plugins", t.Plugin))
 		if err != nil {
@@ -99,20 +100,19 @@ func previewInstall(out io.Writer, home, dir, name string, link bool) error {
 		t.Root = dest
 	}
 	fmt.Fprintf(out, "%s\n", t.Text())
-	fmt.Fprint(out, commandWarning(dir, name))
+	fmt.Fprint(out, warning)
 	return nil
 }
 
-// commandWarning says why the sidecar of the plugin in dir cannot start as
-// it is, when its runtime.command is missing or not executable there (an
-// unbuilt binary, a script without its x bit); "" otherwise.
-func commandWarning(dir, name string) string {
-	t, err := extension.TrustPlugin(dir, name)
-	if err != nil {
-		return ""
-	}
+// commandWarning says why the sidecar of the plugin t describes cannot
+// start as it is, when its runtime.command is missing or not executable
+// (an unbuilt binary, a script without its x bit); "" otherwise, and for a
+// plugin without a sidecar.
+func commandWarning(t extension.TrustSummary) string {
 	problem := ""
 	switch info, err := os.Stat(t.Command); {
+	case t.Command == "":
+		return ""
 	case err != nil:
 		problem = "does not exist: the sidecar cannot start until it does (build it, or fix runtime.command)"
 	case info.IsDir() || runtime.GOOS != "windows" && info.Mode()&0o111 == 0:
